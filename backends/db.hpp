@@ -1,0 +1,441 @@
+#pragma once
+// The driver contract: a C++ rendering of the seed's e.db (see docs/architecture.md).
+//
+// Four handles (Connection, Statement, Rows, Transaction), one value type, five
+// portable errors plus Connection, and optional side channels. Every call is
+// synchronous and blocking; the server runs drivers on its bounded executor and
+// never on an event-loop thread. The one exception is Connection::cancel(),
+// which any thread may call at any time.
+//
+// A handle is a thin owner of a driver object. Closing, committing or rolling
+// back empties the handle, and an empty handle answers Errc::closed without
+// reaching the driver, so a double close or a query after commit behaves the
+// same under every driver and no driver has to write that logic.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "backends/sql.hpp"
+
+namespace wirepool::db {
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/// The portable errors. Code that only needs "was it a constraint" stays portable;
+/// the precise SQLSTATE, vendor code and message are in Error.
+enum class Errc : uint8_t {
+  ok = 0,
+  closed,         ///< the handle was closed, committed or rolled back
+  invalid_query,  ///< syntax, unknown table/column, bad parameter, type mismatch
+  constraint,     ///< unique, foreign key, not null, check
+  busy,           ///< lock not available, deadlock, a reader still open, cancelled
+  unsupported,    ///< the driver or backend has no such feature
+  connection,     ///< the backend went away; the pool discards this connection
+};
+std::string_view to_string(Errc code);
+
+/// An error as a value, with the backend's own detail.
+struct Error {
+  Errc code = Errc::invalid_query;
+  std::string sqlstate = "XX000";  ///< precise five-character SQLSTATE (DESIGN.md "Errors")
+  int64_t vendor_code = 0;         ///< the backend's native code (SQLite extended code, MySQL errno)
+  std::string message;             ///< the backend's message, passed to the client as is
+  std::string detail;              ///< optional (PostgreSQL DETAIL)
+  std::string hint;                ///< optional (PostgreSQL HINT)
+
+  static Error closed();
+  static Error unsupported(std::string message);
+  static Error connection(std::string message);
+};
+
+/// Either a value or an Error. [[nodiscard]]: errors are values on the data path.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}     // NOLINT(google-explicit-constructor)
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  const T& value() const& { return std::get<0>(v_); }
+  T* operator->() { return &std::get<0>(v_); }
+  T& operator*() & { return std::get<0>(v_); }
+  const Error& error() const { return std::get<1>(v_); }
+  Error&& take_error() { return std::get<1>(std::move(v_)); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : e_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  bool ok() const { return !e_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const Error& error() const { return *e_; }
+  Error&& take_error() { return std::move(*e_); }
+
+ private:
+  std::optional<Error> e_;
+};
+using Status = Result<void>;
+
+// ---------------------------------------------------------------------------
+// Values
+
+/// The value kinds. Decimal is exact decimal text at its scale ("-0.000100"),
+/// kept apart from Text so protocols can type it as numeric / DECIMAL.
+enum class Kind : uint8_t { Null, Bool, I64, U64, F64, Text, Bytes, Time, Decimal };
+std::string_view to_string(Kind kind);
+
+/// What a Time column holds, so a protocol can choose timestamptz, timestamp or date.
+enum class TimeForm : uint8_t { timestamptz, timestamp, date };
+
+/// One tagged value. `Str` is std::string for caller-owned values and
+/// std::string_view for borrowed ones (valid until the next row or close).
+/// Time is microseconds since 1970-01-01T00:00:00Z.
+template <class Str>
+struct BasicValue {
+  Kind kind = Kind::Null;
+  union {
+    bool b;
+    int64_t i64;
+    uint64_t u64;
+    double f64;
+    int64_t micros;
+  };
+  Str str{};  ///< Text (UTF-8), Bytes, Decimal (exact text)
+
+  BasicValue() : i64(0) {}
+  static BasicValue null() { return {}; }
+  static BasicValue boolean(bool v) { BasicValue x; x.kind = Kind::Bool; x.b = v; return x; }
+  static BasicValue int64(int64_t v) { BasicValue x; x.kind = Kind::I64; x.i64 = v; return x; }
+  static BasicValue uint64(uint64_t v) { BasicValue x; x.kind = Kind::U64; x.u64 = v; return x; }
+  static BasicValue float64(double v) { BasicValue x; x.kind = Kind::F64; x.f64 = v; return x; }
+  static BasicValue time(int64_t micros_since_epoch) {
+    BasicValue x; x.kind = Kind::Time; x.micros = micros_since_epoch; return x;
+  }
+  static BasicValue text(Str s) { BasicValue x; x.kind = Kind::Text; x.str = std::move(s); return x; }
+  static BasicValue bytes(Str s) { BasicValue x; x.kind = Kind::Bytes; x.str = std::move(s); return x; }
+  static BasicValue decimal(Str s) {
+    BasicValue x; x.kind = Kind::Decimal; x.str = std::move(s); return x;
+  }
+  bool is_null() const { return kind == Kind::Null; }
+};
+using Value = BasicValue<std::string>;
+using ValueView = BasicValue<std::string_view>;
+
+/// A borrowed view of an owned value.
+inline ValueView view_of(const Value& v) {
+  ValueView out;
+  out.kind = v.kind;
+  out.i64 = v.i64;
+  out.str = v.str;
+  return out;
+}
+/// An owned copy of a borrowed value.
+inline Value copy_of(const ValueView& v) {
+  Value out;
+  out.kind = v.kind;
+  out.i64 = v.i64;
+  out.str.assign(v.str.data(), v.str.size());
+  return out;
+}
+
+/// What the backend said of a column's type, beyond its Kind.
+struct NativeType {
+  std::string name;          ///< the backend's spelling ("INTEGER", "numeric", "VARCHAR(20)"), may be empty
+  uint32_t pg_oid = 0;       ///< PostgreSQL backends: the type OID (0 for other backends)
+  int32_t pg_typmod = -1;    ///< PostgreSQL backends: the type modifier
+  int32_t precision = -1;    ///< decimal precision, or -1
+  int32_t scale = -1;        ///< decimal scale, or -1
+  int64_t length = -1;       ///< declared length in characters or bytes, or -1
+  TimeForm time_form = TimeForm::timestamptz;  ///< for Kind::Time columns
+};
+
+/// A result column. kind == Kind::Null means "not known" (an expression column of
+/// a dynamically typed backend before any row); protocols then send text.
+struct Column {
+  std::string name;
+  Kind kind = Kind::Null;
+  bool nullable = true;
+  NativeType native;
+};
+
+/// A bound parameter. Positional when `name` is empty: the i-th parameter binds
+/// marker i+1 ($1, the first ?, @p1). Named parameters bind :name, @name or $name.
+struct Param {
+  std::string name;
+  Value value;
+  /// Untyped text (a PostgreSQL client's OID 0): the driver binds it as text and
+  /// lets the backend convert it where it can.
+  bool untyped = false;
+};
+using Params = std::span<const Param>;
+
+/// What a statement did, known once its rows are exhausted.
+struct CommandInfo {
+  std::string tag;       ///< the backend's own command tag (PostgreSQL), else empty
+  std::string verb;      ///< "SELECT", "INSERT", "CREATE TABLE", ... (sql::command_verb)
+  int64_t affected = -1; ///< rows inserted, updated or deleted; -1 when not applicable
+  int64_t last_insert_id = -1;
+};
+
+/// The backend's transaction state, reported after every call.
+enum class TxState : uint8_t { idle, in_transaction, failed };
+std::string_view to_string(TxState s);
+
+/// What a driver can do. Reported once per connection.
+struct Capabilities {
+  sql::Dialect dialect = sql::Dialect::ansi;
+  bool multi_statement = false;   ///< query() accepts several statements in one text
+  bool session_settings = false;  ///< the backend keeps SET/SHOW itself (PostgreSQL)
+  bool notices = false;
+  bool notifications = false;
+  bool copy = false;
+  bool blocking = true;           ///< calls block: run them on the bounded executor
+};
+
+// ---------------------------------------------------------------------------
+// Side channels (optional per driver; Unsupported where a backend has none)
+
+struct Notice {
+  std::string severity;  ///< "NOTICE", "WARNING", "INFO", ...
+  std::string sqlstate;
+  std::string message;
+  std::string detail;
+  std::string hint;
+};
+struct ParameterChange {
+  std::string name;
+  std::string value;
+};
+struct Notification {
+  int32_t pid = 0;
+  std::string channel;
+  std::string payload;
+};
+/// Receives what a backend reports besides results. Called on the thread that is
+/// running a driver call on the connection.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_notice(const Notice&) {}
+  virtual void on_parameter(const ParameterChange&) {}
+  virtual void on_notification(const Notification&) {}
+};
+
+/// A COPY stream (PostgreSQL COPY FROM STDIN / TO STDOUT).
+class CopyStreamImpl {
+ public:
+  virtual ~CopyStreamImpl() = default;
+  virtual bool is_input() const = 0;
+  /// COPY FROM STDIN: send a chunk of data.
+  virtual Status write(std::string_view data) = 0;
+  /// COPY TO STDOUT: the next chunk, or nullopt at the end.
+  virtual Result<std::optional<std::string>> read() = 0;
+  /// Finish (or abort with `error_message`) and report what was copied.
+  virtual Result<CommandInfo> finish(std::optional<std::string> error_message) = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Driver-side interfaces. Drivers implement these; callers use the handles below.
+
+class RowsImpl {
+ public:
+  virtual ~RowsImpl() = default;
+  /// Columns of the current result (empty for a statement that returns no rows).
+  virtual std::span<const Column> columns() const = 0;
+  /// Fills `row` (columns().size() values) with the library's own bytes, valid
+  /// until the next call on this Rows. Answers false after the last row.
+  virtual Result<bool> next_borrowed(std::span<ValueView> row) = 0;
+  /// Fills a caller-owned row. The default copies what next_borrowed lends.
+  virtual Result<bool> next(std::span<Value> row);
+  /// Multi-statement text: finish the current result and advance to the next
+  /// statement's. Answers false when there is none.
+  virtual Result<bool> next_result() = 0;
+  /// What the current statement did; complete once next() answered false.
+  virtual CommandInfo command() const = 0;
+  virtual Status close() = 0;
+
+ protected:
+  std::vector<ValueView> scratch_;  // for the default next()
+};
+
+/// Parameter information a prepared statement reports.
+struct ParamInfo {
+  Kind kind = Kind::Null;  ///< Null = unknown: the backend converts from text
+  NativeType native;
+};
+
+class StatementImpl {
+ public:
+  virtual ~StatementImpl() = default;
+  /// Parameters as the backend typed them (may be fewer than the markers when unknown).
+  virtual std::span<const ParamInfo> params() const = 0;
+  /// Result columns, as far as they are known before execution.
+  virtual std::span<const Column> columns() const = 0;
+  virtual Result<std::unique_ptr<RowsImpl>> query(Params params) = 0;
+  virtual Status close() = 0;
+};
+
+/// Options for Connection::begin. `native_sql` is the client's own statement
+/// ("BEGIN ISOLATION LEVEL SERIALIZABLE", "BEGIN IMMEDIATE"); a driver uses it
+/// where its dialect accepts it and otherwise starts a plain transaction.
+struct BeginOptions {
+  std::string native_sql;
+};
+
+class ConnectionImpl {
+ public:
+  virtual ~ConnectionImpl() = default;
+  virtual Capabilities capabilities() const = 0;
+  /// Runs the (first) statement and returns its reader. Statements that return
+  /// no rows finish here; their Rows has no columns. Bad SQL fails here, not at
+  /// the first row.
+  virtual Result<std::unique_ptr<RowsImpl>> query(std::string_view sql, Params params) = 0;
+  /// Prepares a statement. `param_types` are the caller's hints (may be empty).
+  virtual Result<std::unique_ptr<StatementImpl>> prepare(std::string_view sql,
+                                                         std::span<const ParamInfo> hints) = 0;
+  virtual Status begin(const BeginOptions& options) = 0;
+  /// Commit. A transaction in which a statement failed answers an error, never
+  /// a false success.
+  virtual Status commit() = 0;
+  virtual Status rollback() = 0;
+  virtual TxState tx_state() const = 0;
+  /// Interrupt the running call. Any thread, any time; harmless when idle.
+  virtual void cancel() noexcept = 0;
+  /// Bring the session back to a clean state before another client uses it.
+  /// `reset_query` is the configured one (may be empty).
+  virtual Status reset(std::string_view reset_query);
+  /// A cheap liveness check (no round trip where the library can tell).
+  virtual bool alive() const { return true; }
+  virtual Status set_event_sink(EventSink* sink);
+  virtual Result<std::unique_ptr<CopyStreamImpl>> copy(std::string_view sql);
+  virtual Status close() = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Handles
+
+class Rows {
+ public:
+  Rows() = default;
+  explicit Rows(std::unique_ptr<RowsImpl> impl) : impl_(std::move(impl)) {}
+  bool is_open() const { return impl_ != nullptr; }
+  std::span<const Column> columns() const;
+  Result<bool> next(std::span<Value> row);
+  Result<bool> next_borrowed(std::span<ValueView> row);
+  Result<bool> next_result();
+  CommandInfo command() const;
+  Status close();
+
+ private:
+  std::unique_ptr<RowsImpl> impl_;
+};
+
+class Statement {
+ public:
+  Statement() = default;
+  explicit Statement(std::unique_ptr<StatementImpl> impl) : impl_(std::move(impl)) {}
+  bool is_open() const { return impl_ != nullptr; }
+  std::span<const ParamInfo> params() const;
+  std::span<const Column> columns() const;
+  Result<Rows> query(Params params = {});
+  /// Runs to completion and reports what the statement did.
+  Result<CommandInfo> execute(Params params = {});
+  Status close();
+
+ private:
+  std::unique_ptr<StatementImpl> impl_;
+};
+
+class Connection;
+
+/// A transaction on a connection. It must not outlive its Connection; commit
+/// and rollback empty it.
+class Transaction {
+ public:
+  Transaction() = default;
+  explicit Transaction(ConnectionImpl* conn) : conn_(conn) {}
+  bool is_open() const { return conn_ != nullptr; }
+  Result<Rows> query(std::string_view sql, Params params = {});
+  Result<CommandInfo> execute(std::string_view sql, Params params = {});
+  Result<Statement> prepare(std::string_view sql, std::span<const ParamInfo> hints = {});
+  Status commit();
+  Status rollback();
+
+ private:
+  ConnectionImpl* conn_ = nullptr;
+};
+
+class Connection {
+ public:
+  Connection() = default;
+  explicit Connection(std::unique_ptr<ConnectionImpl> impl) : impl_(std::move(impl)) {}
+  bool is_open() const { return impl_ != nullptr; }
+  Capabilities capabilities() const;
+  Result<Rows> query(std::string_view sql, Params params = {});
+  Result<CommandInfo> execute(std::string_view sql, Params params = {});
+  Result<Statement> prepare(std::string_view sql, std::span<const ParamInfo> hints = {});
+  Result<Transaction> begin(const BeginOptions& options = {});
+  TxState tx_state() const;
+  void cancel() noexcept;
+  Status reset(std::string_view reset_query);
+  bool alive() const;
+  Status set_event_sink(EventSink* sink);
+  Status close();
+  /// For drivers and the server's plumbing; not for application code.
+  ConnectionImpl* impl() const { return impl_.get(); }
+
+ private:
+  std::unique_ptr<ConnectionImpl> impl_;
+};
+
+/// Drains a reader and reports its command (used by execute()).
+Result<CommandInfo> drain(Rows& rows);
+
+// ---------------------------------------------------------------------------
+// Drivers
+
+/// What a database entry of the configuration hands its driver.
+struct OpenOptions {
+  std::string connection;                      ///< driver-specific: path, conninfo, ODBC string
+  std::string password;                        ///< from password_env / password_file, may be empty
+  std::map<std::string, std::string> options;  ///< driver-specific knobs (validated by the driver)
+  std::string base_dir;                        ///< relative paths are relative to this (state_dir)
+  std::string tls_ca;                          ///< PEM file of the only trusted root, empty = no TLS
+  std::vector<std::string> tls_pins;           ///< SHA-256 of accepted public keys (hex, lower case)
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  virtual std::string_view name() const = 0;
+  /// Checks `options` keys and values; answers one message per problem, keyed by option.
+  virtual std::vector<std::pair<std::string, std::string>> validate(const OpenOptions& o) const = 0;
+  virtual Result<Connection> open(const OpenOptions& options) const = 0;
+  /// `connection` with secrets replaced by "***", for log lines.
+  virtual std::string redact(std::string_view connection) const { return std::string(connection); }
+};
+
+/// The drivers built into this binary, by configuration name ("sqlite", ...);
+/// nullptr for an unknown or not-yet-available one.
+const Driver* find_driver(std::string_view name);
+/// Names of the drivers this binary has.
+std::vector<std::string_view> driver_names();
+
+}  // namespace wirepool::db

@@ -1,0 +1,60 @@
+#pragma once
+// SQL lexing shared by drivers and the session layer: statement splitting,
+// command verbs and parameter markers, one lexer per dialect. wirepool rewrites
+// markers and splits text; it never rewrites SQL otherwise.
+//
+// What each dialect treats as "not code" (where a ';' or a marker is not one):
+//   postgres: '...' ('' escape; E'...' with backslash escapes), "..." identifiers,
+//             $tag$...$tag$ bodies, -- and nested /* */ comments
+//   sqlite:   '...', "...", [...], `...`, -- and /* */ comments; CREATE TRIGGER ... END
+//             bodies hold semicolons (as sqlite3_complete() knows)
+//   mysql:    '...' and "..." with backslash escapes, `...`, #, "-- " and /* */
+//   tsql:     '...', "...", [...] (]] escape), -- and /* */ (nested)
+//   ansi:     '...', "...", -- and /* */ (the ODBC default)
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wirepool::sql {
+
+enum class Dialect : uint8_t { ansi, postgres, sqlite, mysql, tsql };
+std::string_view to_string(Dialect d);
+
+/// Splits `text` at top-level semicolons. Each piece is trimmed of surrounding
+/// whitespace; pieces that hold nothing but comments or whitespace are dropped.
+std::vector<std::string_view> split_statements(std::string_view text, Dialect d);
+
+/// True when `text` holds no statement: only whitespace, comments and semicolons.
+bool is_blank(std::string_view text, Dialect d);
+
+/// The first `n` words of a statement (identifiers and keywords, upper-cased;
+/// comments skipped; stops at the first token that is not a word).
+std::vector<std::string> leading_words(std::string_view stmt, Dialect d, size_t n);
+
+/// The command verb PostgreSQL would put in the statement's command tag:
+/// "SELECT", "INSERT", "UPDATE", "DELETE", "CREATE TABLE", "DROP INDEX", "BEGIN", ...
+/// WITH ... resolves to its main statement; VALUES and TABLE to SELECT;
+/// SQLite's REPLACE and INSERT OR ... to INSERT. Empty for blank text.
+std::string command_verb(std::string_view stmt, Dialect d);
+
+/// A parameter marker found outside literals, quoted identifiers and comments.
+struct Marker {
+  enum class Type : uint8_t {
+    dollar,    ///< $1 .. $N (PostgreSQL, SQLite)
+    question,  ///< ? (numbered by order of appearance)
+    named,     ///< :name, @name, $name
+  };
+  Type type;
+  size_t offset;          ///< byte offset of the marker in the text
+  size_t length;          ///< byte length of the marker
+  int number = 0;         ///< $N's N, or the 1-based ordinal of a ?; 0 for named
+  std::string_view name;  ///< named markers: the name without its sigil
+};
+/// Markers recognised in `d`: postgres: $N; sqlite: $N ? ?N :a @a $a; mysql: ?;
+/// tsql: @name; ansi: ?.
+std::vector<Marker> find_markers(std::string_view text, Dialect d);
+
+}  // namespace wirepool::sql

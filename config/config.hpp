@@ -1,0 +1,161 @@
+#pragma once
+// The configuration: YAML schema, defaults, loading and validation.
+// docs/configuration.md is the reference; every key of DESIGN.md is here with
+// its default, so a short file is complete. Errors name file:line:column.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wirepool::config {
+
+using Duration = std::chrono::milliseconds;
+
+enum class LogFormat : uint8_t { text, json };
+enum class Protocol : uint8_t { postgres, tds, http };
+enum class TlsMode : uint8_t { off, optional, required };
+enum class PoolMode : uint8_t { session, transaction, statement };
+
+std::string_view to_string(Protocol p);
+std::string_view to_string(TlsMode m);
+std::string_view to_string(PoolMode m);
+
+/// An IPv4 or IPv6 network in CIDR form.
+struct Cidr {
+  std::string text;        ///< as written ("127.0.0.0/8")
+  bool v6 = false;
+  uint8_t addr[16] = {};   ///< network address (first 4 bytes for IPv4)
+  int prefix = 0;
+  /// True if `address` (4 or 16 bytes, network order) lies in this network.
+  /// An IPv4-mapped IPv6 address matches IPv4 networks.
+  bool contains(const uint8_t* address, bool address_v6) const;
+};
+
+struct Server {
+  int threads = 0;                 ///< 0 = one event loop per core
+  std::string state_dir = "var";   ///< resolved: absolute path
+  std::string log_level = "info";  ///< trace debug info warn error critical off
+  LogFormat log_format = LogFormat::text;
+  int64_t max_clients = 10000;
+  uint64_t max_message_size = 64ull << 20;
+  Duration login_timeout = std::chrono::seconds(30);
+  Duration client_idle_timeout{0};           ///< 0 = none
+  Duration idle_in_transaction_timeout{0};   ///< 0 = none
+  Duration query_timeout{0};                 ///< 0 = none
+  Duration shutdown_grace = std::chrono::seconds(30);
+};
+
+struct Listener {
+  Protocol protocol = Protocol::postgres;
+  std::string address = "127.0.0.1";
+  int port = 0;
+  TlsMode tls = TlsMode::off;  ///< resolved: off without a certificate, optional with one
+  std::vector<Cidr> allow;     ///< empty = any address
+  int line = 0;                ///< where it was declared (for messages)
+};
+
+struct Tls {
+  std::string certificate;  ///< resolved path (relative to state_dir), empty = none
+  std::string key;
+  bool generate = false;
+  std::string ciphersuites =
+      "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
+  std::string client_ca;    ///< resolved path, empty = none
+  bool present = false;     ///< a certificate is configured (or will be generated)
+};
+
+struct User {
+  std::string name;
+  std::string password;  ///< dev plaintext; empty when `scram` is set
+  std::string scram;     ///< "SCRAM-SHA-256$<iter>:<salt>$<StoredKey>:<ServerKey>"
+  bool admin = false;
+  std::vector<std::string> databases;         ///< empty = all
+  std::vector<std::string> client_cert_pins;  ///< normalised: lower-case hex, no colons
+};
+
+struct PoolSettings {
+  PoolMode mode = PoolMode::transaction;
+  int min = 0;
+  int max = 8;
+  Duration acquire_timeout = std::chrono::seconds(5);
+  Duration idle_timeout = std::chrono::minutes(10);
+  Duration max_lifetime = std::chrono::hours(1);
+  /// Resolved: "DISCARD ALL" for PostgreSQL in session mode unless set, else as written.
+  std::string reset_query;
+};
+
+struct BackendTls {
+  bool present = false;              ///< a `tls` block = TLS to the backend, verified
+  std::string ca;                    ///< resolved path
+  std::vector<std::string> pin_sha256;  ///< normalised: lower-case hex, no colons
+};
+
+struct Database {
+  std::string name;
+  std::string driver;
+  std::string connection;
+  std::string password_env;
+  std::string password_file;  ///< resolved path
+  std::map<std::string, std::string> options;  ///< scalar values as written
+  PoolSettings pool;
+  BackendTls tls;
+  int line = 0;
+};
+
+struct Config {
+  std::string path;  ///< the file it was loaded from (absolute)
+  Server server;
+  std::vector<Listener> listeners;
+  Tls tls;
+  std::vector<User> users;
+  std::vector<Database> databases;
+
+  const Database* find_database(std::string_view name) const;
+  const User* find_user(std::string_view name) const;
+};
+
+/// One problem in a configuration file.
+struct Problem {
+  std::string file;
+  int line = 0;    ///< 1-based
+  int column = 0;  ///< 1-based
+  std::string message;
+  std::string to_string() const;  ///< "file:line:column: message"
+};
+
+/// Thrown by load(): every problem found, not only the first.
+class ConfigError : public std::runtime_error {
+ public:
+  explicit ConfigError(std::vector<Problem> problems);
+  const std::vector<Problem>& problems() const { return problems_; }
+
+ private:
+  std::vector<Problem> problems_;
+};
+
+/// Hook for checks that belong to other components (a driver's options): given a
+/// database entry, answers (option key or "", message) pairs. Set by the server.
+using DatabaseValidator =
+    std::vector<std::pair<std::string, std::string>> (*)(const Database& db);
+
+/// Loads and validates a file. Relative `state_dir` is relative to the file's
+/// directory; other relative paths are relative to state_dir.
+Config load(const std::string& path, DatabaseValidator validator = nullptr);
+/// Same, from text (for tests); `name` is used in messages and for relative paths.
+Config load_string(std::string_view yaml, const std::string& name,
+                   DatabaseValidator validator = nullptr);
+
+/// "250ms", "5s", "10m", "1h", "1d", "0" -> duration. nullopt if malformed.
+std::optional<Duration> parse_duration(std::string_view s);
+/// "512", "64KiB", "64MiB", "1GiB", "10kB", "1MB" -> bytes. nullopt if malformed.
+std::optional<uint64_t> parse_size(std::string_view s);
+/// "AB:cd:..." or "abcd..." (64 hex digits) -> lower-case hex without colons.
+std::optional<std::string> normalize_pin(std::string_view s);
+std::optional<Cidr> parse_cidr(std::string_view s);
+
+}  // namespace wirepool::config
