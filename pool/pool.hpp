@@ -5,6 +5,7 @@
 // next_deadline() says when handle_timeout() must be called next. All
 // transitions live in pool.cpp.
 //
+// clang-format off
 // Connection lifecycle:
 //
 //   Open ──handle_opened──> idle ──grant──> in use ──handle_release──> idle
@@ -12,12 +13,15 @@
 //                                            └──(unhealthy / too old / not idle)──> Close ──handle_closed──> gone
 //
 // Invariants (tests/unit/pool/ checks them on long random event sequences):
-//  - opening + idle + in use + resetting + closing never exceeds `max`;
+//  - opening + idle + in use + resetting + closing never exceeds `max` (after `max` is
+//    lowered by reconfigure() the surplus drains, and nothing opens until it is gone);
 //  - waiters are granted in FIFO order, and each is granted or rejected by its deadline;
 //  - no connection is granted to two waiters at once;
 //  - idle connections above `min` are closed after `idle_timeout`;
 //  - a connection older than `max_lifetime` is closed on release instead of reused.
+// clang-format on
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -58,22 +62,24 @@ enum class RejectReason : uint8_t {
 std::string_view to_string(RejectReason r);
 
 enum class CloseReason : uint8_t {
-  unhealthy,      ///< released as broken
-  not_idle,       ///< released inside a transaction: no one else may inherit it
-  max_lifetime,   ///< older than max_lifetime at release
-  idle_timeout,   ///< idle too long above min
-  reset_failed,   ///< the reset after a session failed
-  shutdown,       ///< the pool is shutting down
-  reconnect,      ///< reconfigured / RECONNECT: replaced on next release
+  unhealthy,     ///< released as broken
+  not_idle,      ///< released inside a transaction: no one else may inherit it
+  max_lifetime,  ///< older than max_lifetime at release
+  idle_timeout,  ///< idle too long above min
+  reset_failed,  ///< the reset after a session failed
+  shutdown,      ///< the pool is shutting down
+  reconnect,     ///< reconfigured / RECONNECT: replaced on next release
 };
 std::string_view to_string(CloseReason r);
 
 /// Actions the pool asks its owner to carry out.
+// clang-format off
 struct Open { ConnId conn; };                        ///< open a backend connection, then handle_opened / handle_open_failed
 struct Grant { WaiterId waiter; ConnId conn; };      ///< hand `conn` to `waiter`
 struct Reject { WaiterId waiter; RejectReason reason; };
 struct Close { ConnId conn; CloseReason reason; };   ///< close it, then handle_closed
 struct Reset { ConnId conn; };                       ///< reset it, then handle_reset_done
+// clang-format on
 using Action = std::variant<Open, Grant, Reject, Close, Reset>;
 
 /// Counters and gauges for SHOW POOLS and /metrics.
@@ -87,27 +93,45 @@ struct Stats {
 
 class Pool {
  public:
+  /// Queues an Open for each of the `min` connections (clamped to `max`): poll
+  /// them right after construction. `now` is not needed until the first event.
   explicit Pool(Config config);
 
   /// A client wants a connection. Answered later by Grant or Reject
-  /// (possibly immediately: poll_action() right after).
+  /// (possibly immediately: poll_action() right after). Its deadline is
+  /// `now + acquire_timeout` (kept across reconfigure). Waiter ids must be
+  /// unique among the waiters. After shutdown() it is rejected at once.
   void handle_acquire(WaiterId waiter, TimePoint now);
-  /// The waiter went away before it was granted (its client disconnected).
+  /// The waiter went away before it was granted (its client disconnected): it is
+  /// dropped without a Reject. A no-op when the waiter is unknown or already
+  /// granted (a queued Grant still stands: release that connection).
   void handle_cancel(WaiterId waiter, TimePoint now);
   /// A granted connection comes back. `healthy` false closes it; a connection
-  /// not idle in its transaction is closed too.
+  /// not idle in its transaction is closed too; so is one older than
+  /// max_lifetime, one marked by reconnect(), one above a lowered `max`, and
+  /// every one after shutdown(). Otherwise it is reset (reset_on_release) or idle.
   void handle_release(ConnId conn, bool healthy, TxState tx, TimePoint now);
+  /// An Open succeeded; the connection's age (max_lifetime) counts from `now`.
   void handle_opened(ConnId conn, TimePoint now);
+  /// An Open failed. When nothing else is opening, in use or resetting, all
+  /// waiters are rejected with open_failed; never answered by another Open in
+  /// the same call (the next event retries).
   void handle_open_failed(ConnId conn, TimePoint now);
+  /// A Reset finished; `ok` false closes the connection (reset_failed).
   void handle_reset_done(ConnId conn, bool ok, TimePoint now);
+  /// A Close finished, or an idle connection was found dead: either way it is gone.
   void handle_closed(ConnId conn, TimePoint now);
-  /// Expire waiters and idle connections due at `now`.
+  /// Expire waiters (timeout) and idle connections (idle_timeout above `min`,
+  /// max_lifetime at any count) due at `now`.
   void handle_timeout(TimePoint now);
   /// New limits and timeouts; takes effect without dropping connections in use.
+  /// A lowered `max` closes surplus idle connections now and busy ones on release.
   void reconfigure(Config config, TimePoint now);
-  /// Mark every connection to be replaced: idle ones close now, busy ones on release.
+  /// Mark every connection to be replaced: idle ones close now, busy ones on
+  /// release, opening ones once opened.
   void reconnect(TimePoint now);
   /// Reject all waiters, close idle connections, close the rest on release.
+  /// Nothing is opened afterwards. Idempotent.
   void shutdown(TimePoint now);
 
   /// The next action to carry out, or nullopt.
@@ -121,6 +145,7 @@ class Pool {
 
  private:
   enum class State : uint8_t { opening, idle, in_use, resetting, closing };
+  static constexpr size_t kStateCount = 5;
   struct Conn {
     State state;
     TimePoint opened_at;  ///< when handle_opened arrived (creation time while opening)
@@ -133,21 +158,30 @@ class Pool {
     TimePoint since;
   };
 
-  size_t counted() const;  // connections that count against max
+  size_t count(State s) const { return counts_[static_cast<size_t>(s)]; }
+  size_t live() const;     // opening + idle + in use + resetting: what serves clients
+  size_t counted() const;  // live + closing: what counts against max
+  size_t effective_min() const;
+  Conn* find(ConnId id, State expected);
+  std::optional<CloseReason> retire_reason(const Conn& c, TimePoint now) const;
+  void set_state(ConnId id, Conn& c, State to);
+  void forget(ConnId id, Conn& c);
   void open_one(TimePoint now);
   void make_idle(ConnId id, Conn& c, TimePoint now);
   void close_conn(ConnId id, Conn& c, CloseReason reason);
-  void dispatch(TimePoint now);  // match idle connections with waiters, open as needed
-  void maintain_min(TimePoint now);
+  void reject(WaiterId waiter, RejectReason reason);
+  void dispatch(TimePoint now,
+                bool may_open);  // match idle connections with waiters, open as needed
 
   Config config_;
   std::unordered_map<ConnId, Conn> conns_;
+  std::array<size_t, kStateCount> counts_{};
   std::deque<ConnId> idle_;  // most recently used at the back (LIFO reuse keeps few warm)
   std::deque<Waiter> waiters_;
   std::deque<Action> actions_;
   ConnId next_conn_ = 1;
   bool shutting_down_ = false;
-  Stats totals_;
+  Stats totals_;  // only the *_total counters are kept here; gauges come from counts_
 };
 
 }  // namespace wirepool::pool

@@ -1,0 +1,633 @@
+// Deterministic unit tests of pool::Pool, one transition or rule per test:
+//  - to_string names every RejectReason and CloseReason;
+//  - construction opens `min` eagerly (clamped to `max`);
+//  - acquire: opens one connection per waiter beyond idle ones, never above max;
+//    grants an idle connection at once, the most recently used one (LIFO);
+//    waits for a resetting connection instead of opening;
+//  - grants are FIFO; a released connection serves the next waiter;
+//  - release: unhealthy -> Close unhealthy; in transaction / failed -> Close not_idle;
+//    older than max_lifetime -> Close max_lifetime and a replacement Open for waiters
+//    (at once under max, after handle_closed at max); max_lifetime zero = unlimited;
+//  - idle connections past max_lifetime are closed by handle_timeout and never granted;
+//  - reset_on_release: Reset, idle only after reset_done(ok); reset_done(!ok) -> reset_failed;
+//  - timeouts: a waiter is rejected at its deadline, not before; next_deadline is the
+//    earliest waiter / idle-close / lifetime deadline, idle ones only above min;
+//  - idle_timeout closes idle connections above min, longest idle first; zero = never;
+//  - min is restored after closes, including an idle connection found dead;
+//  - open failure: rejects all waiters when nothing else can serve them, keeps them
+//    otherwise, never reopens within the same call, retries on a later event;
+//  - cancel drops a waiter silently;
+//  - shutdown: rejects waiters, closes idle now and the rest on release / open / reset,
+//    rejects later acquires, opens nothing; idempotent;
+//  - reconnect: idle closed now, busy on release, opening once opened;
+//  - reconfigure: lower max closes surplus idle now and busy on release; higher max
+//    opens for waiters; higher min opens eagerly;
+//  - stats fill every field (longest_wait from `now`);
+//  - events for unknown connections or in the wrong state are ignored.
+
+#include "pool/pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/unit/pool/describe.hpp"
+
+namespace wirepool::pool {
+namespace {
+
+using namespace std::chrono_literals;
+using test::drain;
+using Actions = std::vector<std::string>;
+
+const TimePoint t0 = TimePoint{} + 1h;
+
+Config limits(size_t min, size_t max) {
+  Config c;
+  c.min = min;
+  c.max = max;
+  return c;
+}
+
+class PoolTest : public ::testing::Test {
+ protected:
+  /// Creates the pool; returns what the constructor queued.
+  Actions start(Config c) {
+    pool_.emplace(c);
+    return drain(*pool_);
+  }
+  Pool& pool() { return *pool_; }
+
+  Actions acquire(WaiterId w) {
+    return act([&] { pool_->handle_acquire(w, now_); });
+  }
+  Actions cancel(WaiterId w) {
+    return act([&] { pool_->handle_cancel(w, now_); });
+  }
+  Actions opened(ConnId c) {
+    return act([&] { pool_->handle_opened(c, now_); });
+  }
+  Actions open_failed(ConnId c) {
+    return act([&] { pool_->handle_open_failed(c, now_); });
+  }
+  Actions release(ConnId c, bool healthy = true, TxState tx = TxState::idle) {
+    return act([&] { pool_->handle_release(c, healthy, tx, now_); });
+  }
+  Actions reset_done(ConnId c, bool ok) {
+    return act([&] { pool_->handle_reset_done(c, ok, now_); });
+  }
+  Actions closed(ConnId c) {
+    return act([&] { pool_->handle_closed(c, now_); });
+  }
+  Actions timeout() {
+    return act([&] { pool_->handle_timeout(now_); });
+  }
+  Actions reconfigure(Config c) {
+    return act([&] { pool_->reconfigure(c, now_); });
+  }
+  Actions reconnect() {
+    return act([&] { pool_->reconnect(now_); });
+  }
+  Actions shutdown() {
+    return act([&] { pool_->shutdown(now_); });
+  }
+
+  /// Brings up connections c1..cn and leaves them idle, cn the most recently used.
+  void warm(size_t n) {
+    for (size_t i = 1; i <= n; ++i)
+      acquire(900 + i);
+    for (size_t i = 1; i <= n; ++i)
+      opened(i);
+    for (size_t i = 1; i <= n; ++i)
+      release(i);
+    ASSERT_EQ(pool().stats(now_).idle, n);
+  }
+
+  template <typename F>
+  Actions act(F&& f) {
+    f();
+    return drain(*pool_);
+  }
+
+  std::optional<Pool> pool_;
+  TimePoint now_ = t0;
+};
+
+TEST(PoolToString, NamesEveryReason) {
+  EXPECT_EQ(to_string(RejectReason::timeout), "timeout");
+  EXPECT_EQ(to_string(RejectReason::open_failed), "open_failed");
+  EXPECT_EQ(to_string(RejectReason::shutdown), "shutdown");
+  EXPECT_EQ(to_string(RejectReason::paused), "paused");
+  EXPECT_EQ(to_string(CloseReason::unhealthy), "unhealthy");
+  EXPECT_EQ(to_string(CloseReason::not_idle), "not_idle");
+  EXPECT_EQ(to_string(CloseReason::max_lifetime), "max_lifetime");
+  EXPECT_EQ(to_string(CloseReason::idle_timeout), "idle_timeout");
+  EXPECT_EQ(to_string(CloseReason::reset_failed), "reset_failed");
+  EXPECT_EQ(to_string(CloseReason::shutdown), "shutdown");
+  EXPECT_EQ(to_string(CloseReason::reconnect), "reconnect");
+}
+
+// ---- construction and acquire --------------------------------------------------
+
+TEST_F(PoolTest, ConstructionOpensMinConnectionsEagerly) {
+  EXPECT_EQ(start(limits(2, 4)), (Actions{"open c1", "open c2"}));
+  EXPECT_EQ(pool().stats(now_).opening, 2u);
+}
+
+TEST_F(PoolTest, MinAboveMaxIsClampedToMax) {
+  EXPECT_EQ(start(limits(5, 2)), (Actions{"open c1", "open c2"}));
+}
+
+TEST_F(PoolTest, AcquireOnEmptyPoolOpensOneConnectionAndGrantsItOnceOpened) {
+  EXPECT_EQ(start(limits(0, 4)), Actions{});
+  EXPECT_EQ(acquire(1), Actions{"open c1"});
+  EXPECT_EQ(opened(1), Actions{"grant w1 c1"});
+}
+
+TEST_F(PoolTest, AcquireWithIdleConnectionGrantsAtOnceWithoutOpening) {
+  start(limits(0, 4));
+  warm(1);
+  EXPECT_EQ(acquire(1), Actions{"grant w1 c1"});
+}
+
+TEST_F(PoolTest, AcquireGrantsMostRecentlyUsedIdleConnection) {
+  start(limits(0, 4));
+  warm(3);
+  EXPECT_EQ(acquire(1), Actions{"grant w1 c3"});
+  EXPECT_EQ(acquire(2), Actions{"grant w2 c2"});
+  EXPECT_EQ(release(3), Actions{});
+  EXPECT_EQ(acquire(3), Actions{"grant w3 c3"});
+}
+
+TEST_F(PoolTest, AcquireOpensOneConnectionPerWaiterBeyondIdleOnes) {
+  start(limits(0, 10));
+  warm(1);
+  EXPECT_EQ(acquire(1), Actions{"grant w1 c1"});
+  EXPECT_EQ(acquire(2), Actions{"open c2"});
+  EXPECT_EQ(acquire(3), Actions{"open c3"});
+  EXPECT_EQ(opened(2), Actions{"grant w2 c2"});
+  EXPECT_EQ(opened(3), Actions{"grant w3 c3"});
+  EXPECT_EQ(pool().stats(now_).opening, 0u);
+}
+
+TEST_F(PoolTest, AcquireNeverOpensAboveMax) {
+  start(limits(0, 2));
+  EXPECT_EQ(acquire(1), Actions{"open c1"});
+  EXPECT_EQ(acquire(2), Actions{"open c2"});
+  EXPECT_EQ(acquire(3), Actions{});
+  EXPECT_EQ(acquire(4), Actions{});
+  EXPECT_EQ(pool().stats(now_).waiting, 4u);
+}
+
+TEST_F(PoolTest, AcquireWaitsForResettingConnectionInsteadOfOpening) {
+  Config c = limits(0, 4);
+  c.reset_on_release = true;
+  start(c);
+  acquire(1);
+  opened(1);
+  EXPECT_EQ(release(1), Actions{"reset c1"});
+  EXPECT_EQ(acquire(2), Actions{});
+  EXPECT_EQ(reset_done(1, true), Actions{"grant w2 c1"});
+}
+
+TEST_F(PoolTest, GrantsAreFifoAndReleasedConnectionServesNextWaiter) {
+  start(limits(0, 1));
+  EXPECT_EQ(acquire(1), Actions{"open c1"});
+  EXPECT_EQ(acquire(2), Actions{});
+  EXPECT_EQ(acquire(3), Actions{});
+  EXPECT_EQ(opened(1), Actions{"grant w1 c1"});
+  EXPECT_EQ(release(1), Actions{"grant w2 c1"});
+  EXPECT_EQ(release(1), Actions{"grant w3 c1"});
+  EXPECT_EQ(release(1), Actions{});
+  EXPECT_EQ(pool().stats(now_).idle, 1u);
+}
+
+// ---- release -------------------------------------------------------------------
+
+TEST_F(PoolTest, ReleaseUnhealthyClosesAndOpensReplacementForWaiterUnderMax) {
+  start(limits(0, 2));
+  warm(1);
+  acquire(1);
+  EXPECT_EQ(acquire(2), Actions{"open c2"});
+  EXPECT_EQ(acquire(3), Actions{});
+  EXPECT_EQ(release(1, false), (Actions{"close c1 unhealthy"}));  // at max: c1 closing, c2 opening
+  EXPECT_EQ(closed(1), Actions{"open c3"});
+}
+
+TEST_F(PoolTest, ReleaseInTransactionOrFailedTransactionClosesNotIdle) {
+  start(limits(0, 4));
+  warm(2);
+  acquire(1);
+  acquire(2);
+  EXPECT_EQ(release(2, true, TxState::in_transaction), Actions{"close c2 not_idle"});
+  EXPECT_EQ(release(1, true, TxState::failed), Actions{"close c1 not_idle"});
+}
+
+TEST_F(PoolTest, ReleaseOlderThanMaxLifetimeClosesAndAtMaxOpensReplacementAfterClose) {
+  Config c = limits(0, 2);
+  c.max_lifetime = 1h;
+  start(c);
+  acquire(1);
+  opened(1);
+  acquire(2);  // opens c2
+  now_ += 59min;
+  EXPECT_EQ(release(1), Actions{"grant w2 c1"});  // young enough
+  acquire(3);
+  now_ += 1min;
+  opened(2);  // granted to w3
+  EXPECT_EQ(acquire(4), Actions{});
+  EXPECT_EQ(release(1), (Actions{"close c1 max_lifetime"}));  // at max: wait for the close
+  EXPECT_EQ(closed(1), Actions{"open c3"});
+}
+
+TEST_F(PoolTest, ReleaseOlderThanMaxLifetimeOpensReplacementAtOnceWhenUnderMax) {
+  Config c = limits(0, 3);
+  c.max_lifetime = 1h;
+  start(c);
+  acquire(1);
+  opened(1);
+  acquire(2);
+  acquire(3);
+  EXPECT_EQ(pool().stats(now_).opening, 2u);
+  open_failed(2);
+  open_failed(3);  // c1 in use: w2, w3 keep waiting
+  now_ += 1h;
+  EXPECT_EQ(release(1), (Actions{"close c1 max_lifetime", "open c4", "open c5"}));
+}
+
+TEST_F(PoolTest, MaxLifetimeZeroMeansUnlimited) {
+  Config c = limits(0, 1);
+  c.max_lifetime = Duration::zero();
+  start(c);
+  acquire(1);
+  opened(1);
+  acquire(2);
+  now_ += 10000h;
+  EXPECT_EQ(release(1), Actions{"grant w2 c1"});
+}
+
+TEST_F(PoolTest, IdleConnectionPastMaxLifetimeIsClosedByTimeoutAndMinRestored) {
+  Config c = limits(1, 2);
+  c.max_lifetime = 1h;
+  start(c);
+  opened(1);
+  EXPECT_EQ(pool().next_deadline(), t0 + 1h);  // at min: no idle deadline, only the lifetime
+  now_ += 1h;
+  EXPECT_EQ(timeout(), (Actions{"close c1 max_lifetime", "open c2"}));
+}
+
+TEST_F(PoolTest, IdleConnectionPastMaxLifetimeIsNeverGranted) {
+  Config c = limits(0, 2);
+  c.max_lifetime = 1h;
+  c.idle_timeout = Duration::zero();
+  start(c);
+  warm(1);
+  now_ += 2h;  // handle_timeout not called yet
+  EXPECT_EQ(acquire(1), (Actions{"close c1 max_lifetime", "open c2"}));
+}
+
+// ---- reset on release ----------------------------------------------------------
+
+TEST_F(PoolTest, ResetOnReleaseMakesConnectionIdleOnlyAfterResetSucceeds) {
+  Config c = limits(0, 4);
+  c.reset_on_release = true;
+  start(c);
+  acquire(1);
+  opened(1);
+  EXPECT_EQ(release(1), Actions{"reset c1"});
+  EXPECT_EQ(pool().stats(now_).resetting, 1u);
+  EXPECT_EQ(pool().stats(now_).idle, 0u);
+  EXPECT_EQ(reset_done(1, true), Actions{});
+  EXPECT_EQ(pool().stats(now_).idle, 1u);
+  EXPECT_EQ(acquire(2), Actions{"grant w2 c1"});
+}
+
+TEST_F(PoolTest, ResetFailureClosesResetFailedAndOpensForWaiter) {
+  Config c = limits(0, 2);
+  c.reset_on_release = true;
+  start(c);
+  acquire(1);
+  opened(1);
+  EXPECT_EQ(release(1), Actions{"reset c1"});
+  EXPECT_EQ(acquire(2), Actions{});
+  EXPECT_EQ(reset_done(1, false), (Actions{"close c1 reset_failed", "open c2"}));
+}
+
+// ---- deadlines -----------------------------------------------------------------
+
+TEST_F(PoolTest, WaiterIsRejectedAtItsDeadlineNotBefore) {
+  Config c = limits(0, 1);
+  c.acquire_timeout = 5s;
+  start(c);
+  acquire(1);
+  opened(1);
+  now_ += 1s;
+  acquire(2);
+  EXPECT_EQ(pool().next_deadline(), t0 + 6s);
+  now_ = t0 + 6s - 1ns;
+  EXPECT_EQ(timeout(), Actions{});
+  now_ = t0 + 6s;
+  EXPECT_EQ(timeout(), Actions{"reject w2 timeout"});
+  EXPECT_EQ(pool().stats(now_).rejected_timeout_total, 1u);
+}
+
+TEST_F(PoolTest, NextDeadlineIsNulloptWhenNothingIsDue) {
+  Config c = limits(0, 2);
+  c.max_lifetime = Duration::zero();
+  start(c);
+  EXPECT_EQ(pool().next_deadline(), std::nullopt);
+  acquire(1);
+  EXPECT_EQ(pool().next_deadline(), t0 + c.acquire_timeout);
+  opened(1);
+  EXPECT_EQ(pool().next_deadline(), std::nullopt);  // in use: nothing due
+}
+
+TEST_F(PoolTest, IdleTimeoutClosesIdleAboveMinLongestIdleFirst) {
+  Config c = limits(0, 4);
+  c.idle_timeout = 10min;
+  c.max_lifetime = Duration::zero();
+  start(c);
+  for (WaiterId w = 1; w <= 3; ++w)
+    acquire(w);
+  for (ConnId id = 1; id <= 3; ++id)
+    opened(id);
+  release(1);
+  now_ += 1min;
+  release(2);
+  now_ += 1min;
+  release(3);
+  EXPECT_EQ(pool().next_deadline(), t0 + 10min);
+  now_ = t0 + 10min - 1ns;
+  EXPECT_EQ(timeout(), Actions{});
+  now_ = t0 + 11min;
+  EXPECT_EQ(timeout(), (Actions{"close c1 idle_timeout", "close c2 idle_timeout"}));
+  EXPECT_EQ(pool().next_deadline(), t0 + 12min);
+}
+
+TEST_F(PoolTest, IdleTimeoutKeepsMinConnections) {
+  Config c = limits(1, 4);
+  c.idle_timeout = 10min;
+  c.max_lifetime = Duration::zero();
+  start(c);
+  acquire(1);  // c1 is the min connection, already opening
+  acquire(2);
+  opened(1);
+  opened(2);
+  release(1);
+  release(2);
+  now_ += 10min;
+  EXPECT_EQ(timeout(), Actions{"close c1 idle_timeout"});
+  EXPECT_EQ(pool().stats(now_).idle, 1u);
+  EXPECT_EQ(pool().next_deadline(), std::nullopt);  // at min: c2 stays
+  now_ += 1h;
+  EXPECT_EQ(timeout(), Actions{});
+}
+
+TEST_F(PoolTest, IdleTimeoutZeroNeverCloses) {
+  Config c = limits(0, 4);
+  c.idle_timeout = Duration::zero();
+  c.max_lifetime = Duration::zero();
+  start(c);
+  warm(2);
+  EXPECT_EQ(pool().next_deadline(), std::nullopt);
+  now_ += 1000h;
+  EXPECT_EQ(timeout(), Actions{});
+}
+
+TEST_F(PoolTest, MinIsRestoredAfterClose) {
+  start(limits(2, 4));
+  opened(1);
+  opened(2);
+  EXPECT_EQ(acquire(1), Actions{"grant w1 c2"});
+  EXPECT_EQ(release(2, false), (Actions{"close c2 unhealthy", "open c3"}));
+}
+
+TEST_F(PoolTest, IdleConnectionFoundDeadIsForgottenAndMinRestored) {
+  start(limits(1, 1));
+  opened(1);
+  EXPECT_EQ(closed(1), Actions{"open c2"});
+  EXPECT_EQ(pool().stats(now_).closed_total, 1u);
+}
+
+// ---- open failure ------------------------------------------------------------------
+
+TEST_F(PoolTest, OpenFailureWithNothingElseToWaitForRejectsAllWaiters) {
+  start(limits(0, 4));
+  acquire(1);
+  acquire(2);
+  EXPECT_EQ(open_failed(1), Actions{});  // c2 still opening
+  EXPECT_EQ(open_failed(2), (Actions{"reject w1 open_failed", "reject w2 open_failed"}));
+  Stats s = pool().stats(now_);
+  EXPECT_EQ(s.open_failed_total, 2u);
+  EXPECT_EQ(s.rejected_other_total, 2u);
+  EXPECT_EQ(s.waiting, 0u);
+}
+
+TEST_F(PoolTest, OpenFailureWhileConnectionInUseKeepsWaitersAndRetriesOnLaterEvent) {
+  start(limits(0, 2));
+  acquire(1);
+  opened(1);
+  EXPECT_EQ(acquire(2), Actions{"open c2"});
+  EXPECT_EQ(open_failed(2), Actions{});  // no reopen within the same call
+  now_ += 1s;
+  EXPECT_EQ(timeout(), Actions{"open c3"});
+  EXPECT_EQ(release(1), Actions{"grant w2 c1"});
+}
+
+TEST_F(PoolTest, OpenFailureNeverReopensForMinInTheSameCall) {
+  start(limits(2, 2));
+  EXPECT_EQ(open_failed(1), Actions{});
+  EXPECT_EQ(open_failed(2), Actions{});
+  EXPECT_EQ(acquire(1), (Actions{"open c3", "open c4"}));  // the next event retries
+}
+
+// ---- cancel --------------------------------------------------------------------
+
+TEST_F(PoolTest, CancelDropsWaiterSilently) {
+  start(limits(0, 1));
+  acquire(1);
+  opened(1);
+  acquire(2);
+  acquire(3);
+  EXPECT_EQ(cancel(2), Actions{});
+  EXPECT_EQ(cancel(42), Actions{});  // unknown: no-op
+  EXPECT_EQ(release(1), Actions{"grant w3 c1"});
+}
+
+TEST_F(PoolTest, CancelledWaiterLeavesItsOpeningConnectionIdle) {
+  start(limits(0, 1));
+  acquire(1);
+  EXPECT_EQ(cancel(1), Actions{});
+  EXPECT_EQ(opened(1), Actions{});
+  EXPECT_EQ(pool().stats(now_).idle, 1u);
+}
+
+// ---- shutdown --------------------------------------------------------------------
+
+TEST_F(PoolTest, ShutdownRejectsWaitersAndClosesIdleNowAndBusyOnRelease) {
+  start(limits(0, 2));
+  warm(2);
+  acquire(1);  // c2
+  EXPECT_EQ(shutdown(), Actions{"close c1 shutdown"});
+  EXPECT_TRUE(pool().is_shut_down());
+  EXPECT_EQ(release(2), Actions{"close c2 shutdown"});
+  EXPECT_EQ(closed(1), Actions{});
+  EXPECT_EQ(closed(2), Actions{});
+}
+
+TEST_F(PoolTest, ShutdownRejectsWaitersClosesOpeningOnesOnceOpenedAndOpensNothing) {
+  start(limits(1, 1));
+  acquire(1);
+  acquire(2);
+  EXPECT_EQ(shutdown(), (Actions{"reject w1 shutdown", "reject w2 shutdown"}));
+  EXPECT_EQ(shutdown(), Actions{});  // idempotent
+  EXPECT_EQ(opened(1), Actions{"close c1 shutdown"});
+  EXPECT_EQ(closed(1), Actions{});  // min is not restored
+  EXPECT_EQ(acquire(3), Actions{"reject w3 shutdown"});
+  EXPECT_EQ(pool().stats(now_).rejected_other_total, 3u);
+}
+
+TEST_F(PoolTest, ShutdownClosesResettingConnectionWhenResetEnds) {
+  Config c = limits(0, 1);
+  c.reset_on_release = true;
+  start(c);
+  acquire(1);
+  opened(1);
+  EXPECT_EQ(release(1), Actions{"reset c1"});
+  EXPECT_EQ(shutdown(), Actions{});
+  EXPECT_EQ(reset_done(1, true), Actions{"close c1 shutdown"});
+}
+
+// ---- reconnect -------------------------------------------------------------------
+
+TEST_F(PoolTest, ReconnectClosesIdleNowAndBusyOnRelease) {
+  start(limits(0, 4));
+  warm(2);
+  acquire(1);  // c2
+  EXPECT_EQ(reconnect(), Actions{"close c1 reconnect"});
+  EXPECT_EQ(release(2), Actions{"close c2 reconnect"});
+  EXPECT_EQ(acquire(2), Actions{"open c3"});
+  EXPECT_EQ(opened(3), Actions{"grant w2 c3"});
+  EXPECT_EQ(release(3), Actions{});  // opened after reconnect: kept
+  EXPECT_EQ(pool().stats(now_).idle, 1u);
+}
+
+TEST_F(PoolTest, ReconnectClosesOpeningConnectionOnceOpened) {
+  start(limits(0, 2));
+  acquire(1);
+  EXPECT_EQ(reconnect(), Actions{});
+  EXPECT_EQ(opened(1), (Actions{"close c1 reconnect", "open c2"}));
+}
+
+// ---- reconfigure -------------------------------------------------------------------
+
+TEST_F(PoolTest, LoweringMaxClosesSurplusIdleLeastRecentlyUsedFirst) {
+  start(limits(0, 3));
+  warm(3);
+  EXPECT_EQ(reconfigure(limits(0, 1)), (Actions{"close c1 reconnect", "close c2 reconnect"}));
+  EXPECT_EQ(acquire(1), Actions{"grant w1 c3"});
+}
+
+TEST_F(PoolTest, LoweringMaxClosesBusyConnectionsOnReleaseWhileAboveMax) {
+  start(limits(0, 3));
+  warm(3);
+  acquire(1);
+  acquire(2);
+  acquire(3);
+  acquire(4);  // waits: at max
+  EXPECT_EQ(reconfigure(limits(0, 1)), Actions{});
+  EXPECT_EQ(release(3), Actions{"close c3 reconnect"});
+  EXPECT_EQ(release(2), Actions{"close c2 reconnect"});
+  EXPECT_EQ(release(1), Actions{"grant w4 c1"});
+  EXPECT_EQ(closed(3), Actions{});
+  EXPECT_EQ(closed(2), Actions{});
+  EXPECT_EQ(acquire(5), Actions{});  // one connection, in use: wait
+}
+
+TEST_F(PoolTest, RaisingMaxOpensForWaiters) {
+  start(limits(0, 1));
+  acquire(1);
+  opened(1);
+  acquire(2);
+  acquire(3);
+  EXPECT_EQ(reconfigure(limits(0, 3)), (Actions{"open c2", "open c3"}));
+}
+
+TEST_F(PoolTest, RaisingMinOpensEagerly) {
+  start(limits(0, 4));
+  EXPECT_EQ(reconfigure(limits(2, 4)), (Actions{"open c1", "open c2"}));
+}
+
+// ---- stats and robustness ----------------------------------------------------------
+
+TEST_F(PoolTest, StatsFillEveryField) {
+  Config c = limits(0, 10);
+  c.reset_on_release = true;
+  c.acquire_timeout = 30s;
+  start(c);
+  for (WaiterId w = 1; w <= 3; ++w)
+    acquire(w);
+  for (ConnId id = 1; id <= 3; ++id)
+    opened(id);
+  release(1);           // resetting
+  release(2, false);    // closing ...
+  closed(2);            // ... gone
+  release(3);           // resetting ...
+  reset_done(3, true);  // ... idle
+  acquire(4);           // granted c3
+  now_ = t0 + 1s;
+  EXPECT_EQ(acquire(5), Actions{});  // c1 resetting will serve it
+  now_ = t0 + 2s;
+  EXPECT_EQ(acquire(6), Actions{"open c4"});
+  now_ = t0 + 3s;
+  EXPECT_EQ(acquire(7), Actions{"open c5"});
+  EXPECT_EQ(open_failed(5), Actions{});  // c4 still opening
+  now_ = t0 + 31s;
+  EXPECT_EQ(timeout(), Actions{"reject w5 timeout"});
+
+  Stats s = pool().stats(t0 + 40s);
+  EXPECT_EQ(s.opening, 1u);
+  EXPECT_EQ(s.idle, 0u);
+  EXPECT_EQ(s.in_use, 1u);
+  EXPECT_EQ(s.resetting, 1u);
+  EXPECT_EQ(s.closing, 0u);
+  EXPECT_EQ(s.waiting, 2u);
+  EXPECT_EQ(s.granted_total, 4u);
+  EXPECT_EQ(s.rejected_timeout_total, 1u);
+  EXPECT_EQ(s.rejected_other_total, 0u);
+  EXPECT_EQ(s.opened_total, 3u);
+  EXPECT_EQ(s.open_failed_total, 1u);
+  EXPECT_EQ(s.closed_total, 1u);
+  EXPECT_EQ(s.longest_wait, 38s);  // w6, waiting since t0 + 2s
+
+  EXPECT_EQ(release(3, true, TxState::in_transaction), Actions{"close c3 not_idle"});
+  s = pool().stats(t0 + 40s);
+  EXPECT_EQ(s.in_use, 0u);
+  EXPECT_EQ(s.closing, 1u);
+}
+
+TEST_F(PoolTest, EventsForUnknownConnectionsOrInWrongStateAreIgnored) {
+  start(limits(0, 4));
+  warm(1);
+  acquire(1);  // c1 in use
+  acquire(2);  // c2 opening
+  const Stats before = pool().stats(now_);
+  EXPECT_EQ(release(99), Actions{});
+  EXPECT_EQ(release(2), Actions{});
+  EXPECT_EQ(opened(1), Actions{});
+  EXPECT_EQ(open_failed(1), Actions{});
+  EXPECT_EQ(reset_done(1, true), Actions{});
+  EXPECT_EQ(closed(1), Actions{});
+  EXPECT_EQ(closed(2), Actions{});
+  const Stats after = pool().stats(now_);
+  EXPECT_EQ(after.opening, before.opening);
+  EXPECT_EQ(after.in_use, before.in_use);
+  EXPECT_EQ(after.closed_total, before.closed_total);
+  EXPECT_EQ(after.opened_total, before.opened_total);
+}
+
+}  // namespace
+}  // namespace wirepool::pool
