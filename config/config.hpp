@@ -24,6 +24,7 @@ enum class PoolMode : uint8_t { session, transaction, statement };
 std::string_view to_string(Protocol p);
 std::string_view to_string(TlsMode m);
 std::string_view to_string(PoolMode m);
+std::string_view to_string(LogFormat f);
 
 /// An IPv4 or IPv6 network in CIDR form.
 struct Cidr {
