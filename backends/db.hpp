@@ -53,8 +53,13 @@ struct Error {
   std::string detail;              ///< optional (PostgreSQL DETAIL)
   std::string hint;                ///< optional (PostgreSQL HINT)
 
+  /// Errc::closed, SQLSTATE 08003, "connection is closed".
   static Error closed();
+  /// Errc::closed, SQLSTATE 08003, "<what> is closed" ("statement", "transaction", ...).
+  static Error closed(std::string_view what);
+  /// Errc::unsupported, SQLSTATE 0A000.
   static Error unsupported(std::string message);
+  /// Errc::connection, SQLSTATE 08006.
   static Error connection(std::string message);
 };
 

@@ -1,0 +1,98 @@
+# wirepool — the two commands are `make run` and `make test` (see README.md).
+# Every target installs what it needs first: exactly the missing Debian
+# packages (with sudo when not root), quiet when nothing is missing.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+PRESET ?= release
+BUILD := build/$(PRESET)
+WERROR ?= 0
+CONFIG ?= deploy/wirepool.yaml
+# Seconds of libFuzzer per target inside `make test`.
+FUZZ_SECONDS ?= 20
+JOBS ?= $(shell nproc)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# What building and running need.
+BUILD_PKGS := cmake ninja-build g++ pkg-config libboost1.81-dev libssl-dev libspdlog-dev \
+  libfmt-dev libyaml-cpp-dev libsqlite3-dev libgtest-dev libgmock-dev
+# What the tests add: real clients, real servers, the fuzzer's compiler.
+TEST_PKGS := clang-14 libclang-rt-14-dev postgresql-client postgresql-contrib \
+  python3-psycopg2 libpostgresql-jdbc-java procps
+# Commands that may come from elsewhere than Debian (NodeSource's nodejs bundles npm):
+# the Debian package is installed only when the command is missing.
+TEST_CMDS := node:nodejs npm:npm javac:openjdk-17-jdk-headless
+
+define install_missing
+	missing=""; \
+	for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	for pair in $(2); do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+endef
+
+.PHONY: deps test-deps configure build run test unit fuzz clean format format-check
+
+deps:
+	@$(call install_missing,$(BUILD_PKGS),)
+
+test-deps: deps
+	@$(call install_missing,$(TEST_PKGS),$(TEST_CMDS))
+
+configure: deps
+	@cmake --preset $(PRESET) -DWIREPOOL_WERROR=$(if $(filter 1,$(WERROR)),ON,OFF) >/dev/null
+
+build: configure
+	@cmake --build --preset $(PRESET) -j $(JOBS) --target wirepool
+	@ln -sf $(PRESET)/wirepool build/wirepool
+
+run: build
+	exec build/wirepool --config $(CONFIG)
+
+# npm packages for the end-to-end clients, cached in the build tree.
+build/npm/.installed: tests/e2e/node/package.json tests/e2e/node/package-lock.json
+	@mkdir -p build/npm
+	@cp tests/e2e/node/package.json tests/e2e/node/package-lock.json build/npm/
+	@cd build/npm && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $@
+
+test: test-deps configure build/npm/.installed
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+	@ln -sf $(PRESET)/wirepool build/wirepool
+	@$(MAKE) --no-print-directory fuzz
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 $(CTEST_ARGS)
+
+unit: configure
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -L unit
+
+# libFuzzer targets (clang), built apart from the main build; a short run each.
+fuzz: test-deps
+	@if [ ! -f build/fuzz/build.ninja ]; then cmake --preset fuzz >/dev/null; fi
+	@cmake --build --preset fuzz -j $(JOBS)
+	@for t in build/fuzz/fuzz_*; do \
+	  name=$$(basename $$t); corpus=tests/fuzz/corpus/$${name#fuzz_}; work=build/fuzz/corpus-$${name#fuzz_}; \
+	  mkdir -p $$work; \
+	  echo "fuzzing $$name for $(FUZZ_SECONDS)s"; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) $$work $$corpus >build/fuzz/$$name.log 2>&1 \
+	    || { tail -40 build/fuzz/$$name.log; exit 1; }; \
+	  grep -E "^Done|DONE" build/fuzz/$$name.log | tail -1 || true; \
+	done
+
+format:
+	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
+
+clean:
+	rm -rf build

@@ -1,0 +1,366 @@
+// The handle wrappers of db.hpp and the contract's shared defaults.
+//
+// Every handle owns (or, for Transaction, points at) a driver object. Closing,
+// committing or rolling back empties the handle first and then asks the driver,
+// so the handle is empty even when the driver reports an error; an empty handle
+// answers Errc::closed (SQLSTATE 08003) without reaching the driver.
+
+#include "backends/db.hpp"
+
+#include <algorithm>
+
+#include "backends/sqlite/sqlite_driver.hpp"
+
+namespace wirepool::db {
+
+// ---- errors and names -------------------------------------------------------
+
+Error Error::closed() {
+  return closed("connection");
+}
+
+Error Error::closed(std::string_view what) {
+  Error e;
+  e.code = Errc::closed;
+  e.sqlstate = "08003";  // connection_does_not_exist
+  e.message = std::string(what) + " is closed";
+  return e;
+}
+
+Error Error::unsupported(std::string message) {
+  Error e;
+  e.code = Errc::unsupported;
+  e.sqlstate = "0A000";  // feature_not_supported
+  e.message = std::move(message);
+  return e;
+}
+
+Error Error::connection(std::string message) {
+  Error e;
+  e.code = Errc::connection;
+  e.sqlstate = "08006";  // connection_failure
+  e.message = std::move(message);
+  return e;
+}
+
+std::string_view to_string(Errc code) {
+  switch (code) {
+    case Errc::ok:
+      return "ok";
+    case Errc::closed:
+      return "closed";
+    case Errc::invalid_query:
+      return "invalid_query";
+    case Errc::constraint:
+      return "constraint";
+    case Errc::busy:
+      return "busy";
+    case Errc::unsupported:
+      return "unsupported";
+    case Errc::connection:
+      return "connection";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Kind kind) {
+  switch (kind) {
+    case Kind::Null:
+      return "null";
+    case Kind::Bool:
+      return "bool";
+    case Kind::I64:
+      return "i64";
+    case Kind::U64:
+      return "u64";
+    case Kind::F64:
+      return "f64";
+    case Kind::Text:
+      return "text";
+    case Kind::Bytes:
+      return "bytes";
+    case Kind::Time:
+      return "time";
+    case Kind::Decimal:
+      return "decimal";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(TxState s) {
+  switch (s) {
+    case TxState::idle:
+      return "idle";
+    case TxState::in_transaction:
+      return "in_transaction";
+    case TxState::failed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+// ---- driver-side defaults ---------------------------------------------------
+
+Result<bool> RowsImpl::next(std::span<Value> row) {
+  scratch_.resize(row.size());
+  auto more = next_borrowed(scratch_);
+  if (!more.ok() || !more.value()) return more;
+  const size_t n = std::min(row.size(), columns().size());
+  for (size_t i = 0; i < n; ++i) {
+    const ValueView& v = scratch_[i];
+    Value& out = row[i];
+    out.kind = v.kind;
+    out.i64 = v.i64;  // the whole scalar union
+    out.str.assign(v.str.data(), v.str.size());
+  }
+  return true;
+}
+
+Status ConnectionImpl::reset(std::string_view reset_query) {
+  if (reset_query.empty()) return {};
+  auto rows = query(reset_query, {});
+  if (!rows.ok()) return rows.take_error();
+  Rows handle(std::move(rows.value()));
+  auto info = drain(handle);
+  auto closed = handle.close();
+  if (!info.ok()) return info.take_error();
+  return closed;
+}
+
+Status ConnectionImpl::set_event_sink(EventSink*) {
+  return Error::unsupported("this backend reports no notices, parameters or notifications");
+}
+
+Result<std::unique_ptr<CopyStreamImpl>> ConnectionImpl::copy(std::string_view) {
+  return Error::unsupported("COPY is not supported by this backend");
+}
+
+// ---- Rows -------------------------------------------------------------------
+
+namespace {
+constexpr std::string_view kRows = "result";
+constexpr std::string_view kStatement = "statement";
+constexpr std::string_view kTransaction = "transaction";
+constexpr std::string_view kConnection = "connection";
+}  // namespace
+
+std::span<const Column> Rows::columns() const {
+  if (!impl_) return {};
+  return impl_->columns();
+}
+
+Result<bool> Rows::next(std::span<Value> row) {
+  if (!impl_) return Error::closed(kRows);
+  return impl_->next(row);
+}
+
+Result<bool> Rows::next_borrowed(std::span<ValueView> row) {
+  if (!impl_) return Error::closed(kRows);
+  return impl_->next_borrowed(row);
+}
+
+Result<bool> Rows::next_result() {
+  if (!impl_) return Error::closed(kRows);
+  return impl_->next_result();
+}
+
+CommandInfo Rows::command() const {
+  if (!impl_) return {};
+  return impl_->command();
+}
+
+Status Rows::close() {
+  if (!impl_) return Error::closed(kRows);
+  auto impl = std::move(impl_);
+  return impl->close();
+}
+
+Result<CommandInfo> drain(Rows& rows) {
+  if (!rows.is_open()) return Error::closed(kRows);
+  std::vector<ValueView> row;
+  CommandInfo info;
+  for (;;) {
+    row.resize(rows.columns().size());
+    for (;;) {
+      auto more = rows.next_borrowed(row);
+      if (!more.ok()) return more.take_error();
+      if (!more.value()) break;
+    }
+    info = rows.command();
+    auto another = rows.next_result();
+    if (!another.ok()) return another.take_error();
+    if (!another.value()) return info;
+  }
+}
+
+namespace {
+/// Runs a query to completion and closes its reader; the first error wins.
+Result<CommandInfo> execute_rows(Result<std::unique_ptr<RowsImpl>> impl) {
+  if (!impl.ok()) return impl.take_error();
+  Rows rows(std::move(impl.value()));
+  auto info = drain(rows);
+  auto closed = rows.close();
+  if (!info.ok()) return info;
+  if (!closed.ok()) return closed.take_error();
+  return info;
+}
+
+Result<Rows> wrap(Result<std::unique_ptr<RowsImpl>> impl) {
+  if (!impl.ok()) return impl.take_error();
+  return Rows(std::move(impl.value()));
+}
+
+Result<Statement> wrap(Result<std::unique_ptr<StatementImpl>> impl) {
+  if (!impl.ok()) return impl.take_error();
+  return Statement(std::move(impl.value()));
+}
+}  // namespace
+
+// ---- Statement --------------------------------------------------------------
+
+std::span<const ParamInfo> Statement::params() const {
+  if (!impl_) return {};
+  return impl_->params();
+}
+
+std::span<const Column> Statement::columns() const {
+  if (!impl_) return {};
+  return impl_->columns();
+}
+
+Result<Rows> Statement::query(Params params) {
+  if (!impl_) return Error::closed(kStatement);
+  return wrap(impl_->query(params));
+}
+
+Result<CommandInfo> Statement::execute(Params params) {
+  if (!impl_) return Error::closed(kStatement);
+  return execute_rows(impl_->query(params));
+}
+
+Status Statement::close() {
+  if (!impl_) return Error::closed(kStatement);
+  auto impl = std::move(impl_);
+  return impl->close();
+}
+
+// ---- Transaction ------------------------------------------------------------
+
+Result<Rows> Transaction::query(std::string_view sql, Params params) {
+  if (!conn_) return Error::closed(kTransaction);
+  return wrap(conn_->query(sql, params));
+}
+
+Result<CommandInfo> Transaction::execute(std::string_view sql, Params params) {
+  if (!conn_) return Error::closed(kTransaction);
+  return execute_rows(conn_->query(sql, params));
+}
+
+Result<Statement> Transaction::prepare(std::string_view sql, std::span<const ParamInfo> hints) {
+  if (!conn_) return Error::closed(kTransaction);
+  return wrap(conn_->prepare(sql, hints));
+}
+
+Status Transaction::commit() {
+  if (!conn_) return Error::closed(kTransaction);
+  ConnectionImpl* conn = std::exchange(conn_, nullptr);
+  return conn->commit();
+}
+
+Status Transaction::rollback() {
+  if (!conn_) return Error::closed(kTransaction);
+  ConnectionImpl* conn = std::exchange(conn_, nullptr);
+  return conn->rollback();
+}
+
+// ---- Connection -------------------------------------------------------------
+
+Capabilities Connection::capabilities() const {
+  if (!impl_) return {};
+  return impl_->capabilities();
+}
+
+Result<Rows> Connection::query(std::string_view sql, Params params) {
+  if (!impl_) return Error::closed(kConnection);
+  return wrap(impl_->query(sql, params));
+}
+
+Result<CommandInfo> Connection::execute(std::string_view sql, Params params) {
+  if (!impl_) return Error::closed(kConnection);
+  return execute_rows(impl_->query(sql, params));
+}
+
+Result<Statement> Connection::prepare(std::string_view sql, std::span<const ParamInfo> hints) {
+  if (!impl_) return Error::closed(kConnection);
+  return wrap(impl_->prepare(sql, hints));
+}
+
+Result<Transaction> Connection::begin(const BeginOptions& options) {
+  if (!impl_) return Error::closed(kConnection);
+  auto started = impl_->begin(options);
+  if (!started.ok()) return started.take_error();
+  return Transaction(impl_.get());
+}
+
+TxState Connection::tx_state() const {
+  if (!impl_) return TxState::idle;
+  return impl_->tx_state();
+}
+
+void Connection::cancel() noexcept {
+  if (impl_) impl_->cancel();
+}
+
+Status Connection::reset(std::string_view reset_query) {
+  if (!impl_) return Error::closed(kConnection);
+  return impl_->reset(reset_query);
+}
+
+bool Connection::alive() const {
+  return impl_ && impl_->alive();
+}
+
+Status Connection::set_event_sink(EventSink* sink) {
+  if (!impl_) return Error::closed(kConnection);
+  return impl_->set_event_sink(sink);
+}
+
+Status Connection::close() {
+  if (!impl_) return Error::closed(kConnection);
+  auto impl = std::move(impl_);
+  return impl->close();
+}
+
+// ---- drivers ----------------------------------------------------------------
+
+namespace {
+struct DriverEntry {
+  std::string_view name;
+  const Driver* (*get)();  // nullptr: not built into this binary yet
+};
+
+constexpr DriverEntry kDrivers[] = {
+    {"sqlite", [] { return &sqlite::driver(); }},
+    {"postgresql", nullptr},
+    {"mysql", nullptr},
+    {"odbc", nullptr},
+    {"tds", nullptr},
+};
+}  // namespace
+
+const Driver* find_driver(std::string_view name) {
+  for (const auto& d : kDrivers) {
+    if (d.name == name) return d.get ? d.get() : nullptr;
+  }
+  return nullptr;
+}
+
+std::vector<std::string_view> driver_names() {
+  std::vector<std::string_view> out;
+  for (const auto& d : kDrivers) {
+    if (d.get) out.push_back(d.name);
+  }
+  return out;
+}
+
+}  // namespace wirepool::db

@@ -1,0 +1,308 @@
+#include "server/backend_pool.hpp"
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <functional>
+
+#include "server/log.hpp"
+
+namespace wirepool::server {
+
+namespace asio = boost::asio;
+
+// ---------------------------------------------------------------------------
+// StatementCache
+
+db::Statement* StatementCache::find(const std::string& key) {
+  auto it = map_.find(key);
+  if (it == map_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return &it->second->second;
+}
+
+db::Statement* StatementCache::insert(const std::string& key, db::Statement stmt) {
+  erase(key);
+  lru_.emplace_front(key, std::move(stmt));
+  map_[key] = lru_.begin();
+  while (lru_.size() > capacity_) {
+    auto& victim = lru_.back();
+    (void)victim.second.close();
+    map_.erase(victim.first);
+    lru_.pop_back();
+  }
+  return &lru_.front().second;
+}
+
+void StatementCache::erase(const std::string& key) {
+  auto it = map_.find(key);
+  if (it == map_.end()) return;
+  (void)it->second->second.close();
+  lru_.erase(it->second);
+  map_.erase(it);
+}
+
+void StatementCache::clear() {
+  for (auto& e : lru_) (void)e.second.close();
+  lru_.clear();
+  map_.clear();
+}
+
+// ---------------------------------------------------------------------------
+
+sql::Dialect dialect_for_driver(std::string_view driver) {
+  if (driver == "sqlite") return sql::Dialect::sqlite;
+  if (driver == "postgresql") return sql::Dialect::postgres;
+  if (driver == "mysql") return sql::Dialect::mysql;
+  if (driver == "tds") return sql::Dialect::tsql;
+  return sql::Dialect::ansi;
+}
+
+namespace {
+pool::Config pool_config(const config::Database& d) {
+  pool::Config c;
+  c.min = static_cast<size_t>(d.pool.min);
+  c.max = static_cast<size_t>(d.pool.max);
+  c.acquire_timeout = d.pool.acquire_timeout;
+  c.idle_timeout = d.pool.idle_timeout;
+  c.max_lifetime = d.pool.max_lifetime;
+  c.reset_on_release = d.pool.mode == config::PoolMode::session;
+  return c;
+}
+}  // namespace
+
+DatabasePool::DatabasePool(const config::Database& cfg, const db::Driver& driver,
+                           db::OpenOptions open, BlockingExecutor& blocking,
+                           asio::io_context& timer_context)
+    : cfg_(cfg),
+      driver_(driver),
+      open_(std::move(open)),
+      blocking_(blocking),
+      dialect_(dialect_for_driver(cfg.driver)),
+      keeps_settings_(cfg.driver == "postgresql"),
+      multi_statement_(cfg.driver != "odbc"),
+      pool_(pool_config(cfg)),
+      timer_(timer_context) {}
+
+DatabasePool::~DatabasePool() {
+  for (auto& [id, b] : backends_) (void)b->conn.close();
+}
+
+void DatabasePool::start() {
+  std::unique_lock lock(mu_);
+  pool_.handle_timeout(pool::Clock::now());  // lets the pool open `min` connections
+  pump(lock);
+}
+
+asio::awaitable<std::variant<Backend*, AcquireError>> DatabasePool::acquire() {
+  auto self = shared_from_this();  // alive until the waiter is answered
+  auto executor = co_await asio::this_coro::executor;
+  // Named, not a temporary: GCC 12 can destroy a temporary with captures that
+  // lives across a co_await twice. The same rule holds wherever we co_await.
+  auto initiate = [this, &executor](auto handler) {
+    std::unique_lock lock(mu_);
+    pool::WaiterId id = next_waiter_++;
+    waiters_.emplace(id, Waiter{Handler(std::move(handler)), executor});
+    pool_.handle_acquire(id, pool::Clock::now());
+    pump(lock);
+  };
+  auto result = co_await asio::async_initiate<const asio::use_awaitable_t<>,
+                                              void(std::variant<Backend*, AcquireError>)>(
+      std::move(initiate), asio::use_awaitable);
+  co_return result;
+}
+
+void DatabasePool::release(Backend* backend, bool healthy) {
+  pool::TxState tx = pool::TxState::idle;
+  if (healthy) {
+    switch (backend->conn.tx_state()) {
+      case db::TxState::idle: tx = pool::TxState::idle; break;
+      case db::TxState::in_transaction: tx = pool::TxState::in_transaction; break;
+      case db::TxState::failed: tx = pool::TxState::failed; break;
+    }
+    healthy = backend->conn.alive();
+  }
+  std::unique_lock lock(mu_);
+  pool_.handle_release(backend->id, healthy, tx, pool::Clock::now());
+  pump(lock);
+}
+
+void DatabasePool::shutdown() {
+  std::unique_lock lock(mu_);
+  pool_.shutdown(pool::Clock::now());
+  pump(lock);
+}
+
+pool::Stats DatabasePool::stats() const {
+  std::lock_guard lock(mu_);
+  return pool_.stats(pool::Clock::now());
+}
+
+namespace {
+template <class... Ts>
+struct overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+overloaded(Ts...) -> overloaded<Ts...>;
+
+/// Completes a waiter on its own executor, never inline.
+template <class W>
+void complete(W& w, std::variant<Backend*, AcquireError> v) {
+  asio::post(w.executor, [h = std::move(w.handler), v = std::move(v)]() mutable {
+    std::move(h)(std::move(v));
+  });
+}
+}  // namespace
+
+void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::function<void()>> todo;
+  auto self = shared_from_this();
+  while (auto action = pool_.poll_action()) {
+    std::visit(
+        overloaded{
+            [&](const pool::Open& o) {
+              todo.emplace_back([self, id = o.conn] {
+                self->blocking_.post([self, id] {
+                  auto result = self->driver_.open(self->open_);
+                  std::unique_lock l(self->mu_);
+                  auto now = pool::Clock::now();
+                  if (result.ok()) {
+                    auto b = std::make_unique<Backend>();
+                    b->id = id;
+                    b->conn = std::move(result.value());
+                    b->caps = b->conn.capabilities();
+                    self->keeps_settings_ = b->caps.session_settings;
+                    self->multi_statement_ = b->caps.multi_statement;
+                    self->backends_[id] = std::move(b);
+                    spdlog::debug("database {}: backend connection {} opened", self->cfg_.name, id);
+                    self->pool_.handle_opened(id, now);
+                  } else {
+                    self->last_open_error_ = result.error().message;
+                    spdlog::error("database {}: cannot open backend ({}): {}", self->cfg_.name,
+                                  redact_secrets(self->cfg_.connection), result.error().message);
+                    self->pool_.handle_open_failed(id, now);
+                  }
+                  self->pump(l);
+                });
+              });
+            },
+            [&](const pool::Grant& g) {
+              auto w = waiters_.find(g.waiter);
+              auto b = backends_.find(g.conn);
+              if (w == waiters_.end() || b == backends_.end()) {
+                spdlog::critical("pool {}: grant of unknown waiter {} or connection {}", cfg_.name,
+                                 g.waiter, g.conn);
+                return;
+              }
+              todo.emplace_back([w = std::make_shared<Waiter>(std::move(w->second)),
+                                 backend = b->second.get()]() mutable { complete(*w, backend); });
+              waiters_.erase(w);
+            },
+            [&](const pool::Reject& r) {
+              auto w = waiters_.find(r.waiter);
+              if (w == waiters_.end()) return;
+              std::string msg;
+              switch (r.reason) {
+                case pool::RejectReason::timeout:
+                  msg = "no backend connection for database \"" + cfg_.name +
+                        "\" became available within acquire_timeout";
+                  break;
+                case pool::RejectReason::open_failed:
+                  msg = "cannot connect to the backend of database \"" + cfg_.name + "\": " +
+                        last_open_error_;
+                  break;
+                case pool::RejectReason::shutdown:
+                  msg = "database \"" + cfg_.name + "\" is shutting down";
+                  break;
+                case pool::RejectReason::paused:
+                  msg = "database \"" + cfg_.name + "\" is paused";
+                  break;
+              }
+              todo.emplace_back([w = std::make_shared<Waiter>(std::move(w->second)),
+                                 e = AcquireError{r.reason, msg}]() mutable { complete(*w, e); });
+              waiters_.erase(w);
+            },
+            [&](const pool::Close& c) {
+              auto b = backends_.find(c.conn);
+              std::shared_ptr<Backend> owned;
+              if (b != backends_.end()) {
+                owned = std::move(b->second);
+                backends_.erase(b);
+              }
+              spdlog::debug("database {}: closing backend connection {} ({})", cfg_.name, c.conn,
+                            pool::to_string(c.reason));
+              todo.emplace_back([self, owned, id = c.conn] {
+                self->blocking_.post([self, owned, id] {
+                  if (owned) {
+                    owned->statements.clear();
+                    (void)owned->conn.close();
+                  }
+                  std::unique_lock l(self->mu_);
+                  self->pool_.handle_closed(id, pool::Clock::now());
+                  self->pump(l);
+                });
+              });
+            },
+            [&](const pool::Reset& r) {
+              auto b = backends_.find(r.conn);
+              Backend* backend = b == backends_.end() ? nullptr : b->second.get();
+              todo.emplace_back([self, backend, id = r.conn] {
+                self->blocking_.post([self, backend, id] {
+                  bool ok = false;
+                  if (backend) {
+                    const auto& q = self->cfg_.pool.reset_query;
+                    auto st = backend->conn.reset(q);
+                    ok = st.ok();
+                    if (!ok) {
+                      spdlog::warn("database {}: reset of backend {} failed: {}", self->cfg_.name,
+                                   id, st.error().message);
+                    }
+                    if (!q.empty()) backend->statements.clear();  // DISCARD ALL drops them
+                  }
+                  std::unique_lock l(self->mu_);
+                  self->pool_.handle_reset_done(id, ok, pool::Clock::now());
+                  self->pump(l);
+                });
+              });
+            },
+        },
+        *action);
+  }
+  arm_timer(lock);
+  lock.unlock();
+  for (auto& f : todo) f();
+}
+
+void DatabasePool::arm_timer(std::unique_lock<std::mutex>&) {
+  auto next = pool_.next_deadline();
+  if (!next) return;
+  // The timer is only touched on its own executor. Handlers hold a weak
+  // reference: a pending wait lives inside timer_, so a strong one would keep
+  // the pool alive through its own member.
+  asio::post(timer_.get_executor(), [weak = weak_from_this(), when = *next] {
+    auto self = weak.lock();
+    if (!self) return;
+    if (self->armed_for_ && *self->armed_for_ <= when) return;
+    self->armed_for_ = when;
+    self->timer_.expires_at(when);
+    self->timer_.async_wait([weak](boost::system::error_code ec) {
+      if (ec == asio::error::operation_aborted) return;
+      if (auto pool = weak.lock()) {
+        pool->armed_for_.reset();
+        pool->on_timer();
+      }
+    });
+  });
+}
+
+void DatabasePool::on_timer() {
+  std::unique_lock lock(mu_);
+  pool_.handle_timeout(pool::Clock::now());
+  pump(lock);
+}
+
+}  // namespace wirepool::server

@@ -1,0 +1,123 @@
+#pragma once
+// The I/O side of one database entry's pool: it feeds the pure pool::Pool with
+// events (under a mutex, with the clock read here), carries out its actions
+// (opening, resetting and closing backends on the blocking executor, granting
+// waiters on their own executors) and keeps the backend connections with their
+// prepared-statement caches.
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "backends/db.hpp"
+#include "config/config.hpp"
+#include "pool/pool.hpp"
+#include "server/blocking.hpp"
+
+namespace wirepool::server {
+
+/// Prepared statements of one backend connection, keyed by SQL text and parameter
+/// types, least recently used evicted first.
+class StatementCache {
+ public:
+  explicit StatementCache(size_t capacity = 256) : capacity_(capacity) {}
+  /// The cached statement for `key`, or nullptr.
+  db::Statement* find(const std::string& key);
+  /// Stores a statement; evicts (closes) the least recently used above capacity.
+  db::Statement* insert(const std::string& key, db::Statement stmt);
+  void erase(const std::string& key);
+  void clear();
+  size_t size() const { return map_.size(); }
+
+ private:
+  using Entry = std::pair<std::string, db::Statement>;
+  size_t capacity_;
+  std::list<Entry> lru_;  // front = most recent
+  std::unordered_map<std::string, std::list<Entry>::iterator> map_;
+};
+
+/// One pooled backend connection.
+struct Backend {
+  pool::ConnId id = 0;
+  db::Connection conn;
+  StatementCache statements;
+  db::Capabilities caps;
+};
+
+/// Why an acquire failed, for the client's error message.
+struct AcquireError {
+  pool::RejectReason reason;
+  std::string message;  ///< client-facing, e.g. the backend's open error
+};
+
+class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
+ public:
+  /// `timer_context`: where the pool's deadline timer runs.
+  DatabasePool(const config::Database& cfg, const db::Driver& driver, db::OpenOptions open,
+               BlockingExecutor& blocking, boost::asio::io_context& timer_context);
+  ~DatabasePool();
+
+  const config::Database& config() const { return cfg_; }
+  const db::Driver& driver() const { return driver_; }
+  sql::Dialect dialect() const { return dialect_; }
+  /// True when the driver keeps SET/SHOW itself (PostgreSQL): known once a
+  /// connection opened; until then inferred from the driver name.
+  bool backend_keeps_settings() const { return keeps_settings_; }
+  bool multi_statement() const { return multi_statement_; }
+
+  /// Waits for a backend (bounded by acquire_timeout). On success the caller owns
+  /// the lease until release().
+  boost::asio::awaitable<std::variant<Backend*, AcquireError>> acquire();
+  /// Returns a backend. `healthy` false (a Connection error) closes it.
+  void release(Backend* backend, bool healthy);
+  /// Opens `min` connections (if any). Call once after construction.
+  void start();
+  /// Rejects waiters and closes backends as they come back.
+  void shutdown();
+
+  pool::Stats stats() const;
+
+ private:
+  using Handler = boost::asio::any_completion_handler<void(std::variant<Backend*, AcquireError>)>;
+  /// A waiting coroutine: its completion handler and the executor to resume it on.
+  struct Waiter {
+    Handler handler;
+    boost::asio::any_io_executor executor;
+  };
+  void pump(std::unique_lock<std::mutex>& lock);
+  void arm_timer(std::unique_lock<std::mutex>& lock);
+  void on_timer();
+
+  config::Database cfg_;
+  const db::Driver& driver_;
+  db::OpenOptions open_;
+  BlockingExecutor& blocking_;
+  sql::Dialect dialect_;
+  std::atomic<bool> keeps_settings_{false};
+  std::atomic<bool> multi_statement_{false};
+
+  mutable std::mutex mu_;
+  pool::Pool pool_;
+  std::unordered_map<pool::ConnId, std::unique_ptr<Backend>> backends_;
+  std::unordered_map<pool::WaiterId, Waiter> waiters_;
+  pool::WaiterId next_waiter_ = 1;
+  std::string last_open_error_;
+  boost::asio::steady_timer timer_;
+  std::optional<pool::TimePoint> armed_for_;
+};
+
+using DatabasePoolPtr = std::shared_ptr<DatabasePool>;
+
+/// The dialect a driver's SQL is lexed in, by driver name.
+sql::Dialect dialect_for_driver(std::string_view driver);
+
+}  // namespace wirepool::server

@@ -1,0 +1,1360 @@
+#include "server/pg_client.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "protocol/pg/scram.hpp"
+
+namespace wirepool::server {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+
+namespace {
+
+/// Output is written to the socket once this much is buffered mid-result
+/// (backpressure: the next rows are fetched only after the client took these).
+constexpr size_t kFlushBytes = 64 * 1024;
+/// Reads start at this size; larger messages grow the buffer to their length.
+constexpr size_t kReadChunk = 8 * 1024;
+/// A client that stops mid-message or stops reading results for this long is closed.
+constexpr auto kIoTimeout = std::chrono::seconds(60);
+
+db::Error make_error(std::string_view sqlstate, std::string message,
+                     db::Errc code = db::Errc::invalid_query) {
+  db::Error e;
+  e.code = code;
+  e.sqlstate = std::string(sqlstate);
+  e.message = std::move(message);
+  return e;
+}
+
+/// PostgreSQL's command tag for what a statement did.
+std::string command_tag(const db::CommandInfo& ci, const std::string& fallback_verb,
+                        bool had_rows, int64_t rows_sent) {
+  if (!ci.tag.empty()) return ci.tag;
+  const std::string& verb = ci.verb.empty() ? fallback_verb : ci.verb;
+  int64_t n = ci.affected >= 0 ? ci.affected : rows_sent;
+  if (verb == "INSERT") return "INSERT 0 " + std::to_string(n);
+  if (verb == "UPDATE" || verb == "DELETE" || verb == "MERGE") {
+    return verb + " " + std::to_string(n);
+  }
+  if (verb == "MOVE" || verb == "FETCH" || verb == "COPY") return verb + " " + std::to_string(n);
+  if (verb == "SELECT" || verb.empty() || had_rows) return "SELECT " + std::to_string(rows_sent);
+  return verb;
+}
+
+char rfq_status(db::TxState s) {
+  switch (s) {
+    case db::TxState::idle: return 'I';
+    case db::TxState::in_transaction: return 'T';
+    case db::TxState::failed: return 'E';
+  }
+  return 'I';
+}
+
+template <class... Ts>
+struct overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+overloaded(Ts...) -> overloaded<Ts...>;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// InBuffer
+
+void InBuffer::consume(size_t n) {
+  begin_ += n;
+  if (begin_ == end_) begin_ = end_ = 0;
+}
+
+void InBuffer::reserve_tail(size_t n) {
+  if (cap_ - end_ >= n) return;
+  size_t used = end_ - begin_;
+  if (begin_ > 0 && cap_ - used >= n) {
+    std::memmove(data_.get(), data_.get() + begin_, used);
+  } else {
+    size_t cap = std::max({cap_ * 2, used + n, kReadChunk});
+    auto fresh = std::make_unique_for_overwrite<uint8_t[]>(cap);
+    if (used) std::memcpy(fresh.get(), data_.get() + begin_, used);
+    data_ = std::move(fresh);
+    cap_ = cap;
+  }
+  begin_ = 0;
+  end_ = used;
+}
+
+void InBuffer::release() {
+  if (!empty()) return;
+  data_.reset();
+  begin_ = end_ = cap_ = 0;
+}
+
+// ---------------------------------------------------------------------------
+// Extended-protocol state
+
+/// A client's prepared statement: kept by the session, prepared on whichever
+/// backend serves it (the backend's cache is keyed by `key`).
+struct PgClient::Prepared {
+  std::string sql;
+  std::vector<uint32_t> param_oids;  ///< as the client declared them (may be shorter)
+  Classified cls;
+  bool blank = false;
+  std::string key;
+  size_t nparams = 0;
+  std::vector<db::ParamInfo> backend_params;
+  std::vector<db::Column> columns;  ///< as known before execution (what Describe said)
+  std::string show_name;            ///< SHOW x: the column name
+};
+
+/// Rows being sent: the reader, the wire types announced for it, and the row buffer.
+struct PgClient::Streamer {
+  db::Rows rows;
+  std::vector<pg::WireType> types;
+  std::vector<int16_t> formats;
+  std::vector<db::ValueView> row;
+  int64_t sent = 0;
+  bool has_columns = false;
+  db::CommandInfo info;
+};
+
+struct PgClient::Portal {
+  std::shared_ptr<Prepared> stmt;
+  std::vector<db::Param> params;
+  std::vector<int16_t> result_formats;
+  std::unique_ptr<Streamer> open;  ///< a suspended reader (Execute with a row limit)
+  bool done = false;
+};
+
+namespace {
+
+/// Fills `s.types` / `s.formats` for `columns` with the client's format codes.
+void set_wire_types(std::span<const db::Column> columns, std::span<const int16_t> formats,
+                    std::vector<pg::WireType>& types, std::vector<int16_t>& fmt) {
+  types.clear();
+  fmt.clear();
+  for (size_t i = 0; i < columns.size(); ++i) {
+    types.push_back(pg::wire_type_for(columns[i]));
+    int16_t f = formats.empty() ? 0 : formats.size() == 1 ? formats[0] : formats[i];
+    fmt.push_back(f);
+  }
+}
+
+void encode_row_description(std::string& out, std::span<const db::Column> columns,
+                            std::span<const pg::WireType> types, std::span<const int16_t> fmt) {
+  std::vector<pg::FieldDescription> fields(columns.size());
+  for (size_t i = 0; i < columns.size(); ++i) {
+    fields[i].name = columns[i].name;
+    fields[i].type_oid = types[i].oid;
+    fields[i].type_size = types[i].size;
+    fields[i].type_modifier = types[i].modifier;
+    fields[i].format = fmt[i];
+  }
+  pg::Encoder(out).row_description(fields);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+PgClient::PgClient(Server& server, Loop& loop, asio::ip::tcp::socket socket,
+                   const config::Listener& listener)
+    : server_(server), loop_(loop), socket_(std::move(socket)), listener_(listener) {
+  boost::system::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  socket_.non_blocking(true, ec);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  loop_.clients.push_back(*this);
+}
+
+PgClient::~PgClient() {
+  if (pid_) server_.cancels().remove(pid_);
+  if (counted_) server_.client_gone();
+}
+
+void PgClient::start(std::shared_ptr<PgClient> client) {
+  auto& io = client->loop_.io;
+  asio::co_spawn(io, [c = std::move(client)]() -> awaitable<void> { co_await c->run(); },
+                 asio::detached);
+}
+
+void PgClient::sweep(TimePoint now) {
+  if (io_deadline_ && now >= *io_deadline_) {
+    timed_out_ = true;
+    io_deadline_.reset();
+    boost::system::error_code ec;
+    socket_.cancel(ec);
+  }
+  if (session_) {
+    if (auto d = session_->statement_deadline(); d && now >= *d) {
+      session_->cancel(CancelReason::timeout);
+    }
+  }
+}
+
+void PgClient::drain() {
+  draining_ = true;
+  if (idle_wait_ && (!session_ || !session_->in_transaction())) {
+    boost::system::error_code ec;
+    socket_.cancel(ec);
+  }
+}
+
+void PgClient::terminate() {
+  draining_ = true;
+  boost::system::error_code ec;
+  socket_.cancel(ec);
+  if (session_) session_->cancel(CancelReason::user);
+}
+
+void PgClient::cancel_request() {
+  // Any thread. The session pointer is set before the key is registered and
+  // reset only after it was removed (the registry holds its lock meanwhile).
+  if (session_) session_->cancel(CancelReason::user);
+}
+
+// ---------------------------------------------------------------------------
+// I/O
+
+awaitable<bool> PgClient::read_more(size_t want) {
+  for (;;) {
+    in_.reserve_tail(std::max(want, kReadChunk));
+    boost::system::error_code ec;
+    size_t n = socket_.read_some(asio::buffer(in_.tail(), in_.space()), ec);
+    if (!ec) {
+      in_.commit(n);
+      co_return true;
+    }
+    if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
+    // Nothing there yet. While idle, hold no buffer.
+    bool idle = in_.empty();
+    if (idle) in_.release();
+    if (!session_) {
+      // still logging in: the login deadline is already armed
+    } else if (!idle) {
+      io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
+    } else if (session_->in_transaction() &&
+               server_.config().server.idle_in_transaction_timeout.count() > 0) {
+      io_deadline_ = std::chrono::steady_clock::now() +
+                     server_.config().server.idle_in_transaction_timeout;
+    } else if (!session_->in_transaction() &&
+               server_.config().server.client_idle_timeout.count() > 0) {
+      io_deadline_ = std::chrono::steady_clock::now() + server_.config().server.client_idle_timeout;
+    }
+    idle_wait_ = idle && session_ != nullptr;
+    co_await socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                                asio::redirect_error(use_awaitable, ec));
+    idle_wait_ = false;
+    if (session_) io_deadline_.reset();
+    if (timed_out_) co_return false;
+    if (draining_ && idle && session_ && !session_->in_transaction()) co_return false;
+    if (ec && ec != asio::error::operation_aborted) co_return false;
+  }
+}
+
+awaitable<bool> PgClient::flush() {
+  size_t off = 0;
+  while (off < out_.size()) {
+    boost::system::error_code ec;
+    size_t n = socket_.write_some(asio::buffer(out_.data() + off, out_.size() - off), ec);
+    if (!ec) {
+      off += n;
+      continue;
+    }
+    if (ec != asio::error::would_block && ec != asio::error::try_again) {
+      out_.clear();
+      co_return false;
+    }
+    auto saved = io_deadline_;
+    io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
+    co_await socket_.async_wait(asio::ip::tcp::socket::wait_write,
+                                asio::redirect_error(use_awaitable, ec));
+    io_deadline_ = saved;
+    if (timed_out_ || (ec && ec != asio::error::operation_aborted)) {
+      out_.clear();
+      co_return false;
+    }
+  }
+  out_.clear();
+  co_return true;
+}
+
+awaitable<std::optional<std::string>> PgClient::read_password_message() {
+  // Only used during authentication (messages there are small); the main loop
+  // decodes in place.
+  for (;;) {
+    auto d = pg::decode_frontend(in_.view(), pg::kMaxStartupPacket);
+    if (d.status == pg::DecodeStatus::error) {
+      spdlog::warn("client {}: protocol error during authentication: {}", peer_, d.error);
+      co_await fatal("08P01", d.error);
+      co_return std::nullopt;
+    }
+    if (d.status == pg::DecodeStatus::ok) {
+      auto* pw = std::get_if<pg::PasswordMessage>(&d.message);
+      if (!pw) {
+        spdlog::warn("client {}: expected a SASL response during authentication", peer_);
+        co_await fatal("08P01", "expected SASL response, got another message");
+        co_return std::nullopt;
+      }
+      std::string body(pw->data);
+      in_.consume(d.consumed);
+      co_return body;
+    }
+    auto len = pg::peek_length(in_.view());
+    if (!co_await read_more(len ? *len + 1 : 5)) co_return std::nullopt;
+  }
+}
+
+void PgClient::send_error(const db::Error& e, std::string_view severity) {
+  pg::ErrorFields f;
+  f.severity = severity;
+  f.sqlstate = e.sqlstate.size() == 5 ? std::string_view(e.sqlstate) : std::string_view("XX000");
+  f.message = e.message;
+  f.detail = e.detail;
+  f.hint = e.hint;
+  pg::Encoder(out_).error_response(f);
+}
+
+void PgClient::send_error(std::string_view sqlstate, std::string_view message,
+                          std::string_view severity) {
+  pg::ErrorFields f;
+  f.severity = severity;
+  f.sqlstate = sqlstate;
+  f.message = message;
+  pg::Encoder(out_).error_response(f);
+}
+
+void PgClient::send_notice(std::string_view sqlstate, std::string_view message,
+                           std::string_view severity) {
+  pg::ErrorFields f;
+  f.severity = severity;
+  f.sqlstate = sqlstate;
+  f.message = message;
+  pg::Encoder(out_).notice_response(f);
+}
+
+void PgClient::send_parameter_changes() {
+  for (const auto& [name, value] : session_->settings().take_reported_changes()) {
+    pg::Encoder(out_).parameter_status(name, value);
+  }
+}
+
+void PgClient::ready_for_query() {
+  pg::Encoder(out_).ready_for_query(rfq_status(session_->tx_state()));
+}
+
+awaitable<void> PgClient::fatal(std::string_view sqlstate, std::string_view message) {
+  send_error(sqlstate, message, "FATAL");
+  co_await flush();
+}
+
+// ---------------------------------------------------------------------------
+// Startup and authentication
+
+awaitable<bool> PgClient::login() {
+  const auto& scfg = server_.config().server;
+  io_deadline_ = std::chrono::steady_clock::now() + scfg.login_timeout;
+  int negotiations = 0;
+  uint32_t protocol = 0;
+  std::vector<std::pair<std::string, std::string>> params;  // copied: the buffer is reused
+  for (;;) {
+    auto d = pg::decode_startup(in_.view());
+    if (d.status == pg::DecodeStatus::need_more) {
+      if (!co_await read_more(8)) {
+        if (timed_out_) spdlog::info("client {}: closed at login_timeout during startup", peer_);
+        co_return false;
+      }
+      continue;
+    }
+    if (d.status == pg::DecodeStatus::error) {
+      spdlog::warn("client {}: bad startup packet: {}", peer_, d.error);
+      co_await fatal("08P01", d.error);
+      co_return false;
+    }
+    in_.consume(d.consumed);
+    if (auto* cancel = std::get_if<pg::CancelRequest>(&d.message)) {
+      bool done = server_.cancels().cancel(cancel->pid, cancel->secret);
+      spdlog::info("client {}: cancel request for {} {}", peer_, cancel->pid,
+                   done ? "delivered" : "matched no session");
+      co_return false;
+    }
+    if (std::holds_alternative<pg::SslRequest>(d.message) ||
+        std::holds_alternative<pg::GssEncRequest>(d.message)) {
+      if (++negotiations > 2 || !in_.empty()) {
+        co_await fatal("08P01", "unexpected data after an encryption request");
+        co_return false;
+      }
+      // TLS termination is not part of this build: the client may go on in plaintext.
+      pg::Encoder(out_).ssl_response('N');
+      if (!co_await flush()) co_return false;
+      continue;
+    }
+    auto& sm = std::get<pg::StartupMessage>(d.message);
+    protocol = sm.protocol;
+    for (auto& [k, v] : sm.params) params.emplace_back(std::string(k), std::string(v));
+    break;
+  }
+
+  if (!server_.admit_client()) {
+    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
+    co_await fatal("53300", "sorry, too many clients already");
+    co_return false;
+  }
+  counted_ = true;
+  if (server_.draining()) {
+    co_await fatal("57P03", "the database system is shutting down");
+    co_return false;
+  }
+
+  std::string user, database, options;
+  std::vector<std::string_view> unrecognized;
+  for (auto& [k, v] : params) {
+    if (k == "user") user = v;
+    else if (k == "database") database = v;
+    else if (k == "options") options = v;
+    else if (k == "replication") {
+      co_await fatal("08P01", "wirepool does not support replication connections");
+      co_return false;
+    } else if (k.rfind("_pq_.", 0) == 0) {
+      unrecognized.push_back(k);
+    }
+  }
+  if (user.empty()) {
+    co_await fatal("28000", "no PostgreSQL user name specified in startup packet");
+    co_return false;
+  }
+  if (database.empty()) database = user;
+  uint32_t minor = protocol & 0xffff;
+  if (minor > 0 || !unrecognized.empty()) {
+    pg::Encoder(out_).negotiate_protocol_version(0, unrecognized);
+  }
+
+  // The listener's allow-list.
+  if (!listener_.allow.empty()) {
+    boost::system::error_code ec;
+    auto addr = socket_.remote_endpoint(ec).address();
+    bool ok = false;
+    if (!ec) {
+      if (addr.is_v4()) {
+        auto b = addr.to_v4().to_bytes();
+        for (const auto& c : listener_.allow) ok = ok || c.contains(b.data(), false);
+      } else {
+        auto b = addr.to_v6().to_bytes();
+        for (const auto& c : listener_.allow) ok = ok || c.contains(b.data(), true);
+      }
+    }
+    if (!ok) {
+      spdlog::warn("client {}: refused by the listener's allow-list (user \"{}\")", peer_, user);
+      std::string msg = "connection from " + peer_ + " is not allowed";
+      co_await fatal("28000", msg);
+      co_return false;
+    }
+  }
+
+  user_name_ = user;
+  if (!co_await authenticate(user)) co_return false;
+
+  const UserRecord* record = server_.users().find(user);
+  auto pool = server_.find_pool(database);
+  if (!pool) {
+    spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user, database);
+    std::string msg = "database \"" + database + "\" does not exist";
+    co_await fatal("3D000", msg);
+    co_return false;
+  }
+  if (!record->may_use(database)) {
+    spdlog::warn("client {}: user \"{}\" may not use database \"{}\"", peer_, user, database);
+    std::string msg =
+        "user \"" + user + "\" is not allowed to connect to database \"" + database + "\"";
+    co_await fatal("28000", msg);
+    co_return false;
+  }
+
+  auto session = std::make_unique<Session>(pool, *record, server_.blocking(),
+                                           scfg.query_timeout);
+  auto& settings = session->settings();
+  (void)settings.set("session_authorization", user);
+  if (record->admin) (void)settings.set("is_superuser", "on");
+  for (auto& [k, v] : params) {
+    if (k == "user" || k == "database" || k == "options" || k.rfind("_pq_.", 0) == 0) continue;
+    if (auto err = settings.set(k, v)) {
+      co_await fatal(err->sqlstate, err->message);
+      co_return false;
+    }
+  }
+  // options: "-c name=value --name=value ..."
+  {
+    std::string_view o = options;
+    while (!o.empty()) {
+      while (!o.empty() && o.front() == ' ') o.remove_prefix(1);
+      size_t end = o.find(' ');
+      std::string_view tok = o.substr(0, end);
+      o = end == std::string_view::npos ? std::string_view() : o.substr(end);
+      if (tok == "-c") continue;
+      if (tok.rfind("--", 0) == 0) tok.remove_prefix(2);
+      else if (tok.rfind("-c", 0) == 0) tok.remove_prefix(2);
+      auto eq = tok.find('=');
+      if (eq == std::string_view::npos) continue;
+      std::string name(tok.substr(0, eq));
+      std::replace(name.begin(), name.end(), '-', '_');
+      if (auto err = settings.set(name, tok.substr(eq + 1))) {
+        co_await fatal(err->sqlstate, err->message);
+        co_return false;
+      }
+    }
+  }
+  settings.commit_startup();
+  session_ = std::move(session);
+
+  pg::Encoder enc(out_);
+  enc.auth_ok();
+  for (auto name : Settings::reported()) {
+    enc.parameter_status(name, settings.get(name).value_or(""));
+  }
+  auto [pid, secret] = server_.cancels().add(weak_from_this());
+  pid_ = pid;
+  enc.backend_key_data(pid, secret);
+  ready_for_query();
+  io_deadline_.reset();
+  spdlog::info("client {}: user \"{}\" connected to database \"{}\" (pid {})", peer_, user,
+               database, pid);
+  co_return co_await flush();
+}
+
+awaitable<bool> PgClient::authenticate(const std::string& user) {
+  std::string_view mechs[] = {pg::scram::kMechanism};
+  pg::Encoder(out_).auth_sasl(mechs);
+  if (!co_await flush()) co_return false;
+
+  pg::scram::ServerExchange exchange(server_.users().verifier_for(user));
+  auto fail = [&](std::string_view why) -> awaitable<bool> {
+    spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, why);
+    std::string msg = "password authentication failed for user \"" + user + "\"";
+    co_await fatal("28P01", msg);
+    co_return false;
+  };
+  // SASLInitialResponse
+  {
+    auto body = co_await read_password_message();
+    if (!body) co_return false;
+    auto init = pg::parse_sasl_initial(*body);
+    std::string mechanism = init ? std::string(init->mechanism) : "";
+    std::string data = init && init->data ? std::string(*init->data) : "";
+    if (!init) {
+      co_await fatal("08P01", "malformed SASLInitialResponse");
+      co_return false;
+    }
+    auto answer = exchange.client_first(mechanism, data);
+    if (answer.outcome != pg::scram::ServerExchange::Outcome::next) {
+      co_return co_await fail(answer.message);
+    }
+    pg::Encoder(out_).auth_sasl_continue(answer.message);
+    if (!co_await flush()) co_return false;
+  }
+  // SASLResponse
+  {
+    auto body = co_await read_password_message();
+    if (!body) co_return false;
+    auto answer = exchange.client_final(*body);
+    if (answer.outcome != pg::scram::ServerExchange::Outcome::success ||
+        !server_.users().find(user)) {
+      std::string why = server_.users().find(user) ? answer.message : "no such user";
+      co_return co_await fail(why);
+    }
+    pg::Encoder(out_).auth_sasl_final(answer.message);
+  }
+  co_return true;
+}
+
+// ---------------------------------------------------------------------------
+// The main loop
+
+awaitable<void> PgClient::run() {
+  auto self = shared_from_this();
+  bool ok = false;
+  try {
+    ok = co_await login();
+  } catch (const std::exception& e) {
+    spdlog::error("client {}: login failed: {}", peer_, e.what());
+  }
+  if (ok) {
+    const size_t max_msg = server_.config().server.max_message_size;
+    try {
+      bool open = true;
+      while (open) {
+        // Handle every complete message in the buffer.
+        for (;;) {
+          auto d = pg::decode_frontend(in_.view(), max_msg);
+          if (d.status == pg::DecodeStatus::need_more) break;
+          if (d.status == pg::DecodeStatus::error) {
+            spdlog::warn("client {}: protocol error: {}", peer_, d.error);
+            co_await fatal("08P01", d.error);
+            open = false;
+            break;
+          }
+          open = co_await handle(d.message);
+          in_.consume(d.consumed);
+          if (!open) break;
+        }
+        if (!open) break;
+        if (!out_.empty() && !co_await flush()) break;
+        if (out_.capacity() > kFlushBytes * 2) out_ = std::string();
+        if (draining_ && in_.empty() && !session_->in_transaction()) {
+          co_await fatal("57P01", "terminating connection due to administrator command");
+          break;
+        }
+        auto len = pg::peek_length(in_.view());
+        size_t want = len ? std::min<size_t>(*len + 1, max_msg + 1) : 5;
+        if (!co_await read_more(want > in_.size() ? want - in_.size() : 1)) {
+          if (timed_out_) {
+            if (session_->in_transaction() && in_.empty()) {
+              spdlog::info("client {}: closed by idle_in_transaction_timeout", peer_);
+              send_error("25P03", "terminating connection due to idle-in-transaction timeout",
+                         "FATAL");
+            } else if (in_.empty()) {
+              spdlog::info("client {}: closed by client_idle_timeout", peer_);
+              send_error("57P05", "terminating connection due to idle-session timeout", "FATAL");
+            } else {
+              spdlog::warn("client {}: closed: stalled mid-message", peer_);
+            }
+            timed_out_ = false;
+            co_await flush();
+          } else if (draining_) {
+            co_await fatal("57P01", "terminating connection due to administrator command");
+          }
+          break;
+        }
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
+    }
+  }
+  // Orderly teardown: close readers and give the backend back.
+  if (session_) {
+    try {
+      co_await close_portals();
+      co_await session_->finish();
+    } catch (const std::exception& e) {
+      spdlog::error("client {}: teardown: {}", peer_, e.what());
+    }
+    spdlog::debug("client {}: disconnected", peer_);
+  }
+  if (pid_) {
+    server_.cancels().remove(pid_);
+    pid_ = 0;
+  }
+  boost::system::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  unlink();  // leaves the loop's client list
+}
+
+awaitable<bool> PgClient::handle(const pg::FrontendMessage& msg) {
+  bool keep = true;
+  co_await std::visit(
+      overloaded{
+          [&](const pg::Query& m) -> awaitable<void> {
+            co_await simple_query(m.sql);
+          },
+          [&](const pg::Parse& m) -> awaitable<void> { co_await on_parse(m); },
+          [&](const pg::Bind& m) -> awaitable<void> { co_await on_bind(m); },
+          [&](const pg::Describe& m) -> awaitable<void> { co_await on_describe(m); },
+          [&](const pg::Execute& m) -> awaitable<void> { co_await on_execute(m); },
+          [&](const pg::Close& m) -> awaitable<void> { co_await on_close(m); },
+          [&](const pg::Sync&) -> awaitable<void> { co_await on_sync(); },
+          [&](const pg::Flush&) -> awaitable<void> {
+            if (!co_await flush()) keep = false;
+          },
+          [&](const pg::Terminate&) -> awaitable<void> {
+            keep = false;
+            co_return;
+          },
+          [&](const pg::PasswordMessage&) -> awaitable<void> {
+            spdlog::warn("client {}: password message after authentication", peer_);
+            co_await fatal("08P01", "unexpected password message");
+            keep = false;
+          },
+          // COPY messages outside COPY are ignored, as PostgreSQL does.
+          [&](const pg::CopyData&) -> awaitable<void> { co_return; },
+          [&](const pg::CopyDone&) -> awaitable<void> { co_return; },
+          [&](const pg::CopyFail&) -> awaitable<void> { co_return; },
+          [&](const pg::FunctionCall&) -> awaitable<void> {
+            send_error("0A000", "the function call protocol is not supported by wirepool");
+            ready_for_query();
+            co_return;
+          },
+      },
+      msg);
+  co_return keep;
+}
+
+// ---------------------------------------------------------------------------
+// Simple query
+
+awaitable<void> PgClient::simple_query(std::string_view text) {
+  auto dialect = session_->pool().dialect();
+  auto stmts = sql::split_statements(text, dialect);
+  session_->statement_begin();
+  if (stmts.empty()) {
+    pg::Encoder(out_).empty_query_response();
+  } else if (stmts.size() == 1) {
+    (void)co_await simple_statement(stmts[0],
+                                   classify(stmts[0], dialect, session_->pool().backend_keeps_settings()));
+  } else {
+    // Several statements outside a transaction run as one implicit transaction,
+    // as in PostgreSQL: an error rolls back the ones before it. Statements that
+    // control transactions themselves opt out.
+    std::vector<Classified> cls;
+    bool controls_tx = false;
+    for (auto s : stmts) {
+      cls.push_back(classify(s, dialect, session_->pool().backend_keeps_settings()));
+      auto k = cls.back().kind;
+      controls_tx = controls_tx || k == StatementKind::begin || k == StatementKind::commit ||
+                    k == StatementKind::rollback;
+    }
+    bool implicit = !controls_tx && !session_->in_transaction() &&
+                    session_->mode() != config::PoolMode::statement;
+    if (implicit) {
+      auto st = co_await session_->begin("BEGIN");
+      if (!st.ok()) {
+        co_await backend_error(st.take_error());
+        implicit = false;
+        stmts.clear();
+      }
+    }
+    bool failed = false;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (!co_await simple_statement(stmts[i], cls[i])) {
+        failed = true;
+        break;
+      }
+    }
+    if (implicit && session_->backend() && session_->in_transaction()) {
+      auto st = failed ? co_await session_->rollback() : co_await session_->commit();
+      if (!st.ok() && !failed) co_await backend_error(st.take_error());
+    }
+  }
+  session_->statement_end();
+  session_->sync_tx_state();
+  session_->release_if_idle(portals_open());
+  send_parameter_changes();
+  ready_for_query();
+}
+
+awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classified& cls) {
+  if (cls.kind != StatementKind::backend) {
+    co_return co_await session_statement(stmt, cls, true);
+  }
+  if (auto err = co_await session_->ensure_backend()) {
+    send_error(*err);
+    co_return false;
+  }
+  Streamer s;
+  db::Error err;
+  std::string* out = &out_;
+  auto first = co_await session_->run([&](Backend& b) -> Fetch {
+    auto r = b.conn.query(stmt, {});
+    if (!r.ok()) {
+      err = r.take_error();
+      return Fetch::error;
+    }
+    s.rows = std::move(r.value());
+    auto cols = s.rows.columns();
+    s.has_columns = !cols.empty();
+    if (s.has_columns) {
+      set_wire_types(cols, {}, s.types, s.formats);
+      encode_row_description(*out, cols, s.types, s.formats);
+      s.row.resize(cols.size());
+    }
+    return Fetch::flush;
+  });
+  Fetch f = first;
+  if (f != Fetch::error) f = co_await stream(s, 0, err);
+  if (f == Fetch::error) {
+    co_await backend_error(std::move(err));
+    co_return false;
+  }
+  pg::Encoder(out_).command_complete(command_tag(s.info, cls.verb, s.has_columns, s.sent));
+  co_return true;
+}
+
+awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Error& err) {
+  std::string* out = &out_;
+  for (;;) {
+    if (session_->cancel_reason() != CancelReason::none) {
+      err = make_error("57014", "canceling statement", db::Errc::busy);
+      session_->explain_cancel(err);
+      co_await session_->run([&s](Backend&) { return s.rows.close(); });
+      co_return Fetch::error;
+    }
+    auto f = co_await session_->run([&](Backend&) -> Fetch {
+      pg::Encoder enc(*out);
+      if (!s.has_columns) {
+        // No rows: finish the statement here.
+        s.info = s.rows.command();
+        (void)s.rows.close();
+        return Fetch::done;
+      }
+      const size_t n = s.row.size();
+      std::string why;
+      while (out->size() < kFlushBytes) {
+        if (limit > 0 && s.sent >= limit) return Fetch::limit;
+        auto r = s.rows.next_borrowed(s.row);
+        if (!r.ok()) {
+          err = r.take_error();
+          (void)s.rows.close();
+          return Fetch::error;
+        }
+        if (!r.value()) {
+          s.info = s.rows.command();
+          (void)s.rows.close();
+          return Fetch::done;
+        }
+        size_t row_start = out->size();
+        enc.begin_data_row(static_cast<int16_t>(n));
+        for (size_t i = 0; i < n; ++i) {
+          const auto& v = s.row[i];
+          if (v.is_null()) {
+            enc.null_field();
+            continue;
+          }
+          enc.begin_field();
+          if (!pg::encode_value(v, s.types[i].oid, s.formats[i], *out, &why)) {
+            out->resize(row_start);
+            err = make_error("22P02", why);
+            (void)s.rows.close();
+            return Fetch::error;
+          }
+          enc.end_field();
+        }
+        enc.end_data_row();
+        ++s.sent;
+      }
+      return Fetch::flush;
+    });
+    if (f == Fetch::error) session_->explain_cancel(err);
+    if (f != Fetch::flush) co_return f;
+    if (!co_await flush()) {
+      err = make_error("08006", "client connection lost", db::Errc::connection);
+      co_await session_->run([&s](Backend&) { return s.rows.close(); });
+      throw std::runtime_error("client went away mid-result");
+    }
+  }
+}
+
+awaitable<void> PgClient::backend_error(db::Error err) {
+  session_->explain_cancel(err);
+  send_error(err);
+  if (err.code == db::Errc::connection && session_->backend()) {
+    spdlog::warn("client {}: backend of database \"{}\" lost: {}", peer_,
+                 session_->pool().config().name, err.message);
+    // Readers of the lost backend go first; the pool then closes it.
+    co_await close_portals();
+    session_->backend_lost();
+  }
+  session_->sync_tx_state();
+}
+
+awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classified& cls,
+                                            bool describe_rows) {
+  pg::Encoder enc(out_);
+  switch (cls.kind) {
+    case StatementKind::begin: {
+      if (session_->in_transaction()) {
+        send_notice("25001", "there is already a transaction in progress");
+      } else {
+        auto st = co_await session_->begin(stmt);
+        if (!st.ok()) {
+          co_await backend_error(st.take_error());
+          co_return false;
+        }
+      }
+      enc.command_complete(cls.verb == "START TRANSACTION" ? "START TRANSACTION" : "BEGIN");
+      co_return true;
+    }
+    case StatementKind::commit:
+    case StatementKind::rollback: {
+      bool commit = cls.kind == StatementKind::commit;
+      if (!session_->in_transaction()) {
+        send_notice("25P01", "there is no transaction in progress");
+      } else {
+        co_await close_portals();
+        bool failed_tx = session_->tx_state() == db::TxState::failed;
+        auto st = commit ? co_await session_->commit() : co_await session_->rollback();
+        session_->sync_tx_state();
+        if (!st.ok()) {
+          co_await backend_error(st.take_error());
+          co_return false;
+        }
+        if (commit && failed_tx) {
+          enc.command_complete("ROLLBACK");
+          co_return true;
+        }
+      }
+      enc.command_complete(commit ? "COMMIT" : "ROLLBACK");
+      co_return true;
+    }
+    case StatementKind::setting: {
+      auto parsed = parse_setting_command(stmt);
+      if (!parsed) {
+        send_error("42601", "syntax error");
+        co_return false;
+      }
+      if (auto* e = std::get_if<SettingError>(&*parsed)) {
+        send_error(e->sqlstate, e->message);
+        co_return false;
+      }
+      auto& cmd = std::get<SettingCommand>(*parsed);
+      auto& settings = session_->settings();
+      std::optional<SettingError> err;
+      std::string tag;
+      std::visit(overloaded{
+                     [&](const SetCommand& c) {
+                       err = c.value ? settings.set(c.name, *c.value) : settings.reset(c.name);
+                       tag = "SET";
+                     },
+                     [&](const ResetCommand& c) {
+                       if (c.name == "all") settings.reset_all();
+                       else err = settings.reset(c.name);
+                       tag = "RESET";
+                     },
+                     [&](const ShowCommand& c) {
+                       tag = "SHOW";
+                       std::vector<std::pair<std::string, std::string>> rows;
+                       if (c.name == "all") {
+                         rows = settings.all();
+                       } else if (auto v = settings.get(c.name)) {
+                         rows.emplace_back(c.name, *v);
+                       } else {
+                         err = SettingError{"42704", "unrecognized configuration parameter \"" +
+                                                         c.name + "\""};
+                         return;
+                       }
+                       std::vector<pg::FieldDescription> fields;
+                       if (c.name == "all") {
+                         fields.resize(3);
+                         fields[0].name = "name";
+                         fields[1].name = "setting";
+                         fields[2].name = "description";
+                       } else {
+                         fields.resize(1);
+                         fields[0].name = c.name;
+                       }
+                       if (describe_rows) enc.row_description(fields);
+                       for (auto& [name, value] : rows) {
+                         enc.begin_data_row(static_cast<int16_t>(fields.size()));
+                         if (c.name == "all") {
+                           enc.field(name);
+                           enc.field(value);
+                           enc.field("");
+                         } else {
+                           enc.field(value);
+                         }
+                         enc.end_data_row();
+                       }
+                     },
+                     [&](const IgnoredSet&) { tag = "SET"; },
+                 },
+                 cmd);
+      if (err) {
+        send_error(err->sqlstate, err->message);
+        co_return false;
+      }
+      enc.command_complete(tag);
+      co_return true;
+    }
+    case StatementKind::discard: {
+      auto words = sql::leading_words(stmt, session_->pool().dialect(), 2);
+      std::string what = words.size() > 1 ? words[1] : "";
+      if (what == "ALL") {
+        if (session_->in_transaction()) {
+          send_error("25001", "DISCARD ALL cannot run inside a transaction block");
+          co_return false;
+        }
+        session_->settings().reset_all();
+        co_await close_portals();
+        portals_.clear();
+        statements_.clear();
+      } else if (what != "PLANS" && what != "SEQUENCES" && what != "TEMP" &&
+                 what != "TEMPORARY") {
+        send_error("42601", "syntax error at or near \"" + what + "\"");
+        co_return false;
+      }
+      enc.command_complete(what == "TEMPORARY" ? "DISCARD TEMP" : "DISCARD " + what);
+      co_return true;
+    }
+    case StatementKind::deallocate: {
+      // DEALLOCATE [PREPARE] { name | ALL }; the name keeps its case and quotes.
+      std::string_view rest = stmt;
+      auto next_word = [&rest]() {
+        while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) {
+          rest.remove_prefix(1);
+        }
+        size_t n = 0;
+        while (n < rest.size() && !std::isspace(static_cast<unsigned char>(rest[n])) &&
+               rest[n] != ';') {
+          ++n;
+        }
+        std::string_view w = rest.substr(0, n);
+        rest.remove_prefix(n);
+        return w;
+      };
+      auto iequals = [](std::string_view a, std::string_view b) {
+        return a.size() == b.size() &&
+               std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+                 return std::toupper(static_cast<unsigned char>(x)) == y;
+               });
+      };
+      next_word();  // DEALLOCATE
+      std::string_view name = next_word();
+      if (iequals(name, "PREPARE")) name = next_word();
+      if (iequals(name, "ALL")) {
+        statements_.clear();
+      } else {
+        std::string n(name);
+        if (n.size() >= 2 && n.front() == '"' && n.back() == '"') {
+          n = n.substr(1, n.size() - 2);
+        } else {
+          std::transform(n.begin(), n.end(), n.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        }
+        if (statements_.erase(n) == 0) {
+          send_error("26000", "prepared statement \"" + n + "\" does not exist");
+          co_return false;
+        }
+      }
+      enc.command_complete(iequals(name, "ALL") ? "DEALLOCATE ALL" : "DEALLOCATE");
+      co_return true;
+    }
+    case StatementKind::listen: {
+      send_error("0A000", "LISTEN/NOTIFY is not supported by the " +
+                              session_->pool().config().driver + " backend of database \"" +
+                              session_->pool().config().name + "\"");
+      co_return false;
+    }
+    case StatementKind::backend:
+      break;
+  }
+  co_return false;
+}
+
+// ---------------------------------------------------------------------------
+// Extended query
+
+std::string PgClient::cache_key(const std::string& sql, const std::vector<uint32_t>& oids) const {
+  std::string key = sql;
+  key += '\0';
+  for (auto o : oids) {
+    key += std::to_string(o);
+    key += ',';
+  }
+  return key;
+}
+
+awaitable<void> PgClient::on_parse(const pg::Parse& m) {
+  if (skip_until_sync_) co_return;
+  std::string name(m.name);
+  if (!name.empty() && statements_.count(name)) {
+    send_error("42P05", "prepared statement \"" + name + "\" already exists");
+    skip_until_sync_ = true;
+    co_return;
+  }
+  auto dialect = session_->pool().dialect();
+  auto pieces = sql::split_statements(m.sql, dialect);
+  if (pieces.size() > 1) {
+    send_error("42601", "cannot insert multiple commands into a prepared statement");
+    skip_until_sync_ = true;
+    co_return;
+  }
+  auto p = std::make_shared<Prepared>();
+  p->sql = pieces.empty() ? std::string() : std::string(pieces[0]);
+  p->param_oids = m.param_types;
+  p->blank = pieces.empty();
+  p->cls = classify(p->sql, dialect, session_->pool().backend_keeps_settings());
+  p->key = cache_key(p->sql, p->param_oids);
+  p->nparams = p->param_oids.size();
+  if (p->cls.kind == StatementKind::setting) {
+    if (auto parsed = parse_setting_command(p->sql)) {
+      if (auto* cmd = std::get_if<SettingCommand>(&*parsed)) {
+        if (auto* show = std::get_if<ShowCommand>(cmd)) p->show_name = show->name;
+      }
+    }
+  }
+  if (p->cls.kind == StatementKind::backend && !p->blank) {
+    if (auto err = co_await session_->ensure_backend()) {
+      send_error(*err);
+      skip_until_sync_ = true;
+      co_return;
+    }
+    std::vector<db::ParamInfo> hints;  // the driver decides; OIDs are a PostgreSQL matter
+    auto stmt = co_await session_->backend_statement(p->key, p->sql, hints);
+    if (!stmt.ok()) {
+      co_await backend_error(stmt.take_error());
+      skip_until_sync_ = true;
+      co_return;
+    }
+    auto params = stmt.value()->params();
+    p->backend_params.assign(params.begin(), params.end());
+    p->nparams = std::max(p->nparams, params.size());
+    auto cols = stmt.value()->columns();
+    p->columns.assign(cols.begin(), cols.end());
+  }
+  statements_[name] = std::move(p);
+  pg::Encoder(out_).parse_complete();
+}
+
+awaitable<void> PgClient::on_bind(const pg::Bind& m) {
+  if (skip_until_sync_) co_return;
+  auto fail = [this](std::string_view state, std::string msg) {
+    send_error(state, msg);
+    skip_until_sync_ = true;
+  };
+  auto it = statements_.find(std::string(m.statement));
+  if (it == statements_.end()) {
+    fail("26000", "prepared statement \"" + std::string(m.statement) + "\" does not exist");
+    co_return;
+  }
+  const auto& p = it->second;
+  std::string portal_name(m.portal);
+  if (auto existing = portals_.find(portal_name); existing != portals_.end()) {
+    if (!portal_name.empty()) {
+      fail("42P03", "portal \"" + portal_name + "\" already exists");
+      co_return;
+    }
+    if (existing->second->open) {
+      auto* streamer = existing->second->open.get();
+      co_await session_->run([streamer](Backend&) { return streamer->rows.close(); });
+    }
+    portals_.erase(existing);
+  }
+  if (m.params.size() != p->nparams) {
+    fail("08P01", "bind message supplies " + std::to_string(m.params.size()) +
+                      " parameters, but prepared statement \"" + std::string(m.statement) +
+                      "\" requires " + std::to_string(p->nparams));
+    co_return;
+  }
+  if (m.param_formats.size() > 1 && m.param_formats.size() != m.params.size()) {
+    fail("08P01", "bind message has " + std::to_string(m.param_formats.size()) +
+                      " parameter formats but " + std::to_string(m.params.size()) + " parameters");
+    co_return;
+  }
+  auto portal = std::make_unique<Portal>();
+  portal->stmt = p;
+  portal->result_formats = m.result_formats;
+  portal->params.reserve(m.params.size());
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    uint32_t oid = i < p->param_oids.size() ? p->param_oids[i] : 0;
+    int16_t fmt = m.param_formats.empty()       ? 0
+                  : m.param_formats.size() == 1 ? m.param_formats[0]
+                                                : m.param_formats[i];
+    auto decoded = pg::decode_param(m.params[i], oid, fmt);
+    if (!decoded.ok()) {
+      const auto& e = decoded.error();
+      fail(e.sqlstate, e.message + " (parameter $" + std::to_string(i + 1) + ")");
+      co_return;
+    }
+    db::Param param;
+    param.value = std::move(decoded.value().value);
+    param.untyped = decoded.value().untyped;
+    portal->params.push_back(std::move(param));
+  }
+  portals_[portal_name] = std::move(portal);
+  pg::Encoder(out_).bind_complete();
+}
+
+awaitable<void> PgClient::on_describe(const pg::Describe& m) {
+  if (skip_until_sync_) co_return;
+  pg::Encoder enc(out_);
+  std::shared_ptr<Prepared> p;
+  std::span<const int16_t> formats;
+  if (m.kind == 'S') {
+    auto it = statements_.find(std::string(m.name));
+    if (it == statements_.end()) {
+      send_error("26000", "prepared statement \"" + std::string(m.name) + "\" does not exist");
+      skip_until_sync_ = true;
+      co_return;
+    }
+    p = it->second;
+    std::vector<uint32_t> oids;
+    for (size_t i = 0; i < p->nparams; ++i) {
+      uint32_t oid = i < p->param_oids.size() ? p->param_oids[i] : 0;
+      if (oid == 0) {
+        oid = i < p->backend_params.size() ? pg::wire_type_for(p->backend_params[i]).oid
+                                           : pg::oid::kText;
+      }
+      oids.push_back(oid);
+    }
+    enc.parameter_description(oids);
+  } else {
+    auto it = portals_.find(std::string(m.name));
+    if (it == portals_.end()) {
+      send_error("34000", "portal \"" + std::string(m.name) + "\" does not exist");
+      skip_until_sync_ = true;
+      co_return;
+    }
+    p = it->second->stmt;
+    formats = it->second->result_formats;
+  }
+  if (!p->show_name.empty()) {
+    std::vector<pg::FieldDescription> f(1);
+    f[0].name = p->show_name;
+    enc.row_description(f);
+  } else if (p->columns.empty()) {
+    enc.no_data();
+  } else {
+    std::vector<pg::WireType> types;
+    std::vector<int16_t> fmt;
+    set_wire_types(p->columns, formats, types, fmt);
+    encode_row_description(out_, p->columns, types, fmt);
+  }
+}
+
+awaitable<void> PgClient::on_execute(const pg::Execute& m) {
+  if (skip_until_sync_) co_return;
+  auto it = portals_.find(std::string(m.portal));
+  if (it == portals_.end()) {
+    send_error("34000", "portal \"" + std::string(m.portal) + "\" does not exist");
+    skip_until_sync_ = true;
+    co_return;
+  }
+  Portal& portal = *it->second;
+  const auto& p = *portal.stmt;
+  if (p.blank) {
+    pg::Encoder(out_).empty_query_response();
+    co_return;
+  }
+  if (p.cls.kind != StatementKind::backend) {
+    session_->statement_begin();
+    bool ok = co_await session_statement(p.sql, p.cls, false);
+    session_->statement_end();
+    send_parameter_changes();
+    if (!ok) skip_until_sync_ = true;
+    co_return;
+  }
+  if (portal.done) {
+    pg::Encoder(out_).command_complete(command_tag({}, p.cls.verb, true, 0));
+    co_return;
+  }
+  db::Error err;
+  if (!portal.open) {
+    session_->statement_begin();
+    if (auto e = co_await session_->ensure_backend()) {
+      send_error(*e);
+      skip_until_sync_ = true;
+      co_return;
+    }
+    // Prepared on demand: the backend serving this Execute may not be the one
+    // that saw the Parse (transaction pooling).
+    const std::vector<db::ParamInfo> no_hints;
+    auto stmt = co_await session_->backend_statement(p.key, p.sql, no_hints);
+    if (!stmt.ok()) {
+      co_await backend_error(stmt.take_error());
+      skip_until_sync_ = true;
+      co_return;
+    }
+    auto s = std::make_unique<Streamer>();
+    db::Statement* statement = stmt.value();
+    auto* streamer = s.get();
+    const auto& params = portal.params;
+    const auto& described = p.columns;
+    std::span<const int16_t> formats = portal.result_formats;
+    auto started = co_await session_->run([&](Backend&) -> bool {
+      auto r = statement->query(params);
+      if (!r.ok()) {
+        err = r.take_error();
+        return false;
+      }
+      streamer->rows = std::move(r.value());
+      auto cols = streamer->rows.columns();
+      streamer->has_columns = !cols.empty();
+      // The types announced by Describe (from the statement before execution) rule.
+      set_wire_types(described.size() == cols.size() ? std::span<const db::Column>(described) : cols,
+                     formats, streamer->types, streamer->formats);
+      streamer->row.resize(cols.size());
+      return true;
+    });
+    if (!started) {
+      session_->statement_end();
+      co_await backend_error(std::move(err));
+      skip_until_sync_ = true;
+      co_return;
+    }
+    portal.open = std::move(s);
+  }
+  Streamer& s = *portal.open;
+  s.sent = 0;
+  Fetch f = co_await stream(s, m.max_rows > 0 ? m.max_rows : 0, err);
+  if (f == Fetch::error) {
+    portal.open.reset();
+    portal.done = true;
+    session_->statement_end();
+    co_await backend_error(std::move(err));
+    skip_until_sync_ = true;
+    co_return;
+  }
+  if (f == Fetch::limit) {
+    pg::Encoder(out_).portal_suspended();
+    co_return;
+  }
+  pg::Encoder(out_).command_complete(command_tag(s.info, p.cls.verb, s.has_columns, s.sent));
+  portal.open.reset();
+  portal.done = true;
+  session_->statement_end();
+  session_->sync_tx_state();
+}
+
+awaitable<void> PgClient::on_close(const pg::Close& m) {
+  if (skip_until_sync_) co_return;
+  std::string name(m.name);
+  if (m.kind == 'S') {
+    statements_.erase(name);
+  } else if (auto it = portals_.find(name); it != portals_.end()) {
+    if (it->second->open) {
+      auto* s = it->second->open.get();
+      co_await session_->run([s](Backend&) { return s->rows.close(); });
+    }
+    portals_.erase(it);
+  }
+  pg::Encoder(out_).close_complete();
+}
+
+awaitable<void> PgClient::on_sync() {
+  skip_until_sync_ = false;
+  session_->sync_tx_state();
+  // Outside a transaction block, Sync ends the implicit transaction and with it
+  // every portal.
+  if (!session_->in_transaction()) co_await close_portals();
+  session_->release_if_idle(portals_open());
+  ready_for_query();
+}
+
+bool PgClient::portals_open() const {
+  for (const auto& [name, p] : portals_) {
+    if (p->open) return true;
+  }
+  return false;
+}
+
+awaitable<void> PgClient::close_portals() {
+  if (portals_open() && session_->backend()) {
+    co_await session_->run([this](Backend&) {
+      for (auto& [name, p] : portals_) {
+        if (p->open) (void)p->open->rows.close();
+      }
+      return true;
+    });
+  }
+  portals_.clear();
+}
+
+}  // namespace wirepool::server

@@ -1,0 +1,129 @@
+#pragma once
+// One PostgreSQL client: the coroutine that reads its bytes, feeds the sans-I/O
+// codec (protocol/pg), authenticates it with SCRAM, and carries its simple and
+// extended queries out through the session layer.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/pg/codec.hpp"
+#include "protocol/pg/types.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+
+namespace wirepool::server {
+
+/// The read buffer: allocated while a message is arriving, released while the
+/// client is idle so that an idle client holds no buffer.
+class InBuffer {
+ public:
+  bool empty() const { return begin_ == end_; }
+  size_t size() const { return end_ - begin_; }
+  pg::Bytes view() const { return {data_.get() + begin_, end_ - begin_}; }
+  void consume(size_t n);
+  /// Makes room for at least `n` more bytes (compacting first).
+  void reserve_tail(size_t n);
+  uint8_t* tail() { return data_.get() + end_; }
+  size_t space() const { return cap_ - end_; }
+  void commit(size_t n) { end_ += n; }
+  void release();
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t begin_ = 0, end_ = 0, cap_ = 0;
+};
+
+class PgClient final : public Client,
+                       public CancelTarget,
+                       public std::enable_shared_from_this<PgClient> {
+ public:
+  PgClient(Server& server, Loop& loop, boost::asio::ip::tcp::socket socket,
+           const config::Listener& listener);
+  ~PgClient() override;
+
+  /// Spawns the client's coroutine on its loop.
+  static void start(std::shared_ptr<PgClient> client);
+
+  void sweep(TimePoint now) override;
+  void drain() override;
+  void terminate() override;
+  void cancel_request() override;
+
+ private:
+  struct Prepared;
+  struct Portal;
+  struct Streamer;
+  enum class Fetch : uint8_t { done, flush, limit, error };
+
+  boost::asio::awaitable<void> run();
+  boost::asio::awaitable<bool> login();
+  boost::asio::awaitable<bool> authenticate(const std::string& user);
+  /// Reads at least one more byte into in_. `want`: bytes the pending message needs.
+  boost::asio::awaitable<bool> read_more(size_t want);
+  boost::asio::awaitable<bool> flush();
+  /// The body of the next 'p' message (authentication only); nullopt after a FATAL.
+  boost::asio::awaitable<std::optional<std::string>> read_password_message();
+
+  /// Handles one message; false closes the connection.
+  boost::asio::awaitable<bool> handle(const pg::FrontendMessage& msg);
+  boost::asio::awaitable<void> simple_query(std::string_view text);
+  /// One statement of a simple query; false after an error (sent).
+  boost::asio::awaitable<bool> simple_statement(std::string_view stmt, const Classified& cls);
+  /// BEGIN/COMMIT/SET/... answered by the session layer; appends the response
+  /// (without RowDescription when `describe_rows` is false). False after an error.
+  boost::asio::awaitable<bool> session_statement(std::string_view stmt, const Classified& cls,
+                                                 bool describe_rows);
+  boost::asio::awaitable<void> on_parse(const pg::Parse& m);
+  boost::asio::awaitable<void> on_bind(const pg::Bind& m);
+  boost::asio::awaitable<void> on_describe(const pg::Describe& m);
+  boost::asio::awaitable<void> on_execute(const pg::Execute& m);
+  boost::asio::awaitable<void> on_close(const pg::Close& m);
+  boost::asio::awaitable<void> on_sync();
+  /// Streams rows of `s` until done / limit / error, flushing between chunks.
+  boost::asio::awaitable<Fetch> stream(Streamer& s, int64_t limit, db::Error& err);
+  /// Closes every portal's open reader (on the executor).
+  boost::asio::awaitable<void> close_portals();
+  bool portals_open() const;
+  /// A driver call failed: tell the client; drop the backend if it is gone.
+  boost::asio::awaitable<void> backend_error(db::Error err);
+
+  void send_error(const db::Error& e, std::string_view severity = "ERROR");
+  void send_error(std::string_view sqlstate, std::string_view message,
+                  std::string_view severity = "ERROR");
+  void send_notice(std::string_view sqlstate, std::string_view message,
+                   std::string_view severity = "WARNING");
+  void send_parameter_changes();
+  void ready_for_query();
+  /// FATAL error, flushed; the caller then closes.
+  boost::asio::awaitable<void> fatal(std::string_view sqlstate, std::string_view message);
+  std::string cache_key(const std::string& sql, const std::vector<uint32_t>& oids) const;
+
+  Server& server_;
+  Loop& loop_;
+  boost::asio::ip::tcp::socket socket_;
+  const config::Listener& listener_;
+  std::string peer_;
+  InBuffer in_;
+  std::string out_;
+  std::optional<TimePoint> io_deadline_;
+  bool timed_out_ = false;
+  bool idle_wait_ = false;
+  bool draining_ = false;
+  bool counted_ = false;
+  int32_t pid_ = 0;
+  std::unique_ptr<Session> session_;
+  std::string user_name_;
+  std::unordered_map<std::string, std::shared_ptr<Prepared>> statements_;
+  std::unordered_map<std::string, std::unique_ptr<Portal>> portals_;
+  /// Set when an extended-query message fails. Per the protocol the server then
+  /// sends one ErrorResponse and ignores all further messages until the next Sync.
+  bool skip_until_sync_ = false;
+};
+
+}  // namespace wirepool::server

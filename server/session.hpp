@@ -1,0 +1,159 @@
+#pragma once
+// The session layer between protocols and drivers: one Session per client,
+// whatever protocol it speaks. It holds the client's settings, its backend lease
+// (acquired on demand and released by the pool mode's rule), its transaction,
+// and runs driver calls on the bounded executor so that a cancel request or a
+// statement timeout can interrupt them.
+//
+// Pool modes (DESIGN.md): session keeps the lease until the client leaves;
+// transaction releases it whenever the backend is idle after a statement (or a
+// Sync) and no portal is open; statement does the same and refuses explicit
+// transactions.
+
+#include <boost/asio/awaitable.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backends/db.hpp"
+#include "server/auth.hpp"
+#include "server/backend_pool.hpp"
+#include "server/blocking.hpp"
+#include "server/settings.hpp"
+
+namespace wirepool::server {
+
+/// What a statement is, as far as the session layer is concerned.
+enum class StatementKind : uint8_t {
+  backend,     ///< runs on the backend
+  begin,       ///< BEGIN / START TRANSACTION
+  commit,      ///< COMMIT / END
+  rollback,    ///< ROLLBACK / ABORT (not ROLLBACK TO SAVEPOINT)
+  setting,     ///< SET / RESET / SHOW answered from the session's settings
+  discard,     ///< DISCARD ALL (and the other DISCARD forms)
+  deallocate,  ///< DEALLOCATE [PREPARE] name | ALL
+  listen,      ///< LISTEN / UNLISTEN / NOTIFY on a backend without notifications
+};
+
+struct Classified {
+  StatementKind kind = StatementKind::backend;
+  std::string verb;  ///< sql::command_verb, for command tags
+};
+
+/// Decides where a single statement goes. Backends that keep their own settings
+/// (PostgreSQL) receive SET/SHOW/DISCARD/DEALLOCATE/LISTEN themselves.
+Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings);
+
+enum class CancelReason : uint8_t { none, user, timeout };
+
+class Session {
+ public:
+  Session(DatabasePoolPtr pool, const UserRecord& user, BlockingExecutor& blocking,
+          config::Duration query_timeout);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  DatabasePool& pool() { return *pool_; }
+  const DatabasePoolPtr& pool_ptr() const { return pool_; }
+  const UserRecord& user() const { return user_; }
+  Settings& settings() { return settings_; }
+  config::PoolMode mode() const { return pool_->config().pool.mode; }
+
+  // ---- the backend lease
+
+  /// Acquires a backend if the session holds none. On failure, an error for the
+  /// client (53300 pool timeout, 08006 backend unreachable, 57P01 shutdown).
+  boost::asio::awaitable<std::optional<db::Error>> ensure_backend();
+  Backend* backend() const { return backend_; }
+  /// Releases the lease if the pool mode allows it now (`portals_open`: a reader
+  /// is still open on the backend, so it must be kept).
+  void release_if_idle(bool portals_open);
+  /// The client is leaving: roll back an open transaction, then release.
+  boost::asio::awaitable<void> finish();
+  /// A driver call answered Errc::connection: the backend is gone. Drops the
+  /// lease (the pool closes it) and the transaction with it.
+  void backend_lost();
+
+  // ---- running driver calls
+
+  /// Runs `f(Backend&)` on the bounded executor with cancel registration. The
+  /// session must hold a backend.
+  ///
+  /// GCC 12 destroys a lambda's captures twice when the lambda is a temporary
+  /// in a co_await expression (a double free). Callers therefore pass lambdas
+  /// that capture by reference only (trivially destructible), and wrappers
+  /// like this one keep their own lambdas in named locals.
+  template <class F>
+  boost::asio::awaitable<std::invoke_result_t<F&, Backend&>> run(F f) {
+    Backend* b = backend_;
+    {
+      std::lock_guard lock(cancel_mu_);
+      running_ = b->conn.impl();
+      if (cancel_reason_ != CancelReason::none) running_->cancel();
+    }
+    auto job = [b, fn = std::move(f)]() mutable { return fn(*b); };
+    auto result = co_await blocking_.run(std::move(job));
+    {
+      std::lock_guard lock(cancel_mu_);
+      running_ = nullptr;
+    }
+    co_return result;
+  }
+
+  /// Brackets one client statement: sets the statement deadline (statement_timeout
+  /// setting, else server.query_timeout) and clears a stale cancel.
+  void statement_begin();
+  void statement_end();
+  /// Interrupts the running statement. Any thread.
+  void cancel(CancelReason why);
+  /// Why the current statement was cancelled, if it was.
+  CancelReason cancel_reason() const;
+  /// Called by the sweeper on the session's thread.
+  std::optional<std::chrono::steady_clock::time_point> statement_deadline() const {
+    return deadline_;
+  }
+  /// Rewrites a 57014 error with PostgreSQL's message for the cancel's reason.
+  void explain_cancel(db::Error& e) const;
+
+  // ---- transactions
+
+  db::TxState tx_state() const;
+  bool in_transaction() const { return tx_state() != db::TxState::idle; }
+  /// BEGIN: acquires a backend and starts a transaction on it.
+  boost::asio::awaitable<db::Status> begin(std::string_view native_sql);
+  boost::asio::awaitable<db::Status> commit();
+  boost::asio::awaitable<db::Status> rollback();
+  /// The transaction handle, when one is open.
+  db::Transaction* transaction() { return tx_.is_open() ? &tx_ : nullptr; }
+  /// After any driver call: drop the handle if the backend ended the transaction itself.
+  void sync_tx_state();
+
+  // ---- prepared statements on the leased backend
+
+  /// The backend's prepared statement for `key` (SQL text and parameter types),
+  /// preparing it on demand. Runs on the executor. The session must hold a backend.
+  boost::asio::awaitable<db::Result<db::Statement*>> backend_statement(
+      const std::string& key, const std::string& sql, const std::vector<db::ParamInfo>& hints);
+
+ private:
+  DatabasePoolPtr pool_;
+  const UserRecord& user_;
+  BlockingExecutor& blocking_;
+  config::Duration query_timeout_;
+  Settings settings_;
+  Backend* backend_ = nullptr;
+  db::Transaction tx_;
+
+  mutable std::mutex cancel_mu_;
+  db::ConnectionImpl* running_ = nullptr;
+  CancelReason cancel_reason_ = CancelReason::none;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+};
+
+}  // namespace wirepool::server

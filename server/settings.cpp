@@ -1,0 +1,399 @@
+#include "server/settings.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "wirepool_version.hpp"
+
+namespace wirepool::server {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+/// Canonical spelling for the names PostgreSQL reports in mixed case.
+std::string canonical_name(std::string_view name) {
+  std::string n = lower(name);
+  if (n == "datestyle") return "DateStyle";
+  if (n == "timezone") return "TimeZone";
+  if (n == "intervalstyle") return "IntervalStyle";
+  return n;
+}
+
+std::string squash(std::string_view s) {  // "UTF-8" -> "utf8"
+  std::string out;
+  for (char c : s) {
+    if (c == '-' || c == '_' || c == ' ') continue;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+const std::map<std::string, std::string>& builtins() {
+  static const std::map<std::string, std::string> m = {
+      {"application_name", ""},
+      {"client_encoding", "UTF8"},
+      {"DateStyle", "ISO, MDY"},
+      {"default_transaction_read_only", "off"},
+      {"extra_float_digits", "1"},
+      {"idle_in_transaction_session_timeout", "0"},
+      {"in_hot_standby", "off"},
+      {"integer_datetimes", "on"},
+      {"IntervalStyle", "postgres"},
+      {"is_superuser", "off"},
+      {"lock_timeout", "0"},
+      {"max_identifier_length", "63"},
+      {"search_path", "\"$user\", public"},
+      {"server_encoding", "UTF8"},
+      {"server_version", std::string("15.0 (wirepool ") + kVersion + ")"},
+      {"server_version_num", "150000"},
+      {"session_authorization", ""},
+      {"standard_conforming_strings", "on"},
+      {"statement_timeout", "0"},
+      {"TimeZone", "UTC"},
+      {"transaction_isolation", "serializable"},
+  };
+  return m;
+}
+
+bool read_only(const std::string& n) {
+  return n == "server_version" || n == "server_version_num" || n == "server_encoding" ||
+         n == "integer_datetimes" || n == "max_identifier_length" || n == "is_superuser" ||
+         n == "in_hot_standby" || n == "session_authorization";
+}
+
+}  // namespace
+
+Settings::Settings() : values_(builtins()) {}
+
+std::optional<SettingError> Settings::set(std::string_view raw_name, std::string_view value) {
+  std::string name = canonical_name(raw_name);
+  if (name.empty()) return SettingError{"42601", "empty configuration parameter name"};
+  if (read_only(name) && !startup_.empty()) {
+    return SettingError{"55P02", "parameter \"" + name + "\" cannot be changed"};
+  }
+  std::string v(value);
+  if (name == "client_encoding") {
+    std::string s = squash(value);
+    if (s != "utf8" && s != "unicode" && s != "sqlascii") {
+      return SettingError{"22023", "wirepool speaks UTF8 only: client_encoding \"" + v +
+                                       "\" is not supported"};
+    }
+    v = "UTF8";
+  } else if (name == "DateStyle") {
+    // Values are printed in ISO format; the order part only affects input.
+    std::string s = lower(value);
+    if (s.find("iso") == std::string::npos || s.find("sql") != std::string::npos ||
+        s.find("postgres") != std::string::npos || s.find("german") != std::string::npos) {
+      return SettingError{"22023", "wirepool prints dates in ISO format only: DateStyle \"" + v +
+                                       "\" is not supported"};
+    }
+    v = s.find("dmy") != std::string::npos   ? "ISO, DMY"
+        : s.find("ymd") != std::string::npos ? "ISO, YMD"
+                                             : "ISO, MDY";
+  } else if (name == "standard_conforming_strings") {
+    std::string s = lower(value);
+    if (s != "on" && s != "true" && s != "1") {
+      return SettingError{"22023", "standard_conforming_strings can only be on"};
+    }
+    v = "on";
+  } else if (name == "extra_float_digits") {
+    // Floats are always printed shortest-exact (as PostgreSQL 12+ does for >= 1).
+    bool ok = !v.empty();
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!(std::isdigit(static_cast<unsigned char>(v[i])) || (i == 0 && v[i] == '-'))) ok = false;
+    }
+    if (!ok) {
+      return SettingError{"22023", "invalid value for parameter \"extra_float_digits\": \"" + v +
+                                       "\""};
+    }
+  }
+  auto it = values_.find(name);
+  if (it == values_.end() || it->second != v) {
+    values_[name] = v;
+    if (std::find(changed_.begin(), changed_.end(), name) == changed_.end()) {
+      changed_.push_back(name);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<SettingError> Settings::reset(std::string_view raw_name) {
+  std::string name = canonical_name(raw_name);
+  if (read_only(name)) return SettingError{"55P02", "parameter \"" + name + "\" cannot be changed"};
+  std::string v;
+  if (auto s = startup_.find(name); s != startup_.end()) {
+    v = s->second;
+  } else if (auto b = builtins().find(name); b != builtins().end()) {
+    v = b->second;
+  } else {
+    if (values_.erase(name)) changed_.push_back(name);
+    return std::nullopt;
+  }
+  if (values_[name] != v) {
+    values_[name] = v;
+    changed_.push_back(name);
+  }
+  return std::nullopt;
+}
+
+void Settings::reset_all() {
+  for (const auto& [name, value] : std::map<std::string, std::string>(values_)) {
+    if (!read_only(name)) (void)reset(name);
+  }
+}
+
+void Settings::commit_startup() {
+  startup_ = values_;
+  changed_.clear();
+}
+
+std::optional<std::string> Settings::get(std::string_view name) const {
+  auto it = values_.find(canonical_name(name));
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::pair<std::string, std::string>> Settings::all() const {
+  return {values_.begin(), values_.end()};
+}
+
+const std::vector<std::string_view>& Settings::reported() {
+  static const std::vector<std::string_view> r = {
+      "application_name",  "client_encoding",       "DateStyle",
+      "default_transaction_read_only", "in_hot_standby", "integer_datetimes",
+      "IntervalStyle",     "is_superuser",          "server_encoding",
+      "server_version",    "session_authorization", "standard_conforming_strings",
+      "TimeZone"};
+  return r;
+}
+
+std::vector<std::pair<std::string, std::string>> Settings::take_reported_changes() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& name : changed_) {
+    const auto& rep = reported();
+    if (std::find(rep.begin(), rep.end(), name) == rep.end()) continue;
+    auto it = values_.find(name);
+    out.emplace_back(name, it == values_.end() ? "" : it->second);
+  }
+  changed_.clear();
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// SET / RESET / SHOW parsing
+
+namespace {
+
+struct Token {
+  enum Type { word, quoted_ident, string, number, punct, end } type;
+  std::string text;  // word: as written; string/quoted: content
+};
+
+class Tokenizer {
+ public:
+  explicit Tokenizer(std::string_view s) : s_(s) {}
+  Token next() {
+    skip();
+    if (i_ >= s_.size()) return {Token::end, ""};
+    char c = s_[i_];
+    if (c == '\'' || ((c == 'E' || c == 'e') && i_ + 1 < s_.size() && s_[i_ + 1] == '\'')) {
+      bool escapes = c != '\'';
+      if (escapes) ++i_;
+      ++i_;
+      std::string out;
+      while (i_ < s_.size()) {
+        char d = s_[i_++];
+        if (d == '\'') {
+          if (i_ < s_.size() && s_[i_] == '\'') {
+            out += '\'';
+            ++i_;
+            continue;
+          }
+          return {Token::string, out};
+        }
+        if (escapes && d == '\\' && i_ < s_.size()) d = s_[i_++];
+        out += d;
+      }
+      bad_ = true;
+      return {Token::end, ""};
+    }
+    if (c == '"') {
+      ++i_;
+      std::string out;
+      while (i_ < s_.size()) {
+        char d = s_[i_++];
+        if (d == '"') {
+          if (i_ < s_.size() && s_[i_] == '"') {
+            out += '"';
+            ++i_;
+            continue;
+          }
+          return {Token::quoted_ident, out};
+        }
+        out += d;
+      }
+      bad_ = true;
+      return {Token::end, ""};
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' ||
+        (c == '.' && i_ + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_ + 1])))) {
+      size_t start = i_++;
+      while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.')) {
+        ++i_;
+      }
+      return {Token::number, std::string(s_.substr(start, i_ - start))};
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80) {
+      size_t start = i_++;
+      while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_' ||
+                                s_[i_] == '$' || s_[i_] == '.' ||
+                                static_cast<unsigned char>(s_[i_]) >= 0x80)) {
+        ++i_;
+      }
+      return {Token::word, std::string(s_.substr(start, i_ - start))};
+    }
+    ++i_;
+    return {Token::punct, std::string(1, c)};
+  }
+  bool bad() const { return bad_; }
+
+ private:
+  void skip() {
+    for (;;) {
+      while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+      if (s_.substr(i_, 2) == "--") {
+        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
+      } else if (s_.substr(i_, 2) == "/*") {
+        auto e = s_.find("*/", i_ + 2);
+        i_ = e == std::string_view::npos ? s_.size() : e + 2;
+      } else if (i_ < s_.size() && s_[i_] == ';') {
+        ++i_;
+      } else {
+        return;
+      }
+    }
+  }
+  std::string_view s_;
+  size_t i_ = 0;
+  bool bad_ = false;
+};
+
+bool is_word(const Token& t, std::string_view w) {
+  return t.type == Token::word && lower(t.text) == w;
+}
+
+SettingError syntax(std::string_view stmt) {
+  return SettingError{"42601", "syntax error in \"" + std::string(stmt.substr(0, 200)) + "\""};
+}
+
+}  // namespace
+
+std::optional<std::variant<SettingCommand, SettingError>> parse_setting_command(
+    std::string_view stmt) {
+  Tokenizer tz(stmt);
+  Token first = tz.next();
+  if (first.type != Token::word) return std::nullopt;
+  std::string verb = lower(first.text);
+  if (verb != "set" && verb != "reset" && verb != "show") return std::nullopt;
+
+  // The name: word(s) or a quoted identifier; multi-word forms are mapped.
+  Token t = tz.next();
+  if (verb == "set") {
+    SetCommand cmd;
+    if (is_word(t, "session")) {
+      t = tz.next();
+      if (is_word(t, "characteristics")) return SettingCommand{IgnoredSet{}};
+      if (is_word(t, "authorization")) {
+        return SettingError{"0A000", "SET SESSION AUTHORIZATION is not supported by wirepool"};
+      }
+    } else if (is_word(t, "local")) {
+      cmd.local = true;
+      t = tz.next();
+    }
+    if (is_word(t, "transaction") || is_word(t, "constraints")) {
+      return SettingCommand{IgnoredSet{}};
+    }
+    if (is_word(t, "role")) return SettingError{"0A000", "SET ROLE is not supported by wirepool"};
+    Token value_start;
+    if (is_word(t, "time")) {
+      Token z = tz.next();
+      if (!is_word(z, "zone")) return syntax(stmt);
+      cmd.name = "timezone";
+      value_start = tz.next();
+      if (is_word(value_start, "local") || is_word(value_start, "default")) {
+        return SettingCommand{cmd};
+      }
+    } else if (is_word(t, "schema")) {
+      cmd.name = "search_path";
+      value_start = tz.next();
+    } else if (is_word(t, "names")) {
+      cmd.name = "client_encoding";
+      value_start = tz.next();
+      if (value_start.type == Token::end || is_word(value_start, "default")) {
+        return SettingCommand{cmd};
+      }
+    } else if (t.type == Token::word || t.type == Token::quoted_ident) {
+      cmd.name = t.type == Token::word ? lower(t.text) : t.text;
+      Token op = tz.next();
+      if (!(is_word(op, "to") || (op.type == Token::punct && op.text == "="))) return syntax(stmt);
+      value_start = tz.next();
+      if (is_word(value_start, "default")) {
+        if (tz.next().type != Token::end) return syntax(stmt);
+        return SettingCommand{cmd};
+      }
+    } else {
+      return syntax(stmt);
+    }
+    // value [, value ...]
+    std::string value;
+    Token v = value_start;
+    for (;;) {
+      if (v.type == Token::word) {
+        value += lower(v.text);
+      } else if (v.type == Token::string || v.type == Token::quoted_ident ||
+                 v.type == Token::number) {
+        value += v.text;
+      } else {
+        return syntax(stmt);
+      }
+      Token sep = tz.next();
+      if (sep.type == Token::end) break;
+      if (sep.type != Token::punct || sep.text != ",") return syntax(stmt);
+      value += ", ";
+      v = tz.next();
+    }
+    if (tz.bad()) return syntax(stmt);
+    cmd.value = value;
+    return SettingCommand{cmd};
+  }
+
+  // RESET / SHOW
+  std::string name;
+  if (is_word(t, "time")) {
+    if (!is_word(tz.next(), "zone")) return syntax(stmt);
+    name = "timezone";
+  } else if (verb == "show" && is_word(t, "transaction")) {
+    if (!is_word(tz.next(), "isolation") || !is_word(tz.next(), "level")) return syntax(stmt);
+    name = "transaction_isolation";
+  } else if (is_word(t, "session") && verb == "reset") {
+    if (!is_word(tz.next(), "authorization")) return syntax(stmt);
+    return SettingCommand{IgnoredSet{}};
+  } else if (t.type == Token::word) {
+    name = lower(t.text);
+  } else if (t.type == Token::quoted_ident) {
+    name = t.text;
+  } else {
+    return syntax(stmt);
+  }
+  if (tz.next().type != Token::end || tz.bad()) return syntax(stmt);
+  if (verb == "reset") return SettingCommand{ResetCommand{name}};
+  return SettingCommand{ShowCommand{name}};
+}
+
+}  // namespace wirepool::server

@@ -1,0 +1,71 @@
+#pragma once
+// Client session settings (PostgreSQL GUCs) kept by wirepool for backends that
+// have none (SQLite, MySQL, ODBC, TDS): startup parameters, SET / RESET / SHOW.
+// A PostgreSQL application connects unconfigured: psql, PgJDBC (which sends
+// extra_float_digits and application_name at startup) and node-postgres.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace wirepool::server {
+
+/// A refused setting: SQLSTATE and message for the client.
+struct SettingError {
+  std::string sqlstate;
+  std::string message;
+};
+
+class Settings {
+ public:
+  /// Built-in values a PostgreSQL 15 server would report (server_version etc.).
+  Settings();
+
+  /// Sets a value as a startup parameter or SET would. Names are case-insensitive.
+  std::optional<SettingError> set(std::string_view name, std::string_view value);
+  /// RESET name: back to the startup value (or the built-in default).
+  std::optional<SettingError> reset(std::string_view name);
+  void reset_all();
+  /// Makes the current values the ones RESET returns to (after the startup packet).
+  void commit_startup();
+  std::optional<std::string> get(std::string_view name) const;
+  /// Every setting, sorted by name (SHOW ALL).
+  std::vector<std::pair<std::string, std::string>> all() const;
+
+  /// Settings PostgreSQL reports with ParameterStatus (GUC_REPORT), in a fixed order.
+  static const std::vector<std::string_view>& reported();
+  /// Reported settings changed since the last call (for ParameterStatus after SET).
+  std::vector<std::pair<std::string, std::string>> take_reported_changes();
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> startup_;
+  std::vector<std::string> changed_;
+};
+
+/// The commands the session layer answers itself for such backends.
+struct SetCommand {
+  std::string name;           ///< lower-cased
+  std::optional<std::string> value;  ///< nullopt = DEFAULT (same as RESET)
+  bool local = false;         ///< SET LOCAL
+};
+struct ResetCommand {
+  std::string name;  ///< lower-cased; "all" for RESET ALL
+};
+struct ShowCommand {
+  std::string name;  ///< lower-cased; "all" for SHOW ALL
+};
+/// SET TRANSACTION / SET CONSTRAINTS / SET SESSION CHARACTERISTICS: accepted, no effect.
+struct IgnoredSet {};
+using SettingCommand = std::variant<SetCommand, ResetCommand, ShowCommand, IgnoredSet>;
+
+/// Parses SET / RESET / SHOW in PostgreSQL syntax ("SET search_path TO a, b",
+/// "SET TIME ZONE 'UTC'", "SET SESSION x = 1", "SET NAMES 'UTF8'"). nullopt when
+/// `stmt` is not one of them; a SettingError (42601) when it is but is malformed.
+std::optional<std::variant<SettingCommand, SettingError>> parse_setting_command(
+    std::string_view stmt);
+
+}  // namespace wirepool::server

@@ -1,0 +1,163 @@
+"""Shared fixtures for wirepool's end-to-end tests.
+
+Starts a real wirepool binary on a free loopback port with a configuration
+written into a fresh temporary directory, and runs real clients against it.
+Run with Debian's /usr/bin/python3 (psycopg2 lives there).
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import textwrap
+import time
+import unittest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WIREPOOL = os.environ.get("WIREPOOL_BIN", os.path.join(REPO, "build", "wirepool"))
+PG_BIN = "/usr/lib/postgresql/15/bin"
+PSQL = shutil.which("psql") or os.path.join(PG_BIN, "psql")
+PGBENCH = os.path.join(PG_BIN, "pgbench")
+NODE_PATH = os.environ.get("NODE_PATH", os.path.join(REPO, "build", "npm", "node_modules"))
+
+
+def free_port():
+    """A port nobody listens on right now (bind to 0, read it, release it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Wirepool:
+    """One wirepool process with its own state directory.
+
+    `databases` is YAML text for the `databases:` list; by default one SQLite
+    database `app` in transaction mode. `server` is extra YAML for `server:`.
+    """
+
+    def __init__(self, databases=None, users=None, server="", name="wirepool"):
+        self.dir = tempfile.mkdtemp(prefix=f"{name}-")
+        self.port = free_port()
+        self.log_path = os.path.join(self.dir, "wirepool.log")
+        self.config_path = os.path.join(self.dir, "wirepool.yaml")
+        if databases is None:
+            databases = """
+              - name: app
+                driver: sqlite
+                connection: app.db
+                options: { busy_timeout: 5s }
+                pool: { mode: transaction, max: 4 }
+            """
+        if users is None:
+            users = """
+              - { name: alice, password: wonderland }
+              - { name: bob, password: builder, databases: [app] }
+            """
+        text = "server:\n  state_dir: state\n  log: { level: debug }\n"
+        text += textwrap.indent(textwrap.dedent(server).strip("\n"), "  ") + "\n" if server else ""
+        text += f"listeners:\n  - {{ protocol: postgres, address: 127.0.0.1, port: {self.port} }}\n"
+        text += "users:\n" + textwrap.indent(textwrap.dedent(users).strip("\n"), "  ") + "\n"
+        text += "databases:\n" + textwrap.indent(textwrap.dedent(databases).strip("\n"), "  ") + "\n"
+        with open(self.config_path, "w") as f:
+            f.write(text)
+        os.makedirs(os.path.join(self.dir, "state"), exist_ok=True)
+        self.proc = None
+
+    def start(self, timeout=15):
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([WIREPOOL, "--config", self.config_path],
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"wirepool exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"wirepool did not listen on {self.port}:\n{self.log()}")
+
+    def stop(self, timeout=20):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self._log.close()
+        return self.proc.returncode if self.proc else None
+
+    def cleanup(self):
+        self.stop()
+        # WIREPOOL_KEEP=1 keeps the state directory and log for a post-mortem.
+        if os.environ.get("WIREPOOL_KEEP"):
+            print(f"kept {self.dir}")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def dsn(self, user="alice", password="wonderland", database="app", **extra):
+        s = f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{database}"
+        if extra:
+            s += "?" + "&".join(f"{k}={v}" for k, v in extra.items())
+        return s
+
+    def kv(self, user="alice", password="wonderland", database="app"):
+        """libpq key=value form (psycopg2)."""
+        return (f"host=127.0.0.1 port={self.port} user={user} password={password} "
+                f"dbname={database} sslmode=disable")
+
+    def rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+
+def psql(dsn, *args, input=None, check=True, timeout=60, env=None):
+    """psql -X -At with ON_ERROR_STOP; returns the CompletedProcess."""
+    e = dict(os.environ, PGCONNECT_TIMEOUT="10", LC_ALL="C.UTF-8")
+    if env:
+        e.update(env)
+    cmd = [PSQL, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", dsn, *args]
+    r = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, env=e)
+    if check and r.returncode != 0:
+        raise AssertionError(f"psql failed ({r.returncode}): {r.stderr}\n{r.stdout}")
+    return r
+
+
+class WirepoolTestCase(unittest.TestCase):
+    """One wirepool per test class; subclasses may override the configuration."""
+
+    databases = None
+    users = None
+    server = ""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.wp = Wirepool(cls.databases, cls.users, cls.server, name=cls.__name__)
+        cls.wp.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.wp.stop()
+        log = cls.wp.log()
+        cls.wp.cleanup()
+        # Every run must end in an orderly drain, never a crash.
+        if code not in (0, None):
+            raise AssertionError(f"wirepool exited with {code}:\n{log[-4000:]}")
+        for bad in ("AddressSanitizer", "runtime error:", "critical"):
+            if bad in log:
+                raise AssertionError(f"wirepool log has '{bad}':\n{log[-4000:]}")
