@@ -80,12 +80,13 @@ fuzz: test-deps
 	@if [ ! -f build/fuzz/build.ninja ]; then cmake --preset fuzz >/dev/null; fi
 	@cmake --build --preset fuzz -j $(JOBS)
 	@for t in build/fuzz/fuzz_*; do \
+	  [ -x "$$t" ] && [ -f "$$t" ] || continue; \
 	  name=$$(basename $$t); corpus=tests/fuzz/corpus/$${name#fuzz_}; work=build/fuzz/corpus-$${name#fuzz_}; \
 	  mkdir -p $$work; \
 	  echo "fuzzing $$name for $(FUZZ_SECONDS)s"; \
-	  $$t -max_total_time=$(FUZZ_SECONDS) $$work $$corpus >build/fuzz/$$name.log 2>&1 \
-	    || { tail -40 build/fuzz/$$name.log; exit 1; }; \
-	  grep -E "^Done|DONE" build/fuzz/$$name.log | tail -1 || true; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) $$work $$corpus >build/fuzz/$$name.out 2>&1 \
+	    || { tail -40 build/fuzz/$$name.out; exit 1; }; \
+	  grep -E "^Done" build/fuzz/$$name.out | tail -1 || true; \
 	done
 
 format:

@@ -184,8 +184,7 @@ PgClient::~PgClient() {
 
 void PgClient::start(std::shared_ptr<PgClient> client) {
   auto& io = client->loop_.io;
-  asio::co_spawn(io, [c = std::move(client)]() -> awaitable<void> { co_await c->run(); },
-                 asio::detached);
+  asio::co_spawn(io, client->begin(), asio::detached);  // begin() keeps the client alive
 }
 
 void PgClient::sweep(TimePoint now) {
@@ -212,6 +211,7 @@ void PgClient::drain() {
 
 void PgClient::terminate() {
   draining_ = true;
+  terminating_ = true;
   boost::system::error_code ec;
   socket_.cancel(ec);
   if (session_) session_->cancel(CancelReason::user);
@@ -227,6 +227,8 @@ void PgClient::cancel_request() {
 // I/O
 
 awaitable<bool> PgClient::read_more(size_t want) {
+  // Used while logging in (the login deadline is armed) and for the rest of a
+  // message that is partly here (bounded by the I/O timeout).
   for (;;) {
     in_.reserve_tail(std::max(want, kReadChunk));
     boost::system::error_code ec;
@@ -236,28 +238,11 @@ awaitable<bool> PgClient::read_more(size_t want) {
       co_return true;
     }
     if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
-    // Nothing there yet. While idle, hold no buffer.
-    bool idle = in_.empty();
-    if (idle) in_.release();
-    if (!session_) {
-      // still logging in: the login deadline is already armed
-    } else if (!idle) {
-      io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    } else if (session_->in_transaction() &&
-               server_.config().server.idle_in_transaction_timeout.count() > 0) {
-      io_deadline_ = std::chrono::steady_clock::now() +
-                     server_.config().server.idle_in_transaction_timeout;
-    } else if (!session_->in_transaction() &&
-               server_.config().server.client_idle_timeout.count() > 0) {
-      io_deadline_ = std::chrono::steady_clock::now() + server_.config().server.client_idle_timeout;
-    }
-    idle_wait_ = idle && session_ != nullptr;
+    if (session_) io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
     co_await socket_.async_wait(asio::ip::tcp::socket::wait_read,
                                 asio::redirect_error(use_awaitable, ec));
-    idle_wait_ = false;
     if (session_) io_deadline_.reset();
     if (timed_out_) co_return false;
-    if (draining_ && idle && session_ && !session_->in_transaction()) co_return false;
     if (ec && ec != asio::error::operation_aborted) co_return false;
   }
 }
@@ -579,7 +564,7 @@ awaitable<bool> PgClient::authenticate(const std::string& user) {
 // ---------------------------------------------------------------------------
 // The main loop
 
-awaitable<void> PgClient::run() {
+awaitable<void> PgClient::begin() {
   auto self = shared_from_this();
   bool ok = false;
   try {
@@ -588,57 +573,123 @@ awaitable<void> PgClient::run() {
     spdlog::error("client {}: login failed: {}", peer_, e.what());
   }
   if (ok) {
-    const size_t max_msg = server_.config().server.max_message_size;
-    try {
-      bool open = true;
-      while (open) {
-        // Handle every complete message in the buffer.
-        for (;;) {
-          auto d = pg::decode_frontend(in_.view(), max_msg);
-          if (d.status == pg::DecodeStatus::need_more) break;
-          if (d.status == pg::DecodeStatus::error) {
-            spdlog::warn("client {}: protocol error: {}", peer_, d.error);
-            co_await fatal("08P01", d.error);
-            open = false;
-            break;
-          }
-          open = co_await handle(d.message);
-          in_.consume(d.consumed);
-          if (!open) break;
-        }
-        if (!open) break;
-        if (!out_.empty() && !co_await flush()) break;
-        if (out_.capacity() > kFlushBytes * 2) out_ = std::string();
-        if (draining_ && in_.empty() && !session_->in_transaction()) {
-          co_await fatal("57P01", "terminating connection due to administrator command");
-          break;
-        }
-        auto len = pg::peek_length(in_.view());
-        size_t want = len ? std::min<size_t>(*len + 1, max_msg + 1) : 5;
-        if (!co_await read_more(want > in_.size() ? want - in_.size() : 1)) {
-          if (timed_out_) {
-            if (session_->in_transaction() && in_.empty()) {
-              spdlog::info("client {}: closed by idle_in_transaction_timeout", peer_);
-              send_error("25P03", "terminating connection due to idle-in-transaction timeout",
-                         "FATAL");
-            } else if (in_.empty()) {
-              spdlog::info("client {}: closed by client_idle_timeout", peer_);
-              send_error("57P05", "terminating connection due to idle-session timeout", "FATAL");
-            } else {
-              spdlog::warn("client {}: closed: stalled mid-message", peer_);
-            }
-            timed_out_ = false;
-            co_await flush();
-          } else if (draining_) {
-            co_await fatal("57P01", "terminating connection due to administrator command");
-          }
-          break;
-        }
-      }
-    } catch (const std::exception& e) {
-      spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
-    }
+    co_await serve();
+  } else {
+    co_await end();
   }
+}
+
+void PgClient::on_readable(boost::system::error_code ec) {
+  idle_wait_ = false;
+  io_deadline_.reset();
+  asio::co_spawn(loop_.io, resume(ec), asio::detached);
+}
+
+awaitable<void> PgClient::resume(boost::system::error_code ec) {
+  auto self = shared_from_this();
+  bool close = false;
+  try {
+    if (timed_out_) {
+      timed_out_ = false;
+      if (session_->in_transaction()) {
+        spdlog::info("client {}: closed by idle_in_transaction_timeout", peer_);
+        co_await fatal("25P03", "terminating connection due to idle-in-transaction timeout");
+      } else {
+        spdlog::info("client {}: closed by client_idle_timeout", peer_);
+        co_await fatal("57P05", "terminating connection due to idle-session timeout");
+      }
+      close = true;
+    } else if (terminating_ || (draining_ && !session_->in_transaction())) {
+      co_await fatal("57P01", "terminating connection due to administrator command");
+      close = true;
+    } else if (ec && ec != asio::error::operation_aborted) {
+      close = true;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("client {}: {}", peer_, e.what());
+    close = true;
+  }
+  if (close) {
+    co_await end();
+  } else {
+    co_await serve();
+  }
+}
+
+awaitable<void> PgClient::serve() {
+  const size_t max_msg = server_.config().server.max_message_size;
+  try {
+    for (;;) {
+      // Handle every complete message in the buffer.
+      bool open = true;
+      for (;;) {
+        auto d = pg::decode_frontend(in_.view(), max_msg);
+        if (d.status == pg::DecodeStatus::need_more) break;
+        if (d.status == pg::DecodeStatus::error) {
+          spdlog::warn("client {}: protocol error: {}", peer_, d.error);
+          co_await fatal("08P01", d.error);
+          open = false;
+          break;
+        }
+        open = co_await handle(d.message);
+        in_.consume(d.consumed);
+        if (!open) break;
+      }
+      if (!open) break;
+      if (!out_.empty() && !co_await flush()) break;
+      if (draining_ && in_.empty() && !session_->in_transaction()) {
+        co_await fatal("57P01", "terminating connection due to administrator command");
+        break;
+      }
+      if (in_.empty()) {
+        // Between messages. Anything there already? Otherwise wait for
+        // readability outside any coroutine: an idle client holds no frame,
+        // no buffer and no timer, only this small wait operation.
+        in_.reserve_tail(kReadChunk);
+        boost::system::error_code ec;
+        size_t n = socket_.read_some(asio::buffer(in_.tail(), in_.space()), ec);
+        if (!ec) {
+          in_.commit(n);
+          continue;
+        }
+        if (ec != asio::error::would_block && ec != asio::error::try_again) break;
+        in_.release();
+        out_ = std::string();
+        arm_idle_deadline();
+        idle_wait_ = true;
+        socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                           [self = shared_from_this()](boost::system::error_code e) {
+                             self->on_readable(e);
+                           });
+        co_return;
+      }
+      // Part of a message is here: wait for the rest (bounded by the I/O timeout).
+      auto len = pg::peek_length(in_.view());
+      size_t want = len ? std::min<size_t>(*len + 1, max_msg + 1) : 5;
+      if (!co_await read_more(want > in_.size() ? want - in_.size() : 1)) {
+        if (timed_out_) spdlog::warn("client {}: closed: stalled mid-message", peer_);
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
+  }
+  co_await end();
+}
+
+void PgClient::arm_idle_deadline() {
+  const auto& scfg = server_.config().server;
+  auto now = std::chrono::steady_clock::now();
+  if (session_->in_transaction()) {
+    if (scfg.idle_in_transaction_timeout.count() > 0) {
+      io_deadline_ = now + scfg.idle_in_transaction_timeout;
+    }
+  } else if (scfg.client_idle_timeout.count() > 0) {
+    io_deadline_ = now + scfg.client_idle_timeout;
+  }
+}
+
+awaitable<void> PgClient::end() {
   // Orderly teardown: close readers and give the backend back.
   if (session_) {
     try {

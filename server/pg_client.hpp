@@ -61,7 +61,17 @@ class PgClient final : public Client,
   struct Streamer;
   enum class Fetch : uint8_t { done, flush, limit, error };
 
-  boost::asio::awaitable<void> run();
+  /// Logs the client in, then serves it.
+  boost::asio::awaitable<void> begin();
+  /// Handles messages until the client is idle (then waits for it without a
+  /// coroutine, see on_readable) or leaves (then ends it).
+  boost::asio::awaitable<void> serve();
+  /// The idle wait ended: data, a timeout, the drain, or an error.
+  void on_readable(boost::system::error_code ec);
+  boost::asio::awaitable<void> resume(boost::system::error_code ec);
+  /// Closes readers, releases the backend, closes the socket.
+  boost::asio::awaitable<void> end();
+  void arm_idle_deadline();
   boost::asio::awaitable<bool> login();
   boost::asio::awaitable<bool> authenticate(const std::string& user);
   /// Reads at least one more byte into in_. `want`: bytes the pending message needs.
@@ -115,6 +125,7 @@ class PgClient final : public Client,
   bool timed_out_ = false;
   bool idle_wait_ = false;
   bool draining_ = false;
+  bool terminating_ = false;  ///< shutdown_grace is over
   bool counted_ = false;
   int32_t pid_ = 0;
   std::unique_ptr<Session> session_;

@@ -50,7 +50,7 @@ const std::map<std::string, std::string>& builtins() {
       {"max_identifier_length", "63"},
       {"search_path", "\"$user\", public"},
       {"server_encoding", "UTF8"},
-      {"server_version", std::string("15.0 (wirepool ") + kVersion + ")"},
+      {"server_version", "15.0 (wirepool " WIREPOOL_VERSION ")"},
       {"server_version_num", "150000"},
       {"session_authorization", ""},
       {"standard_conforming_strings", "on"},
@@ -69,12 +69,56 @@ bool read_only(const std::string& n) {
 
 }  // namespace
 
-Settings::Settings() : values_(builtins()) {}
+// ---- Packed
+
+std::optional<std::string_view> Settings::Packed::find(std::string_view name) const {
+  std::optional<std::string_view> out;
+  each([&](std::string_view n, std::string_view v) {
+    if (n == name) out = v;
+  });
+  return out;
+}
+
+void Settings::Packed::set(std::string_view name, std::string_view value) {
+  erase(name);
+  data_.append(name);
+  data_ += '\0';
+  data_.append(value);
+  data_ += '\0';
+}
+
+bool Settings::Packed::erase(std::string_view name) {
+  size_t i = 0;
+  while (i < data_.size()) {
+    size_t a = data_.find('\0', i);
+    size_t b = data_.find('\0', a + 1);
+    if (std::string_view(data_).substr(i, a - i) == name) {
+      data_.erase(i, b + 1 - i);
+      return true;
+    }
+    i = b + 1;
+  }
+  return false;
+}
+
+// ---- Settings
+
+Settings::Settings() = default;
+
+std::string Settings::current(const std::string& name) const {
+  if (auto v = overrides_.find(name)) return std::string(*v);
+  if (auto b = builtins().find(name); b != builtins().end()) return b->second;
+  return {};
+}
+
+namespace {
+bool is_known(const std::string& name) { return builtins().count(name) > 0; }
+}  // namespace
 
 std::optional<SettingError> Settings::set(std::string_view raw_name, std::string_view value) {
   std::string name = canonical_name(raw_name);
   if (name.empty()) return SettingError{"42601", "empty configuration parameter name"};
-  if (read_only(name) && !startup_.empty()) {
+  if (read_only(name) && started_) {
     return SettingError{"55P02", "parameter \"" + name + "\" cannot be changed"};
   }
   std::string v(value);
@@ -113,54 +157,61 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
                                        "\""};
     }
   }
-  auto it = values_.find(name);
-  if (it == values_.end() || it->second != v) {
-    values_[name] = v;
-    if (std::find(changed_.begin(), changed_.end(), name) == changed_.end()) {
-      changed_.push_back(name);
-    }
+  if (current(name) == v && (overrides_.find(name) || is_known(name))) return std::nullopt;
+  auto b = builtins().find(name);
+  if (b != builtins().end() && b->second == v) {
+    overrides_.erase(name);
+  } else {
+    overrides_.set(name, v);
   }
+  changed_.append(name);
+  changed_ += '\0';
   return std::nullopt;
 }
 
 std::optional<SettingError> Settings::reset(std::string_view raw_name) {
   std::string name = canonical_name(raw_name);
   if (read_only(name)) return SettingError{"55P02", "parameter \"" + name + "\" cannot be changed"};
-  std::string v;
-  if (auto s = startup_.find(name); s != startup_.end()) {
-    v = s->second;
-  } else if (auto b = builtins().find(name); b != builtins().end()) {
-    v = b->second;
+  std::string before = current(name);
+  bool had = overrides_.find(name).has_value();
+  if (auto s = startup_.find(name)) {
+    overrides_.set(name, *s);
   } else {
-    if (values_.erase(name)) changed_.push_back(name);
-    return std::nullopt;
+    overrides_.erase(name);
   }
-  if (values_[name] != v) {
-    values_[name] = v;
-    changed_.push_back(name);
+  if (current(name) != before || had != overrides_.find(name).has_value()) {
+    changed_.append(name);
+    changed_ += '\0';
   }
   return std::nullopt;
 }
 
 void Settings::reset_all() {
-  for (const auto& [name, value] : std::map<std::string, std::string>(values_)) {
-    if (!read_only(name)) (void)reset(name);
+  std::vector<std::string> names;
+  overrides_.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });
+  startup_.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });
+  for (const auto& n : names) {
+    if (!read_only(n)) (void)reset(n);
   }
 }
 
 void Settings::commit_startup() {
-  startup_ = values_;
+  startup_ = overrides_;
   changed_.clear();
+  started_ = true;
 }
 
 std::optional<std::string> Settings::get(std::string_view name) const {
-  auto it = values_.find(canonical_name(name));
-  if (it == values_.end()) return std::nullopt;
-  return it->second;
+  std::string n = canonical_name(name);
+  if (auto v = overrides_.find(n)) return std::string(*v);
+  if (auto b = builtins().find(n); b != builtins().end()) return b->second;
+  return std::nullopt;
 }
 
 std::vector<std::pair<std::string, std::string>> Settings::all() const {
-  return {values_.begin(), values_.end()};
+  std::map<std::string, std::string> m = builtins();
+  overrides_.each([&](std::string_view n, std::string_view v) { m[std::string(n)] = v; });
+  return {m.begin(), m.end()};
 }
 
 const std::vector<std::string_view>& Settings::reported() {
@@ -175,13 +226,19 @@ const std::vector<std::string_view>& Settings::reported() {
 
 std::vector<std::pair<std::string, std::string>> Settings::take_reported_changes() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& name : changed_) {
+  size_t i = 0;
+  while (i < changed_.size()) {
+    size_t e = changed_.find('\0', i);
+    std::string name = changed_.substr(i, e - i);
+    i = e + 1;
     const auto& rep = reported();
     if (std::find(rep.begin(), rep.end(), name) == rep.end()) continue;
-    auto it = values_.find(name);
-    out.emplace_back(name, it == values_.end() ? "" : it->second);
+    bool seen = false;
+    for (auto& [n, v] : out) seen = seen || n == name;
+    if (!seen) out.emplace_back(name, current(name));
   }
   changed_.clear();
+  changed_.shrink_to_fit();
   return out;
 }
 

@@ -41,9 +41,36 @@ class Settings {
   std::vector<std::pair<std::string, std::string>> take_reported_changes();
 
  private:
-  std::map<std::string, std::string> values_;
-  std::map<std::string, std::string> startup_;
-  std::vector<std::string> changed_;
+  /// Name/value pairs packed in one string ("name\0value\0..."): a client
+  /// usually overrides a handful of settings, and an idle client should cost
+  /// little memory. Built-in values are shared, not copied per client.
+  class Packed {
+   public:
+    std::optional<std::string_view> find(std::string_view name) const;
+    void set(std::string_view name, std::string_view value);
+    bool erase(std::string_view name);
+    template <class F>
+    void each(F f) const {
+      size_t i = 0;
+      while (i < data_.size()) {
+        size_t a = data_.find('\0', i);
+        size_t b = data_.find('\0', a + 1);
+        f(std::string_view(data_).substr(i, a - i), std::string_view(data_).substr(a + 1, b - a - 1));
+        i = b + 1;
+      }
+    }
+    void clear() { data_.clear(); }
+
+   private:
+    std::string data_;
+  };
+
+  std::string current(const std::string& name) const;
+
+  Packed overrides_;  ///< values that differ from the built-ins
+  Packed startup_;    ///< overrides as of commit_startup()
+  std::string changed_;  ///< reported names changed since the last take, "\0"-separated
+  bool started_ = false;
 };
 
 /// The commands the session layer answers itself for such backends.

@@ -5,10 +5,14 @@ written into a fresh temporary directory, and runs real clients against it.
 Run with Debian's /usr/bin/python3 (psycopg2 lives there).
 """
 
+import base64
+import hashlib
+import hmac
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import textwrap
@@ -55,7 +59,9 @@ class Wirepool:
               - { name: alice, password: wonderland }
               - { name: bob, password: builder, databases: [app] }
             """
-        text = "server:\n  state_dir: state\n  log: { level: debug }\n"
+        text = "server:\n  state_dir: state\n"
+        if "log:" not in server:
+            text += "  log: { level: debug }\n"
         text += textwrap.indent(textwrap.dedent(server).strip("\n"), "  ") + "\n" if server else ""
         text += f"listeners:\n  - {{ protocol: postgres, address: 127.0.0.1, port: {self.port} }}\n"
         text += "users:\n" + textwrap.indent(textwrap.dedent(users).strip("\n"), "  ") + "\n"
@@ -124,6 +130,62 @@ class Wirepool:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
         return 0
+
+
+def startup_packet(user="alice", database="app"):
+    """A protocol 3.0 StartupMessage."""
+    body = struct.pack("!I", 196608)
+    for k, v in (("user", user), ("database", database)):
+        body += k.encode() + b"\0" + v.encode() + b"\0"
+    body += b"\0"
+    return struct.pack("!I", len(body) + 4) + body
+
+
+def raw_login(port, user="alice", password="wonderland", database="app", timeout=10):
+    """A socket past SCRAM-SHA-256 authentication and the first ReadyForQuery,
+    done by hand (no client library), for tests that then send raw bytes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(startup_packet(user, database))
+    buf = b""
+
+    def read_msg():
+        nonlocal buf
+        while len(buf) < 5 or len(buf) < 1 + struct.unpack("!I", buf[1:5])[0]:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise AssertionError(f"closed during login: {buf!r}")
+            buf += chunk
+        n = struct.unpack("!I", buf[1:5])[0]
+        t, body, buf = buf[:1], buf[5:1 + n], buf[1 + n:]
+        if t == b"E":
+            raise AssertionError(f"login refused: {body!r}")
+        return t, body
+
+    t, body = read_msg()
+    if (t, struct.unpack("!I", body[:4])[0]) != (b"R", 10):
+        raise AssertionError(f"expected AuthenticationSASL, got {t!r} {body!r}")
+    nonce = base64.b64encode(os.urandom(18)).decode()
+    first_bare = f"n=,r={nonce}"
+    msg = (b"SCRAM-SHA-256\0" + struct.pack("!i", len("n,," + first_bare)) +
+           ("n,," + first_bare).encode())
+    s.sendall(b"p" + struct.pack("!I", len(msg) + 4) + msg)
+    t, body = read_msg()
+    server_first = body[4:].decode()
+    attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(attrs["s"]),
+                                 int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    stored = hashlib.sha256(client_key).digest()
+    final_wo_proof = f"c=biws,r={attrs['r']}"
+    auth = f"{first_bare},{server_first},{final_wo_proof}".encode()
+    sig = hmac.new(stored, auth, "sha256").digest()
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, sig))).decode()
+    final = f"{final_wo_proof},p={proof}".encode()
+    s.sendall(b"p" + struct.pack("!I", len(final) + 4) + final)
+    while True:
+        t, body = read_msg()
+        if t == b"Z":
+            return s
 
 
 def psql(dsn, *args, input=None, check=True, timeout=60, env=None):

@@ -18,15 +18,7 @@ import unittest
 
 import psycopg2
 
-from harness import WirepoolTestCase, psql
-
-
-def startup_packet(user="alice", database="app"):
-    body = struct.pack("!I", 196608)
-    for k, v in (("user", user), ("database", database)):
-        body += k.encode() + b"\0" + v.encode() + b"\0"
-    body += b"\0"
-    return struct.pack("!I", len(body) + 4) + body
+from harness import WirepoolTestCase, psql, raw_login, startup_packet
 
 
 def read_until_close(sock, timeout=10.0):
@@ -79,52 +71,7 @@ class RobustnessTest(WirepoolTestCase):
         return socket.create_connection(("127.0.0.1", self.wp.port), timeout=5)
 
     def logged_in(self):
-        """A socket past authentication, through psycopg2's SCRAM? No: we use a
-        trust-free path: log in with a real client library is not possible on a
-        raw socket, so SCRAM is done here by hand."""
-        import base64
-        import hashlib
-        import hmac
-        s = self.connect()
-        s.sendall(startup_packet())
-        buf = b""
-
-        def read_msg():
-            nonlocal buf
-            while len(buf) < 5 or len(buf) < 1 + struct.unpack("!I", buf[1:5])[0]:
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise AssertionError("closed during login")
-                buf += chunk
-            n = struct.unpack("!I", buf[1:5])[0]
-            t, body, buf = buf[:1], buf[5:1 + n], buf[1 + n:]
-            return t, body
-
-        t, body = read_msg()
-        self.assertEqual((t, struct.unpack("!I", body[:4])[0]), (b"R", 10))
-        nonce = base64.b64encode(os.urandom(18)).decode()
-        first_bare = f"n=,r={nonce}"
-        msg = b"SCRAM-SHA-256\0" + struct.pack("!i", len("n,," + first_bare)) + \
-            ("n,," + first_bare).encode()
-        s.sendall(b"p" + struct.pack("!I", len(msg) + 4) + msg)
-        t, body = read_msg()
-        server_first = body[4:].decode()
-        attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
-        salt = base64.b64decode(attrs["s"])
-        salted = hashlib.pbkdf2_hmac("sha256", b"wonderland", salt, int(attrs["i"]))
-        client_key = hmac.new(salted, b"Client Key", "sha256").digest()
-        stored = hashlib.sha256(client_key).digest()
-        final_wo_proof = f"c=biws,r={attrs['r']}"
-        auth = f"{first_bare},{server_first},{final_wo_proof}".encode()
-        sig = hmac.new(stored, auth, "sha256").digest()
-        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, sig))).decode()
-        final = f"{final_wo_proof},p={proof}".encode()
-        s.sendall(b"p" + struct.pack("!I", len(final) + 4) + final)
-        while True:
-            t, body = read_msg()
-            if t == b"Z":
-                return s
-            self.assertNotEqual(t, b"E", body)
+        return raw_login(self.wp.port)
 
     def assert_still_serving(self):
         self.assertEqual(psql(self.wp.dsn(), "-c", "SELECT 42").stdout.strip(), "42")

@@ -1,0 +1,50 @@
+#!/usr/bin/python3
+"""Memory per idle authenticated client: RSS of wirepool before and after N
+clients have logged in (SCRAM-SHA-256) and sit idle.
+
+Usage: bench/idle_clients.py [N]   (default 5000; run as /usr/bin/python3)
+Prints one JSON object. A measurement, not a test: no threshold is asserted.
+"""
+
+import json
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from harness import Wirepool, raw_login  # noqa: E402
+
+
+def main():
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 1000)), hard))
+    wp = Wirepool(server="log: { level: warn }\nmax_clients: 100000\n", name="idle")
+    wp.start()
+    try:
+        # Warm up: one client connects and leaves, so one-time allocations are made.
+        raw_login(wp.port).close()
+        time.sleep(0.5)
+        before = wp.rss_kib()
+        started = time.time()
+        socks = [raw_login(wp.port) for _ in range(n)]
+        login_s = time.time() - started
+        time.sleep(2)
+        after = wp.rss_kib()
+        result = {
+            "clients": n,
+            "rss_before_kib": before,
+            "rss_after_kib": after,
+            "bytes_per_idle_client": round((after - before) * 1024 / n),
+            "logins_per_second": round(n / login_s),
+        }
+        for s in socks:
+            s.close()
+        print(json.dumps(result))
+    finally:
+        wp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
