@@ -12,6 +12,8 @@ WERROR ?= 0
 CONFIG ?= deploy/wirepool.yaml
 # Seconds of libFuzzer per target inside `make test`.
 FUZZ_SECONDS ?= 20
+# `make test` runs every suite a second time on an AddressSanitizer+UBSan build.
+ASAN ?= 1
 JOBS ?= $(shell nproc)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -19,7 +21,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_PKGS := cmake ninja-build g++ pkg-config libboost1.81-dev libssl-dev libspdlog-dev \
   libfmt-dev libyaml-cpp-dev libsqlite3-dev libgtest-dev libgmock-dev
 # What the tests add: real clients, real servers, the fuzzer's compiler.
-TEST_PKGS := clang-14 libclang-rt-14-dev postgresql-client postgresql-contrib \
+# (pgbench ships in postgresql-15, the server package.)
+TEST_PKGS := clang-14 libclang-rt-14-dev postgresql-client-15 postgresql-15 \
   python3-psycopg2 libpostgresql-jdbc-java procps
 # Commands that may come from elsewhere than Debian (NodeSource's nodejs bundles npm):
 # the Debian package is installed only when the command is missing.
@@ -40,7 +43,7 @@ define install_missing
 	fi
 endef
 
-.PHONY: deps test-deps configure build run test unit fuzz clean format format-check
+.PHONY: deps test-deps configure build run test test-asan unit fuzz clean format format-check
 
 deps:
 	@$(call install_missing,$(BUILD_PKGS),)
@@ -70,6 +73,15 @@ test: test-deps configure build/npm/.installed
 	@ln -sf $(PRESET)/wirepool build/wirepool
 	@$(MAKE) --no-print-directory fuzz
 	cd $(BUILD) && ctest --output-on-failure --timeout 900 $(CTEST_ARGS)
+	@if [ "$(ASAN)" = 1 ]; then $(MAKE) --no-print-directory test-asan; fi
+
+# The same suites against an address+undefined-behaviour sanitizer build: a
+# memory error or UB anywhere (including in wirepool under the e2e clients,
+# whose harness fails on a sanitizer report in the log) fails the run.
+test-asan: test-deps build/npm/.installed
+	@cmake --preset asan -DWIREPOOL_WERROR=$(if $(filter 1,$(WERROR)),ON,OFF) >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+	cd build/asan && ctest --output-on-failure --timeout 900 $(CTEST_ARGS)
 
 unit: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)

@@ -164,9 +164,14 @@ void encode_row_description(std::string& out, std::span<const db::Column> column
 
 }  // namespace
 
+PgClient::Extended& PgClient::ext() {
+  if (!ext_) ext_ = std::make_unique<Extended>();
+  return *ext_;
+}
+
 // ---------------------------------------------------------------------------
 
-PgClient::PgClient(Server& server, Loop& loop, asio::ip::tcp::socket socket,
+PgClient::PgClient(Server& server, Loop& loop, ClientSocket socket,
                    const config::Listener& listener)
     : server_(server), loop_(loop), socket_(std::move(socket)), listener_(listener) {
   boost::system::error_code ec;
@@ -239,7 +244,7 @@ awaitable<bool> PgClient::read_more(size_t want) {
     }
     if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
     if (session_) io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    co_await socket_.async_wait(asio::ip::tcp::socket::wait_read,
+    co_await socket_.async_wait(ClientSocket::wait_read,
                                 asio::redirect_error(use_awaitable, ec));
     if (session_) io_deadline_.reset();
     if (timed_out_) co_return false;
@@ -262,7 +267,7 @@ awaitable<bool> PgClient::flush() {
     }
     auto saved = io_deadline_;
     io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    co_await socket_.async_wait(asio::ip::tcp::socket::wait_write,
+    co_await socket_.async_wait(ClientSocket::wait_write,
                                 asio::redirect_error(use_awaitable, ec));
     io_deadline_ = saved;
     if (timed_out_ || (ec && ec != asio::error::operation_aborted)) {
@@ -446,7 +451,6 @@ awaitable<bool> PgClient::login() {
     }
   }
 
-  user_name_ = user;
   if (!co_await authenticate(user)) co_return false;
 
   const UserRecord* record = server_.users().find(user);
@@ -654,10 +658,11 @@ awaitable<void> PgClient::serve() {
         }
         if (ec != asio::error::would_block && ec != asio::error::try_again) break;
         in_.release();
-        out_ = std::string();
+        std::string().swap(out_);  // move-assigning an empty string keeps the capacity
+        if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
         arm_idle_deadline();
         idle_wait_ = true;
-        socket_.async_wait(asio::ip::tcp::socket::wait_read,
+        socket_.async_wait(ClientSocket::wait_read,
                            [self = shared_from_this()](boost::system::error_code e) {
                              self->on_readable(e);
                            });
@@ -705,7 +710,7 @@ awaitable<void> PgClient::end() {
     pid_ = 0;
   }
   boost::system::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.shutdown(ClientSocket::shutdown_both, ec);
   socket_.close(ec);
   unlink();  // leaves the loop's client list
 }
@@ -1034,8 +1039,8 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
         }
         session_->settings().reset_all();
         co_await close_portals();
-        portals_.clear();
-        statements_.clear();
+        ext().portals.clear();
+        ext().statements.clear();
       } else if (what != "PLANS" && what != "SEQUENCES" && what != "TEMP" &&
                  what != "TEMPORARY") {
         send_error("42601", "syntax error at or near \"" + what + "\"");
@@ -1070,7 +1075,7 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
       std::string_view name = next_word();
       if (iequals(name, "PREPARE")) name = next_word();
       if (iequals(name, "ALL")) {
-        statements_.clear();
+        ext().statements.clear();
       } else {
         std::string n(name);
         if (n.size() >= 2 && n.front() == '"' && n.back() == '"') {
@@ -1079,7 +1084,7 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
           std::transform(n.begin(), n.end(), n.begin(),
                          [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
         }
-        if (statements_.erase(n) == 0) {
+        if (ext().statements.erase(n) == 0) {
           send_error("26000", "prepared statement \"" + n + "\" does not exist");
           co_return false;
         }
@@ -1115,7 +1120,7 @@ std::string PgClient::cache_key(const std::string& sql, const std::vector<uint32
 awaitable<void> PgClient::on_parse(const pg::Parse& m) {
   if (skip_until_sync_) co_return;
   std::string name(m.name);
-  if (!name.empty() && statements_.count(name)) {
+  if (!name.empty() && ext().statements.count(name)) {
     send_error("42P05", "prepared statement \"" + name + "\" already exists");
     skip_until_sync_ = true;
     co_return;
@@ -1160,7 +1165,7 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
     auto cols = stmt.value()->columns();
     p->columns.assign(cols.begin(), cols.end());
   }
-  statements_[name] = std::move(p);
+  ext().statements[name] = std::move(p);
   pg::Encoder(out_).parse_complete();
 }
 
@@ -1170,14 +1175,14 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
     send_error(state, msg);
     skip_until_sync_ = true;
   };
-  auto it = statements_.find(std::string(m.statement));
-  if (it == statements_.end()) {
+  auto it = ext().statements.find(std::string(m.statement));
+  if (it == ext().statements.end()) {
     fail("26000", "prepared statement \"" + std::string(m.statement) + "\" does not exist");
     co_return;
   }
   const auto& p = it->second;
   std::string portal_name(m.portal);
-  if (auto existing = portals_.find(portal_name); existing != portals_.end()) {
+  if (auto existing = ext().portals.find(portal_name); existing != ext().portals.end()) {
     if (!portal_name.empty()) {
       fail("42P03", "portal \"" + portal_name + "\" already exists");
       co_return;
@@ -1186,7 +1191,7 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
       auto* streamer = existing->second->open.get();
       co_await session_->run([streamer](Backend&) { return streamer->rows.close(); });
     }
-    portals_.erase(existing);
+    ext().portals.erase(existing);
   }
   if (m.params.size() != p->nparams) {
     fail("08P01", "bind message supplies " + std::to_string(m.params.size()) +
@@ -1219,7 +1224,7 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
     param.untyped = decoded.value().untyped;
     portal->params.push_back(std::move(param));
   }
-  portals_[portal_name] = std::move(portal);
+  ext().portals[portal_name] = std::move(portal);
   pg::Encoder(out_).bind_complete();
 }
 
@@ -1229,8 +1234,8 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
   std::shared_ptr<Prepared> p;
   std::span<const int16_t> formats;
   if (m.kind == 'S') {
-    auto it = statements_.find(std::string(m.name));
-    if (it == statements_.end()) {
+    auto it = ext().statements.find(std::string(m.name));
+    if (it == ext().statements.end()) {
       send_error("26000", "prepared statement \"" + std::string(m.name) + "\" does not exist");
       skip_until_sync_ = true;
       co_return;
@@ -1247,8 +1252,8 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
     }
     enc.parameter_description(oids);
   } else {
-    auto it = portals_.find(std::string(m.name));
-    if (it == portals_.end()) {
+    auto it = ext().portals.find(std::string(m.name));
+    if (it == ext().portals.end()) {
       send_error("34000", "portal \"" + std::string(m.name) + "\" does not exist");
       skip_until_sync_ = true;
       co_return;
@@ -1272,8 +1277,8 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
 
 awaitable<void> PgClient::on_execute(const pg::Execute& m) {
   if (skip_until_sync_) co_return;
-  auto it = portals_.find(std::string(m.portal));
-  if (it == portals_.end()) {
+  auto it = ext().portals.find(std::string(m.portal));
+  if (it == ext().portals.end()) {
     send_error("34000", "portal \"" + std::string(m.portal) + "\" does not exist");
     skip_until_sync_ = true;
     co_return;
@@ -1368,13 +1373,13 @@ awaitable<void> PgClient::on_close(const pg::Close& m) {
   if (skip_until_sync_) co_return;
   std::string name(m.name);
   if (m.kind == 'S') {
-    statements_.erase(name);
-  } else if (auto it = portals_.find(name); it != portals_.end()) {
+    ext().statements.erase(name);
+  } else if (auto it = ext().portals.find(name); it != ext().portals.end()) {
     if (it->second->open) {
       auto* s = it->second->open.get();
       co_await session_->run([s](Backend&) { return s->rows.close(); });
     }
-    portals_.erase(it);
+    ext().portals.erase(it);
   }
   pg::Encoder(out_).close_complete();
 }
@@ -1390,22 +1395,24 @@ awaitable<void> PgClient::on_sync() {
 }
 
 bool PgClient::portals_open() const {
-  for (const auto& [name, p] : portals_) {
+  if (!ext_) return false;
+  for (const auto& [name, p] : ext_->portals) {
     if (p->open) return true;
   }
   return false;
 }
 
 awaitable<void> PgClient::close_portals() {
+  if (!ext_) co_return;
   if (portals_open() && session_->backend()) {
     co_await session_->run([this](Backend&) {
-      for (auto& [name, p] : portals_) {
+      for (auto& [name, p] : ext_->portals) {
         if (p->open) (void)p->open->rows.close();
       }
       return true;
     });
   }
-  portals_.clear();
+  ext_->portals.clear();
 }
 
 }  // namespace wirepool::server

@@ -43,7 +43,7 @@ class PgClient final : public Client,
                        public CancelTarget,
                        public std::enable_shared_from_this<PgClient> {
  public:
-  PgClient(Server& server, Loop& loop, boost::asio::ip::tcp::socket socket,
+  PgClient(Server& server, Loop& loop, ClientSocket socket,
            const config::Listener& listener);
   ~PgClient() override;
 
@@ -116,7 +116,7 @@ class PgClient final : public Client,
 
   Server& server_;
   Loop& loop_;
-  boost::asio::ip::tcp::socket socket_;
+  ClientSocket socket_;
   const config::Listener& listener_;
   std::string peer_;
   InBuffer in_;
@@ -129,9 +129,14 @@ class PgClient final : public Client,
   bool counted_ = false;
   int32_t pid_ = 0;
   std::unique_ptr<Session> session_;
-  std::string user_name_;
-  std::unordered_map<std::string, std::shared_ptr<Prepared>> statements_;
-  std::unordered_map<std::string, std::unique_ptr<Portal>> portals_;
+  /// Extended-protocol state, allocated on first use and dropped when empty
+  /// while idle (most idle clients have none).
+  struct Extended {
+    std::unordered_map<std::string, std::shared_ptr<Prepared>> statements;
+    std::unordered_map<std::string, std::unique_ptr<Portal>> portals;
+  };
+  Extended& ext();
+  std::unique_ptr<Extended> ext_;
   /// Set when an extended-query message fails. Per the protocol the server then
   /// sends one ErrorResponse and ignores all further messages until the next Sync.
   bool skip_until_sync_ = false;

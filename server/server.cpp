@@ -166,26 +166,26 @@ void Server::start_listeners() {
 void Server::accept_loop(size_t index) {
   if (draining_) return;
   Loop& loop = *loops_[next_loop_.fetch_add(1) % loops_.size()];
-  acceptors_[index]->async_accept(
-      loop.io, [this, index, &loop](boost::system::error_code ec, asio::ip::tcp::socket sock) {
-        if (ec == asio::error::operation_aborted || draining_) return;
-        if (ec) {
-          spdlog::warn("accept failed: {}", ec.message());
-          if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
-            // Out of file descriptors: back off a little instead of spinning.
-            auto t = std::make_shared<asio::steady_timer>(main_, std::chrono::milliseconds(100));
-            t->async_wait([this, index, t](boost::system::error_code) { accept_loop(index); });
-            return;
-          }
-        } else {
-          const auto& l = cfg_.listeners[index];
-          asio::post(loop.io, [this, &loop, &l, s = std::move(sock)]() mutable {
-            auto client = std::make_shared<PgClient>(*this, loop, std::move(s), l);
-            PgClient::start(std::move(client));
-          });
-        }
-        accept_loop(index);
+  auto sock = std::make_shared<ClientSocket>(loop.io.get_executor());
+  acceptors_[index]->async_accept(*sock, [this, index, &loop, sock](boost::system::error_code ec) {
+    if (ec == asio::error::operation_aborted || draining_) return;
+    if (ec) {
+      spdlog::warn("accept failed: {}", ec.message());
+      if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
+        // Out of file descriptors: back off a little instead of spinning.
+        auto t = std::make_shared<asio::steady_timer>(main_, std::chrono::milliseconds(100));
+        t->async_wait([this, index, t](boost::system::error_code) { accept_loop(index); });
+        return;
+      }
+    } else {
+      const auto& l = cfg_.listeners[index];
+      asio::post(loop.io, [this, &loop, &l, sock] {
+        auto client = std::make_shared<PgClient>(*this, loop, std::move(*sock), l);
+        PgClient::start(std::move(client));
       });
+    }
+    accept_loop(index);
+  });
 }
 
 void Server::start_sweep(Loop& loop) {

@@ -105,7 +105,7 @@ void Session::backend_lost() {
 
 void Session::statement_begin() {
   {
-    std::lock_guard lock(cancel_mu_);
+    std::lock_guard<SpinLock> lock(cancel_mu_);
     cancel_reason_ = CancelReason::none;
   }
   config::Duration timeout = query_timeout_;
@@ -134,13 +134,13 @@ void Session::statement_begin() {
 void Session::statement_end() { deadline_.reset(); }
 
 void Session::cancel(CancelReason why) {
-  std::lock_guard lock(cancel_mu_);
+  std::lock_guard<SpinLock> lock(cancel_mu_);
   if (cancel_reason_ == CancelReason::none) cancel_reason_ = why;
   if (running_) running_->cancel();
 }
 
 CancelReason Session::cancel_reason() const {
-  std::lock_guard lock(cancel_mu_);
+  std::lock_guard<SpinLock> lock(cancel_mu_);
   return cancel_reason_;
 }
 

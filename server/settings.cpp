@@ -158,6 +158,7 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
     }
   }
   if (current(name) == v && (overrides_.find(name) || is_known(name))) return std::nullopt;
+  keep_startup();
   auto b = builtins().find(name);
   if (b != builtins().end() && b->second == v) {
     overrides_.erase(name);
@@ -172,6 +173,7 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
 std::optional<SettingError> Settings::reset(std::string_view raw_name) {
   std::string name = canonical_name(raw_name);
   if (read_only(name)) return SettingError{"55P02", "parameter \"" + name + "\" cannot be changed"};
+  keep_startup();
   std::string before = current(name);
   bool had = overrides_.find(name).has_value();
   if (auto s = startup_.find(name)) {
@@ -187,6 +189,7 @@ std::optional<SettingError> Settings::reset(std::string_view raw_name) {
 }
 
 void Settings::reset_all() {
+  keep_startup();
   std::vector<std::string> names;
   overrides_.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });
   startup_.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });
@@ -196,9 +199,16 @@ void Settings::reset_all() {
 }
 
 void Settings::commit_startup() {
-  startup_ = overrides_;
+  startup_.clear();
+  startup_is_current_ = true;
   changed_.clear();
   started_ = true;
+}
+
+void Settings::keep_startup() {
+  if (!startup_is_current_) return;
+  startup_ = overrides_;
+  startup_is_current_ = false;
 }
 
 std::optional<std::string> Settings::get(std::string_view name) const {

@@ -67,8 +67,13 @@ class Settings {
 
   std::string current(const std::string& name) const;
 
+  /// Copies the startup values out of overrides_ before the first change
+  /// after startup (until then they are the same, and kept once).
+  void keep_startup();
+
   Packed overrides_;  ///< values that differ from the built-ins
-  Packed startup_;    ///< overrides as of commit_startup()
+  Packed startup_;    ///< overrides as of commit_startup(), once they differ
+  bool startup_is_current_ = false;
   std::string changed_;  ///< reported names changed since the last take, "\0"-separated
   bool started_ = false;
 };

@@ -1,0 +1,72 @@
+// Where the session layer sends a statement.
+//
+// Cases: transaction control (BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK,
+// ABORT; not ROLLBACK TO SAVEPOINT, COMMIT PREPARED, ROLLBACK PREPARED) for
+// every backend; SET/RESET/SHOW, DISCARD, DEALLOCATE and LISTEN/NOTIFY kept by
+// the session for backends without settings, passed through for those with
+// them; MySQL's SHOW goes to MySQL; comments before the statement; the verb
+// for the command tag.
+
+#include <gtest/gtest.h>
+
+#include "server/session.hpp"
+
+namespace wirepool::server {
+namespace {
+
+StatementKind kind(std::string_view stmt, sql::Dialect d = sql::Dialect::sqlite,
+                   bool keeps = false) {
+  return classify(stmt, d, keeps).kind;
+}
+
+TEST(Classify, TransactionControl) {
+  EXPECT_EQ(kind("BEGIN"), StatementKind::begin);
+  EXPECT_EQ(kind("begin immediate"), StatementKind::begin);
+  EXPECT_EQ(kind("START TRANSACTION ISOLATION LEVEL SERIALIZABLE"), StatementKind::begin);
+  EXPECT_EQ(kind("COMMIT"), StatementKind::commit);
+  EXPECT_EQ(kind("END"), StatementKind::commit);
+  EXPECT_EQ(kind("ROLLBACK"), StatementKind::rollback);
+  EXPECT_EQ(kind("ABORT"), StatementKind::rollback);
+  EXPECT_EQ(kind("/* x */ -- y\n commit work"), StatementKind::commit);
+  // Transaction control stays with the contract even for PostgreSQL backends.
+  EXPECT_EQ(kind("BEGIN", sql::Dialect::postgres, true), StatementKind::begin);
+}
+
+TEST(Classify, SavepointsAndTwoPhaseGoToTheBackend) {
+  EXPECT_EQ(kind("ROLLBACK TO SAVEPOINT a"), StatementKind::backend);
+  EXPECT_EQ(kind("ROLLBACK TRANSACTION TO a"), StatementKind::backend);
+  EXPECT_EQ(kind("COMMIT PREPARED 'x'"), StatementKind::backend);
+  EXPECT_EQ(kind("ROLLBACK PREPARED 'x'"), StatementKind::backend);
+  EXPECT_EQ(kind("SAVEPOINT a"), StatementKind::backend);
+}
+
+TEST(Classify, SessionStatementsForBackendsWithoutSettings) {
+  EXPECT_EQ(kind("SET x = 1"), StatementKind::setting);
+  EXPECT_EQ(kind("RESET ALL"), StatementKind::setting);
+  EXPECT_EQ(kind("SHOW server_version"), StatementKind::setting);
+  EXPECT_EQ(kind("DISCARD ALL"), StatementKind::discard);
+  EXPECT_EQ(kind("DEALLOCATE ALL"), StatementKind::deallocate);
+  EXPECT_EQ(kind("LISTEN ch"), StatementKind::listen);
+  EXPECT_EQ(kind("NOTIFY ch"), StatementKind::listen);
+}
+
+TEST(Classify, BackendsWithSettingsReceiveThem) {
+  for (auto stmt : {"SET x = 1", "SHOW x", "DISCARD ALL", "DEALLOCATE a", "LISTEN ch"}) {
+    EXPECT_EQ(kind(stmt, sql::Dialect::postgres, true), StatementKind::backend) << stmt;
+  }
+}
+
+TEST(Classify, MysqlShowGoesToMysql) {
+  EXPECT_EQ(kind("SHOW TABLES", sql::Dialect::mysql), StatementKind::backend);
+  EXPECT_EQ(kind("SET x = 1", sql::Dialect::mysql), StatementKind::setting);
+}
+
+TEST(Classify, VerbForTags) {
+  EXPECT_EQ(classify("insert into t values (1)", sql::Dialect::sqlite, false).verb, "INSERT");
+  EXPECT_EQ(classify("START TRANSACTION", sql::Dialect::sqlite, false).verb,
+            "START TRANSACTION");
+  EXPECT_EQ(kind("SELECT 1"), StatementKind::backend);
+}
+
+}  // namespace
+}  // namespace wirepool::server
