@@ -27,6 +27,10 @@ constexpr size_t kReadChunk = 8 * 1024;
 /// A client that stops mid-message or stops reading results for this long is closed.
 constexpr auto kIoTimeout = std::chrono::seconds(60);
 
+/// Thrown when the client's socket fails while rows are being sent; caught by
+/// serve(), which ends the connection.
+struct ClientGone {};
+
 db::Error make_error(std::string_view sqlstate, std::string message,
                      db::Errc code = db::Errc::invalid_query) {
   db::Error e;
@@ -676,6 +680,8 @@ awaitable<void> PgClient::serve() {
         break;
       }
     }
+  } catch (const ClientGone&) {
+    spdlog::info("client {}: connection lost in the middle of a result", peer_);
   } catch (const std::exception& e) {
     spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
   }
@@ -832,10 +838,10 @@ awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classifi
       encode_row_description(*out, cols, s.types, s.formats);
       s.row.resize(cols.size());
     }
-    return Fetch::flush;
+    // One hop to the executor for a small result: query and rows together.
+    return fetch_rows(s, *out, 0, err);
   });
-  Fetch f = first;
-  if (f != Fetch::error) f = co_await stream(s, 0, err);
+  Fetch f = co_await stream(s, 0, err, first);
   if (f == Fetch::error) {
     co_await backend_error(std::move(err));
     co_return false;
@@ -844,67 +850,77 @@ awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classifi
   co_return true;
 }
 
-awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Error& err) {
+PgClient::Fetch PgClient::fetch_rows(Streamer& s, std::string& out, int64_t limit,
+                                     db::Error& err) {
+  // On the executor: the statement's own thread for this call.
+  pg::Encoder enc(out);
+  if (!s.has_columns) {
+    // No rows: finish the statement here.
+    s.info = s.rows.command();
+    (void)s.rows.close();
+    return Fetch::done;
+  }
+  const size_t n = s.row.size();
+  std::string why;
+  while (out.size() < kFlushBytes) {
+    if (limit > 0 && s.sent >= limit) return Fetch::limit;
+    auto r = s.rows.next_borrowed(s.row);
+    if (!r.ok()) {
+      err = r.take_error();
+      (void)s.rows.close();
+      return Fetch::error;
+    }
+    if (!r.value()) {
+      s.info = s.rows.command();
+      (void)s.rows.close();
+      return Fetch::done;
+    }
+    size_t row_start = out.size();
+    enc.begin_data_row(static_cast<int16_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      const auto& v = s.row[i];
+      if (v.is_null()) {
+        enc.null_field();
+        continue;
+      }
+      enc.begin_field();
+      if (!pg::encode_value(v, s.types[i].oid, s.formats[i], out, &why)) {
+        out.resize(row_start);
+        err = make_error("22P02", why);
+        (void)s.rows.close();
+        return Fetch::error;
+      }
+      enc.end_field();
+    }
+    enc.end_data_row();
+    ++s.sent;
+  }
+  return Fetch::flush;
+}
+
+awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Error& err,
+                                            Fetch f) {
   std::string* out = &out_;
   for (;;) {
+    if (f == Fetch::flush) {
+      if (!co_await flush()) {
+        // The client vanished mid-result: stop reading, then end the connection
+        // (end() gives the backend back to the pool).
+        co_await session_->run([&s](Backend&) { return s.rows.close(); });
+        throw ClientGone{};
+      }
+    } else if (f != Fetch::more) {
+      if (f == Fetch::error) session_->explain_cancel(err);
+      co_return f;
+    }
     if (session_->cancel_reason() != CancelReason::none) {
       err = make_error("57014", "canceling statement", db::Errc::busy);
       session_->explain_cancel(err);
       co_await session_->run([&s](Backend&) { return s.rows.close(); });
       co_return Fetch::error;
     }
-    auto f = co_await session_->run([&](Backend&) -> Fetch {
-      pg::Encoder enc(*out);
-      if (!s.has_columns) {
-        // No rows: finish the statement here.
-        s.info = s.rows.command();
-        (void)s.rows.close();
-        return Fetch::done;
-      }
-      const size_t n = s.row.size();
-      std::string why;
-      while (out->size() < kFlushBytes) {
-        if (limit > 0 && s.sent >= limit) return Fetch::limit;
-        auto r = s.rows.next_borrowed(s.row);
-        if (!r.ok()) {
-          err = r.take_error();
-          (void)s.rows.close();
-          return Fetch::error;
-        }
-        if (!r.value()) {
-          s.info = s.rows.command();
-          (void)s.rows.close();
-          return Fetch::done;
-        }
-        size_t row_start = out->size();
-        enc.begin_data_row(static_cast<int16_t>(n));
-        for (size_t i = 0; i < n; ++i) {
-          const auto& v = s.row[i];
-          if (v.is_null()) {
-            enc.null_field();
-            continue;
-          }
-          enc.begin_field();
-          if (!pg::encode_value(v, s.types[i].oid, s.formats[i], *out, &why)) {
-            out->resize(row_start);
-            err = make_error("22P02", why);
-            (void)s.rows.close();
-            return Fetch::error;
-          }
-          enc.end_field();
-        }
-        enc.end_data_row();
-        ++s.sent;
-      }
-      return Fetch::flush;
-    });
-    if (f == Fetch::error) session_->explain_cancel(err);
-    if (f != Fetch::flush) co_return f;
-    if (!co_await flush()) {
-      err = make_error("08006", "client connection lost", db::Errc::connection);
-      co_await session_->run([&s](Backend&) { return s.rows.close(); });
-      throw std::runtime_error("client went away mid-result");
-    }
+    f = co_await session_->run(
+        [&](Backend&) -> Fetch { return fetch_rows(s, *out, limit, err); });
   }
 }
 
@@ -1324,11 +1340,13 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     const auto& params = portal.params;
     const auto& described = p.columns;
     std::span<const int16_t> formats = portal.result_formats;
-    auto started = co_await session_->run([&](Backend&) -> bool {
+    const int64_t limit = m.max_rows > 0 ? m.max_rows : 0;
+    std::string* out = &out_;
+    auto first = co_await session_->run([&](Backend&) -> Fetch {
       auto r = statement->query(params);
       if (!r.ok()) {
         err = r.take_error();
-        return false;
+        return Fetch::error;
       }
       streamer->rows = std::move(r.value());
       auto cols = streamer->rows.columns();
@@ -1337,19 +1355,21 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
       set_wire_types(described.size() == cols.size() ? std::span<const db::Column>(described) : cols,
                      formats, streamer->types, streamer->formats);
       streamer->row.resize(cols.size());
-      return true;
+      // One hop to the executor for a small result: execution and rows together.
+      return fetch_rows(*streamer, *out, limit, err);
     });
-    if (!started) {
-      session_->statement_end();
-      co_await backend_error(std::move(err));
-      skip_until_sync_ = true;
-      co_return;
-    }
     portal.open = std::move(s);
+    co_await finish_execute(portal, p, limit, err, first);
+    co_return;
   }
+  portal.open->sent = 0;
+  co_await finish_execute(portal, p, m.max_rows > 0 ? m.max_rows : 0, err, Fetch::more);
+}
+
+awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int64_t limit,
+                                         db::Error& err, Fetch first) {
   Streamer& s = *portal.open;
-  s.sent = 0;
-  Fetch f = co_await stream(s, m.max_rows > 0 ? m.max_rows : 0, err);
+  Fetch f = co_await stream(s, limit, err, first);
   if (f == Fetch::error) {
     portal.open.reset();
     portal.done = true;
@@ -1390,6 +1410,7 @@ awaitable<void> PgClient::on_sync() {
   // Outside a transaction block, Sync ends the implicit transaction and with it
   // every portal.
   if (!session_->in_transaction()) co_await close_portals();
+  if (!portals_open()) session_->statement_end();
   session_->release_if_idle(portals_open());
   ready_for_query();
 }

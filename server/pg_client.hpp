@@ -59,7 +59,10 @@ class PgClient final : public Client,
   struct Prepared;
   struct Portal;
   struct Streamer;
-  enum class Fetch : uint8_t { done, flush, limit, error };
+  /// Where sending a result stands: `more` (nothing fetched yet), `flush`
+  /// (output buffered, more rows may follow), `done`, `limit` (the Execute's
+  /// row limit was reached), `error`.
+  enum class Fetch : uint8_t { more, done, flush, limit, error };
 
   /// Logs the client in, then serves it.
   boost::asio::awaitable<void> begin();
@@ -95,8 +98,15 @@ class PgClient final : public Client,
   boost::asio::awaitable<void> on_execute(const pg::Execute& m);
   boost::asio::awaitable<void> on_close(const pg::Close& m);
   boost::asio::awaitable<void> on_sync();
-  /// Streams rows of `s` until done / limit / error, flushing between chunks.
-  boost::asio::awaitable<Fetch> stream(Streamer& s, int64_t limit, db::Error& err);
+  /// Fills `out` with DataRows from `s` until 64 KiB, the limit or the end.
+  /// Runs on the executor.
+  static Fetch fetch_rows(Streamer& s, std::string& out, int64_t limit, db::Error& err);
+  /// Streams rows of `s` until done / limit / error, flushing between chunks;
+  /// `first` is what the job that started the statement already fetched.
+  boost::asio::awaitable<Fetch> stream(Streamer& s, int64_t limit, db::Error& err, Fetch first);
+  /// The rest of an Execute once its reader is open.
+  boost::asio::awaitable<void> finish_execute(Portal& portal, const Prepared& p, int64_t limit,
+                                              db::Error& err, Fetch first);
   /// Closes every portal's open reader (on the executor).
   boost::asio::awaitable<void> close_portals();
   bool portals_open() const;
