@@ -1,6 +1,6 @@
 """The wirepool process: command line, start-up errors, timeouts and the drain.
 
-Covers: --version; --check-config exit 0 on a good file and 1 with
+Covers: --version; JSON log lines (each a JSON object, no secret in them); --check-config exit 0 on a good file and 1 with
 file:line:column on a bad one; a port already in use is a one-line error naming
 the port; the `make run` default configuration (deploy/wirepool.yaml) checks
 clean; client_idle_timeout and idle_in_transaction_timeout close clients with
@@ -78,6 +78,28 @@ class CommandLineTest(unittest.TestCase):
         lines = [l for l in r.stderr.splitlines() if "cannot listen" in l]
         self.assertEqual(len(lines), 1, r.stderr)
         self.assertIn(f"127.0.0.1:{wp.port}", lines[0])
+
+
+class JsonLogTest(unittest.TestCase):
+
+    def test_every_log_line_is_a_json_object_without_secrets(self):
+        import json
+        wp = Wirepool(server="log: { level: debug, format: json }\n")
+        wp.start()
+        try:
+            psql(wp.dsn(), "-c", "SELECT 'a \"quoted\" value'")
+            psql(wp.dsn(password="wrong"), "-c", "SELECT 1", check=False)
+        finally:
+            wp.stop()
+            log = wp.log()
+            wp.cleanup()
+        lines = [l for l in log.splitlines() if l.strip()]
+        self.assertGreater(len(lines), 3)
+        for line in lines:
+            obj = json.loads(line)
+            self.assertEqual(set(obj), {"ts", "level", "thread", "msg"})
+        self.assertNotIn("wonderland", log)
+        self.assertIn("authentication failed", log)
 
 
 class TimeoutTest(unittest.TestCase):
