@@ -22,7 +22,7 @@ BUILD_PKGS := cmake ninja-build g++ pkg-config libboost1.81-dev libssl-dev libsp
   libfmt-dev libyaml-cpp-dev libsqlite3-dev libgtest-dev libgmock-dev
 # What the tests add: real clients, real servers, the fuzzer's compiler.
 # (pgbench ships in postgresql-15, the server package.)
-TEST_PKGS := clang-14 libclang-rt-14-dev postgresql-client-15 postgresql-15 \
+TEST_PKGS := clang-14 libclang-rt-14-dev clang-format postgresql-client-15 postgresql-15 \
   python3-psycopg2 libpostgresql-jdbc-java procps
 # Commands that may come from elsewhere than Debian (NodeSource's nodejs bundles npm):
 # the Debian package is installed only when the command is missing.
@@ -68,7 +68,7 @@ build/npm/.installed: tests/e2e/node/package.json tests/e2e/node/package-lock.js
 	@cd build/npm && npm ci --no-audit --no-fund --loglevel=error >/dev/null
 	@touch $@
 
-test: test-deps configure build/npm/.installed
+test: test-deps configure build/npm/.installed format-check
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 	@ln -sf $(PRESET)/wirepool build/wirepool
 	@$(MAKE) --no-print-directory fuzz
@@ -105,6 +105,7 @@ format:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
 
 format-check:
+	@command -v clang-format >/dev/null || { $(call install_missing,clang-format,); }
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
 
 clean:

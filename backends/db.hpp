@@ -48,10 +48,10 @@ std::string_view to_string(Errc code);
 struct Error {
   Errc code = Errc::invalid_query;
   std::string sqlstate = "XX000";  ///< precise five-character SQLSTATE (DESIGN.md "Errors")
-  int64_t vendor_code = 0;         ///< the backend's native code (SQLite extended code, MySQL errno)
-  std::string message;             ///< the backend's message, passed to the client as is
-  std::string detail;              ///< optional (PostgreSQL DETAIL)
-  std::string hint;                ///< optional (PostgreSQL HINT)
+  int64_t vendor_code = 0;  ///< the backend's native code (SQLite extended code, MySQL errno)
+  std::string message;      ///< the backend's message, passed to the client as is
+  std::string detail;       ///< optional (PostgreSQL DETAIL)
+  std::string hint;         ///< optional (PostgreSQL HINT)
 
   /// Errc::closed, SQLSTATE 08003, "connection is closed".
   static Error closed();
@@ -67,8 +67,8 @@ struct Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}     // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
   T& value() & { return std::get<0>(v_); }
@@ -126,17 +126,53 @@ struct BasicValue {
 
   BasicValue() : i64(0) {}
   static BasicValue null() { return {}; }
-  static BasicValue boolean(bool v) { BasicValue x; x.kind = Kind::Bool; x.b = v; return x; }
-  static BasicValue int64(int64_t v) { BasicValue x; x.kind = Kind::I64; x.i64 = v; return x; }
-  static BasicValue uint64(uint64_t v) { BasicValue x; x.kind = Kind::U64; x.u64 = v; return x; }
-  static BasicValue float64(double v) { BasicValue x; x.kind = Kind::F64; x.f64 = v; return x; }
-  static BasicValue time(int64_t micros_since_epoch) {
-    BasicValue x; x.kind = Kind::Time; x.micros = micros_since_epoch; return x;
+  static BasicValue boolean(bool v) {
+    BasicValue x;
+    x.kind = Kind::Bool;
+    x.b = v;
+    return x;
   }
-  static BasicValue text(Str s) { BasicValue x; x.kind = Kind::Text; x.str = std::move(s); return x; }
-  static BasicValue bytes(Str s) { BasicValue x; x.kind = Kind::Bytes; x.str = std::move(s); return x; }
+  static BasicValue int64(int64_t v) {
+    BasicValue x;
+    x.kind = Kind::I64;
+    x.i64 = v;
+    return x;
+  }
+  static BasicValue uint64(uint64_t v) {
+    BasicValue x;
+    x.kind = Kind::U64;
+    x.u64 = v;
+    return x;
+  }
+  static BasicValue float64(double v) {
+    BasicValue x;
+    x.kind = Kind::F64;
+    x.f64 = v;
+    return x;
+  }
+  static BasicValue time(int64_t micros_since_epoch) {
+    BasicValue x;
+    x.kind = Kind::Time;
+    x.micros = micros_since_epoch;
+    return x;
+  }
+  static BasicValue text(Str s) {
+    BasicValue x;
+    x.kind = Kind::Text;
+    x.str = std::move(s);
+    return x;
+  }
+  static BasicValue bytes(Str s) {
+    BasicValue x;
+    x.kind = Kind::Bytes;
+    x.str = std::move(s);
+    return x;
+  }
   static BasicValue decimal(Str s) {
-    BasicValue x; x.kind = Kind::Decimal; x.str = std::move(s); return x;
+    BasicValue x;
+    x.kind = Kind::Decimal;
+    x.str = std::move(s);
+    return x;
   }
   bool is_null() const { return kind == Kind::Null; }
 };
@@ -162,12 +198,12 @@ inline Value copy_of(const ValueView& v) {
 
 /// What the backend said of a column's type, beyond its Kind.
 struct NativeType {
-  std::string name;          ///< the backend's spelling ("INTEGER", "numeric", "VARCHAR(20)"), may be empty
-  uint32_t pg_oid = 0;       ///< PostgreSQL backends: the type OID (0 for other backends)
-  int32_t pg_typmod = -1;    ///< PostgreSQL backends: the type modifier
-  int32_t precision = -1;    ///< decimal precision, or -1
-  int32_t scale = -1;        ///< decimal scale, or -1
-  int64_t length = -1;       ///< declared length in characters or bytes, or -1
+  std::string name;  ///< the backend's spelling ("INTEGER", "numeric", "VARCHAR(20)"), may be empty
+  uint32_t pg_oid = 0;     ///< PostgreSQL backends: the type OID (0 for other backends)
+  int32_t pg_typmod = -1;  ///< PostgreSQL backends: the type modifier
+  int32_t precision = -1;  ///< decimal precision, or -1
+  int32_t scale = -1;      ///< decimal scale, or -1
+  int64_t length = -1;     ///< declared length in characters or bytes, or -1
   TimeForm time_form = TimeForm::timestamptz;  ///< for Kind::Time columns
 };
 
@@ -193,9 +229,9 @@ using Params = std::span<const Param>;
 
 /// What a statement did, known once its rows are exhausted.
 struct CommandInfo {
-  std::string tag;       ///< the backend's own command tag (PostgreSQL), else empty
-  std::string verb;      ///< "SELECT", "INSERT", "CREATE TABLE", ... (sql::command_verb)
-  int64_t affected = -1; ///< rows inserted, updated or deleted; -1 when not applicable
+  std::string tag;        ///< the backend's own command tag (PostgreSQL), else empty
+  std::string verb;       ///< "SELECT", "INSERT", "CREATE TABLE", ... (sql::command_verb)
+  int64_t affected = -1;  ///< rows inserted, updated or deleted; -1 when not applicable
   int64_t last_insert_id = -1;
 };
 
@@ -211,7 +247,7 @@ struct Capabilities {
   bool notices = false;
   bool notifications = false;
   bool copy = false;
-  bool blocking = true;           ///< calls block: run them on the bounded executor
+  bool blocking = true;  ///< calls block: run them on the bounded executor
 };
 
 // ---------------------------------------------------------------------------
@@ -422,8 +458,8 @@ struct OpenOptions {
   std::string password;                        ///< from password_env / password_file, may be empty
   std::map<std::string, std::string> options;  ///< driver-specific knobs (validated by the driver)
   std::string base_dir;                        ///< relative paths are relative to this (state_dir)
-  std::string tls_ca;                          ///< PEM file of the only trusted root, empty = no TLS
-  std::vector<std::string> tls_pins;           ///< SHA-256 of accepted public keys (hex, lower case)
+  std::string tls_ca;                 ///< PEM file of the only trusted root, empty = no TLS
+  std::vector<std::string> tls_pins;  ///< SHA-256 of accepted public keys (hex, lower case)
 };
 
 class Driver {

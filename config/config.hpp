@@ -28,9 +28,9 @@ std::string_view to_string(LogFormat f);
 
 /// An IPv4 or IPv6 network in CIDR form.
 struct Cidr {
-  std::string text;        ///< as written ("127.0.0.0/8")
+  std::string text;  ///< as written ("127.0.0.0/8")
   bool v6 = false;
-  uint8_t addr[16] = {};   ///< network address (first 4 bytes for IPv4)
+  uint8_t addr[16] = {};  ///< network address (first 4 bytes for IPv4)
   int prefix = 0;
   /// True if `address` (4 or 16 bytes, network order) lies in this network.
   /// An IPv4-mapped IPv6 address matches IPv4 networks.
@@ -45,9 +45,9 @@ struct Server {
   int64_t max_clients = 10000;
   uint64_t max_message_size = 64ull << 20;
   Duration login_timeout = std::chrono::seconds(30);
-  Duration client_idle_timeout{0};           ///< 0 = none
-  Duration idle_in_transaction_timeout{0};   ///< 0 = none
-  Duration query_timeout{0};                 ///< 0 = none
+  Duration client_idle_timeout{0};          ///< 0 = none
+  Duration idle_in_transaction_timeout{0};  ///< 0 = none
+  Duration query_timeout{0};                ///< 0 = none
   Duration shutdown_grace = std::chrono::seconds(30);
 };
 
@@ -66,8 +66,8 @@ struct Tls {
   bool generate = false;
   std::string ciphersuites =
       "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
-  std::string client_ca;    ///< resolved path, empty = none
-  bool present = false;     ///< a certificate is configured (or will be generated)
+  std::string client_ca;  ///< resolved path, empty = none
+  bool present = false;   ///< a certificate is configured (or will be generated)
 };
 
 struct User {
@@ -91,8 +91,8 @@ struct PoolSettings {
 };
 
 struct BackendTls {
-  bool present = false;              ///< a `tls` block = TLS to the backend, verified
-  std::string ca;                    ///< resolved path
+  bool present = false;                 ///< a `tls` block = TLS to the backend, verified
+  std::string ca;                       ///< resolved path
   std::vector<std::string> pin_sha256;  ///< normalised: lower-case hex, no colons
 };
 
@@ -101,7 +101,7 @@ struct Database {
   std::string driver;
   std::string connection;
   std::string password_env;
-  std::string password_file;  ///< resolved path
+  std::string password_file;                   ///< resolved path
   std::map<std::string, std::string> options;  ///< scalar values as written
   PoolSettings pool;
   BackendTls tls;
@@ -141,8 +141,7 @@ class ConfigError : public std::runtime_error {
 
 /// Hook for checks that belong to other components (a driver's options): given a
 /// database entry, answers (option key or "", message) pairs. Set by the server.
-using DatabaseValidator =
-    std::vector<std::pair<std::string, std::string>> (*)(const Database& db);
+using DatabaseValidator = std::vector<std::pair<std::string, std::string>> (*)(const Database& db);
 
 /// Loads and validates a file. Relative `state_dir` is relative to the file's
 /// directory; other relative paths are relative to state_dir.

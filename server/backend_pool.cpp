@@ -1,10 +1,10 @@
 #include "server/backend_pool.hpp"
 
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <functional>
 
@@ -46,7 +46,8 @@ void StatementCache::erase(const std::string& key) {
 }
 
 void StatementCache::clear() {
-  for (auto& e : lru_) (void)e.second.close();
+  for (auto& e : lru_)
+    (void)e.second.close();
   lru_.clear();
   map_.clear();
 }
@@ -88,7 +89,8 @@ DatabasePool::DatabasePool(const config::Database& cfg, const db::Driver& driver
       timer_(timer_context) {}
 
 DatabasePool::~DatabasePool() {
-  for (auto& [id, b] : backends_) (void)b->conn.close();
+  for (auto& [id, b] : backends_)
+    (void)b->conn.close();
 }
 
 void DatabasePool::start() {
@@ -119,9 +121,15 @@ void DatabasePool::release(Backend* backend, bool healthy) {
   pool::TxState tx = pool::TxState::idle;
   if (healthy) {
     switch (backend->conn.tx_state()) {
-      case db::TxState::idle: tx = pool::TxState::idle; break;
-      case db::TxState::in_transaction: tx = pool::TxState::in_transaction; break;
-      case db::TxState::failed: tx = pool::TxState::failed; break;
+      case db::TxState::idle:
+        tx = pool::TxState::idle;
+        break;
+      case db::TxState::in_transaction:
+        tx = pool::TxState::in_transaction;
+        break;
+      case db::TxState::failed:
+        tx = pool::TxState::failed;
+        break;
     }
     healthy = backend->conn.alive();
   }
@@ -212,8 +220,8 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                         "\" became available within acquire_timeout";
                   break;
                 case pool::RejectReason::open_failed:
-                  msg = "cannot connect to the backend of database \"" + cfg_.name + "\": " +
-                        last_open_error_;
+                  msg = "cannot connect to the backend of database \"" + cfg_.name +
+                        "\": " + last_open_error_;
                   break;
                 case pool::RejectReason::shutdown:
                   msg = "database \"" + cfg_.name + "\" is shutting down";
@@ -274,7 +282,8 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
   }
   arm_timer(lock);
   lock.unlock();
-  for (auto& f : todo) f();
+  for (auto& f : todo)
+    f();
 }
 
 void DatabasePool::arm_timer(std::unique_lock<std::mutex>&) {

@@ -32,7 +32,8 @@ class BlockingExecutor {
     auto job = [fn = std::move(f)]() mutable -> asio::awaitable<std::optional<R>> {
       co_return std::optional<R>(fn());
     };
-    auto result = co_await asio::co_spawn(pool_.get_executor(), std::move(job), asio::use_awaitable);
+    auto result =
+        co_await asio::co_spawn(pool_.get_executor(), std::move(job), asio::use_awaitable);
     co_return std::move(*result);
   }
 

@@ -16,11 +16,21 @@ void json_escape(std::string_view s, std::string& out) {
   for (char c : s) {
     auto u = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (u < 0x20) {
           out += "\\u00";
@@ -84,8 +94,10 @@ namespace {
 bool is_secret_key(std::string_view key) {
   std::string k(key);
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return std::tolower(c); });
-  while (!k.empty() && std::isspace(static_cast<unsigned char>(k.back()))) k.pop_back();
-  while (!k.empty() && std::isspace(static_cast<unsigned char>(k.front()))) k.erase(0, 1);
+  while (!k.empty() && std::isspace(static_cast<unsigned char>(k.back())))
+    k.pop_back();
+  while (!k.empty() && std::isspace(static_cast<unsigned char>(k.front())))
+    k.erase(0, 1);
   return k == "password" || k == "pwd" || k == "pass" || k == "passwd" || k == "secret" ||
          k == "sslpassword" || k == "token" || k.find("password") != std::string::npos;
 }
@@ -127,7 +139,8 @@ std::string redact_secrets(std::string_view s) {
       }
       if (end < s.size()) ++end;
     } else {
-      while (end < s.size() && s[end] != ' ' && s[end] != ';' && s[end] != '&') ++end;
+      while (end < s.size() && s[end] != ' ' && s[end] != ';' && s[end] != '&')
+        ++end;
     }
     if (is_secret_key(key)) {
       out += "***";

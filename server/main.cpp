@@ -33,9 +33,10 @@ std::vector<std::pair<std::string, std::string>> validate_database(
   const db::Driver* driver = db::find_driver(d.driver);
   if (!driver) {
     std::string names;
-    for (auto n : db::driver_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-    return {{"", "driver \"" + d.driver + "\" is not available in this build (available: " +
-                     names + ")"}};
+    for (auto n : db::driver_names())
+      names += (names.empty() ? "" : ", ") + std::string(n);
+    return {{"", "driver \"" + d.driver + "\" is not available in this build (available: " + names +
+                     ")"}};
   }
   db::OpenOptions o;
   o.connection = d.connection;
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
   try {
     cfg = config::load(config_path, &validate_database);
   } catch (const config::ConfigError& e) {
-    for (const auto& p : e.problems()) std::fprintf(stderr, "%s\n", p.to_string().c_str());
+    for (const auto& p : e.problems())
+      std::fprintf(stderr, "%s\n", p.to_string().c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", config_path.c_str(), e.what());

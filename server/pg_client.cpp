@@ -1,10 +1,10 @@
 #include "server/pg_client.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstring>
@@ -41,8 +41,8 @@ db::Error make_error(std::string_view sqlstate, std::string message,
 }
 
 /// PostgreSQL's command tag for what a statement did.
-std::string command_tag(const db::CommandInfo& ci, const std::string& fallback_verb,
-                        bool had_rows, int64_t rows_sent) {
+std::string command_tag(const db::CommandInfo& ci, const std::string& fallback_verb, bool had_rows,
+                        int64_t rows_sent) {
   if (!ci.tag.empty()) return ci.tag;
   const std::string& verb = ci.verb.empty() ? fallback_verb : ci.verb;
   int64_t n = ci.affected >= 0 ? ci.affected : rows_sent;
@@ -57,9 +57,12 @@ std::string command_tag(const db::CommandInfo& ci, const std::string& fallback_v
 
 char rfq_status(db::TxState s) {
   switch (s) {
-    case db::TxState::idle: return 'I';
-    case db::TxState::in_transaction: return 'T';
-    case db::TxState::failed: return 'E';
+    case db::TxState::idle:
+      return 'I';
+    case db::TxState::in_transaction:
+      return 'T';
+    case db::TxState::failed:
+      return 'E';
   }
   return 'I';
 }
@@ -248,8 +251,7 @@ awaitable<bool> PgClient::read_more(size_t want) {
     }
     if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
     if (session_) io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    co_await socket_.async_wait(ClientSocket::wait_read,
-                                asio::redirect_error(use_awaitable, ec));
+    co_await socket_.async_wait(ClientSocket::wait_read, asio::redirect_error(use_awaitable, ec));
     if (session_) io_deadline_.reset();
     if (timed_out_) co_return false;
     if (ec && ec != asio::error::operation_aborted) co_return false;
@@ -271,8 +273,7 @@ awaitable<bool> PgClient::flush() {
     }
     auto saved = io_deadline_;
     io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    co_await socket_.async_wait(ClientSocket::wait_write,
-                                asio::redirect_error(use_awaitable, ec));
+    co_await socket_.async_wait(ClientSocket::wait_write, asio::redirect_error(use_awaitable, ec));
     io_deadline_ = saved;
     if (timed_out_ || (ec && ec != asio::error::operation_aborted)) {
       out_.clear();
@@ -395,7 +396,8 @@ awaitable<bool> PgClient::login() {
     }
     auto& sm = std::get<pg::StartupMessage>(d.message);
     protocol = sm.protocol;
-    for (auto& [k, v] : sm.params) params.emplace_back(std::string(k), std::string(v));
+    for (auto& [k, v] : sm.params)
+      params.emplace_back(std::string(k), std::string(v));
     break;
   }
 
@@ -413,9 +415,12 @@ awaitable<bool> PgClient::login() {
   std::string user, database, options;
   std::vector<std::string_view> unrecognized;
   for (auto& [k, v] : params) {
-    if (k == "user") user = v;
-    else if (k == "database") database = v;
-    else if (k == "options") options = v;
+    if (k == "user")
+      user = v;
+    else if (k == "database")
+      database = v;
+    else if (k == "options")
+      options = v;
     else if (k == "replication") {
       co_await fatal("08P01", "wirepool does not support replication connections");
       co_return false;
@@ -441,10 +446,12 @@ awaitable<bool> PgClient::login() {
     if (!ec) {
       if (addr.is_v4()) {
         auto b = addr.to_v4().to_bytes();
-        for (const auto& c : listener_.allow) ok = ok || c.contains(b.data(), false);
+        for (const auto& c : listener_.allow)
+          ok = ok || c.contains(b.data(), false);
       } else {
         auto b = addr.to_v6().to_bytes();
-        for (const auto& c : listener_.allow) ok = ok || c.contains(b.data(), true);
+        for (const auto& c : listener_.allow)
+          ok = ok || c.contains(b.data(), true);
       }
     }
     if (!ok) {
@@ -473,8 +480,7 @@ awaitable<bool> PgClient::login() {
     co_return false;
   }
 
-  auto session = std::make_unique<Session>(pool, *record, server_.blocking(),
-                                           scfg.query_timeout);
+  auto session = std::make_unique<Session>(pool, *record, server_.blocking(), scfg.query_timeout);
   auto& settings = session->settings();
   (void)settings.set("session_authorization", user);
   if (record->admin) (void)settings.set("is_superuser", "on");
@@ -489,13 +495,16 @@ awaitable<bool> PgClient::login() {
   {
     std::string_view o = options;
     while (!o.empty()) {
-      while (!o.empty() && o.front() == ' ') o.remove_prefix(1);
+      while (!o.empty() && o.front() == ' ')
+        o.remove_prefix(1);
       size_t end = o.find(' ');
       std::string_view tok = o.substr(0, end);
       o = end == std::string_view::npos ? std::string_view() : o.substr(end);
       if (tok == "-c") continue;
-      if (tok.rfind("--", 0) == 0) tok.remove_prefix(2);
-      else if (tok.rfind("-c", 0) == 0) tok.remove_prefix(2);
+      if (tok.rfind("--", 0) == 0)
+        tok.remove_prefix(2);
+      else if (tok.rfind("-c", 0) == 0)
+        tok.remove_prefix(2);
       auto eq = tok.find('=');
       if (eq == std::string_view::npos) continue;
       std::string name(tok.substr(0, eq));
@@ -666,10 +675,9 @@ awaitable<void> PgClient::serve() {
         if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
         arm_idle_deadline();
         idle_wait_ = true;
-        socket_.async_wait(ClientSocket::wait_read,
-                           [self = shared_from_this()](boost::system::error_code e) {
-                             self->on_readable(e);
-                           });
+        socket_.async_wait(
+            ClientSocket::wait_read,
+            [self = shared_from_this()](boost::system::error_code e) { self->on_readable(e); });
         co_return;
       }
       // Part of a message is here: wait for the rest (bounded by the I/O timeout).
@@ -725,9 +733,7 @@ awaitable<bool> PgClient::handle(const pg::FrontendMessage& msg) {
   bool keep = true;
   co_await std::visit(
       overloaded{
-          [&](const pg::Query& m) -> awaitable<void> {
-            co_await simple_query(m.sql);
-          },
+          [&](const pg::Query& m) -> awaitable<void> { co_await simple_query(m.sql); },
           [&](const pg::Parse& m) -> awaitable<void> { co_await on_parse(m); },
           [&](const pg::Bind& m) -> awaitable<void> { co_await on_bind(m); },
           [&](const pg::Describe& m) -> awaitable<void> { co_await on_describe(m); },
@@ -770,8 +776,8 @@ awaitable<void> PgClient::simple_query(std::string_view text) {
   if (stmts.empty()) {
     pg::Encoder(out_).empty_query_response();
   } else if (stmts.size() == 1) {
-    (void)co_await simple_statement(stmts[0],
-                                   classify(stmts[0], dialect, session_->pool().backend_keeps_settings()));
+    (void)co_await simple_statement(
+        stmts[0], classify(stmts[0], dialect, session_->pool().backend_keeps_settings()));
   } else {
     // Several statements outside a transaction run as one implicit transaction,
     // as in PostgreSQL: an error rolls back the ones before it. Statements that
@@ -850,8 +856,7 @@ awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classifi
   co_return true;
 }
 
-PgClient::Fetch PgClient::fetch_rows(Streamer& s, std::string& out, int64_t limit,
-                                     db::Error& err) {
+PgClient::Fetch PgClient::fetch_rows(Streamer& s, std::string& out, int64_t limit, db::Error& err) {
   // On the executor: the statement's own thread for this call.
   pg::Encoder enc(out);
   if (!s.has_columns) {
@@ -898,8 +903,7 @@ PgClient::Fetch PgClient::fetch_rows(Streamer& s, std::string& out, int64_t limi
   return Fetch::flush;
 }
 
-awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Error& err,
-                                            Fetch f) {
+awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Error& err, Fetch f) {
   std::string* out = &out_;
   for (;;) {
     if (f == Fetch::flush) {
@@ -919,8 +923,7 @@ awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Erro
       co_await session_->run([&s](Backend&) { return s.rows.close(); });
       co_return Fetch::error;
     }
-    f = co_await session_->run(
-        [&](Backend&) -> Fetch { return fetch_rows(s, *out, limit, err); });
+    f = co_await session_->run([&](Backend&) -> Fetch { return fetch_rows(s, *out, limit, err); });
   }
 }
 
@@ -996,8 +999,10 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
                        tag = "SET";
                      },
                      [&](const ResetCommand& c) {
-                       if (c.name == "all") settings.reset_all();
-                       else err = settings.reset(c.name);
+                       if (c.name == "all")
+                         settings.reset_all();
+                       else
+                         err = settings.reset(c.name);
                        tag = "RESET";
                      },
                      [&](const ShowCommand& c) {
@@ -1008,8 +1013,8 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
                        } else if (auto v = settings.get(c.name)) {
                          rows.emplace_back(c.name, *v);
                        } else {
-                         err = SettingError{"42704", "unrecognized configuration parameter \"" +
-                                                         c.name + "\""};
+                         err = SettingError{
+                             "42704", "unrecognized configuration parameter \"" + c.name + "\""};
                          return;
                        }
                        std::vector<pg::FieldDescription> fields;
@@ -1057,8 +1062,7 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
         co_await close_portals();
         ext().portals.clear();
         ext().statements.clear();
-      } else if (what != "PLANS" && what != "SEQUENCES" && what != "TEMP" &&
-                 what != "TEMPORARY") {
+      } else if (what != "PLANS" && what != "SEQUENCES" && what != "TEMP" && what != "TEMPORARY") {
         send_error("42601", "syntax error at or near \"" + what + "\"");
         co_return false;
       }
@@ -1352,8 +1356,9 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
       auto cols = streamer->rows.columns();
       streamer->has_columns = !cols.empty();
       // The types announced by Describe (from the statement before execution) rule.
-      set_wire_types(described.size() == cols.size() ? std::span<const db::Column>(described) : cols,
-                     formats, streamer->types, streamer->formats);
+      set_wire_types(
+          described.size() == cols.size() ? std::span<const db::Column>(described) : cols, formats,
+          streamer->types, streamer->formats);
       streamer->row.resize(cols.size());
       // One hop to the executor for a small result: execution and rows together.
       return fetch_rows(*streamer, *out, limit, err);

@@ -43,8 +43,7 @@ class PgClient final : public Client,
                        public CancelTarget,
                        public std::enable_shared_from_this<PgClient> {
  public:
-  PgClient(Server& server, Loop& loop, ClientSocket socket,
-           const config::Listener& listener);
+  PgClient(Server& server, Loop& loop, ClientSocket socket, const config::Listener& listener);
   ~PgClient() override;
 
   /// Spawns the client's coroutine on its loop.

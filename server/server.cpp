@@ -1,8 +1,8 @@
 #include "server/server.hpp"
 
-#include <boost/asio/signal_set.hpp>
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
+#include <boost/asio/signal_set.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -84,7 +84,8 @@ size_t blocking_threads(const config::Config& cfg) {
   // One thread per backend connection that can be busy at once, plus a few for
   // opening and closing; bounded so a large configuration stays sane.
   size_t n = 4;
-  for (const auto& d : cfg.databases) n += static_cast<size_t>(d.pool.max);
+  for (const auto& d : cfg.databases)
+    n += static_cast<size_t>(d.pool.max);
   return std::min<size_t>(n, 512);
 }
 
@@ -98,10 +99,12 @@ Server::Server(config::Config cfg)
     throw std::runtime_error("cannot create state_dir " + cfg_.server.state_dir + ": " +
                              ec.message());
   }
-  for (size_t i = 0; i < loop_count(cfg_); ++i) loops_.push_back(std::make_unique<Loop>());
+  for (size_t i = 0; i < loop_count(cfg_); ++i)
+    loops_.push_back(std::make_unique<Loop>());
   for (const auto& d : cfg_.databases) {
     const db::Driver* driver = db::find_driver(d.driver);
-    if (!driver) throw std::runtime_error("database \"" + d.name + "\": unknown driver " + d.driver);
+    if (!driver)
+      throw std::runtime_error("database \"" + d.name + "\": unknown driver " + d.driver);
     db::OpenOptions o;
     o.connection = d.connection;
     o.password = read_secret(d);
@@ -114,7 +117,9 @@ Server::Server(config::Config cfg)
   }
 }
 
-Server::~Server() { stop_all(); }
+Server::~Server() {
+  stop_all();
+}
 
 DatabasePoolPtr Server::find_pool(std::string_view name) const {
   auto it = pools_.find(name);
@@ -130,7 +135,9 @@ bool Server::admit_client() {
   return true;
 }
 
-void Server::client_gone() { clients_.fetch_sub(1); }
+void Server::client_gone() {
+  clients_.fetch_sub(1);
+}
 
 std::vector<uint16_t> Server::bound_ports() const {
   std::vector<uint16_t> out;
@@ -146,8 +153,7 @@ void Server::start_listeners() {
     const auto& l = cfg_.listeners[i];
     std::string where = l.address + ":" + std::to_string(l.port);
     try {
-      asio::ip::tcp::endpoint ep(asio::ip::make_address(l.address),
-                                 static_cast<uint16_t>(l.port));
+      asio::ip::tcp::endpoint ep(asio::ip::make_address(l.address), static_cast<uint16_t>(l.port));
       auto acc = std::make_unique<asio::ip::tcp::acceptor>(main_);
       acc->open(ep.protocol());
       acc->set_option(asio::ip::tcp::acceptor::reuse_address(true));
@@ -160,7 +166,8 @@ void Server::start_listeners() {
     spdlog::info("listening for {} clients on {}:{}", config::to_string(l.protocol), l.address,
                  acceptors_.back()->local_endpoint().port());
   }
-  for (size_t i = 0; i < acceptors_.size(); ++i) accept_loop(i);
+  for (size_t i = 0; i < acceptors_.size(); ++i)
+    accept_loop(i);
 }
 
 void Server::accept_loop(size_t index) {
@@ -193,14 +200,16 @@ void Server::start_sweep(Loop& loop) {
   loop.sweep_timer.async_wait([this, &loop](boost::system::error_code ec) {
     if (ec) return;
     auto now = std::chrono::steady_clock::now();
-    for (auto& c : loop.clients) c.sweep(now);
+    for (auto& c : loop.clients)
+      c.sweep(now);
     start_sweep(loop);
   });
 }
 
 int Server::run() {
   start_listeners();
-  for (auto& [name, pool] : pools_) pool->start();
+  for (auto& [name, pool] : pools_)
+    pool->start();
 
   asio::signal_set signals(main_, SIGINT, SIGTERM, SIGHUP);
   std::function<void()> wait_signal = [&] {
@@ -233,8 +242,9 @@ int Server::run() {
 
 void Server::on_signal(int signo) {
   if (signo == SIGHUP) {
-    spdlog::warn("SIGHUP: configuration reload is not implemented in this version; "
-                 "the running configuration stays");
+    spdlog::warn(
+        "SIGHUP: configuration reload is not implemented in this version; "
+        "the running configuration stays");
     return;
   }
   if (++signals_seen_ > 1) {
@@ -254,7 +264,8 @@ void Server::begin_drain() {
   }
   for (auto& loop : loops_) {
     asio::post(loop->io, [l = loop.get()] {
-      for (auto& c : l->clients) c.drain();
+      for (auto& c : l->clients)
+        c.drain();
     });
   }
   drain_deadline_ = std::chrono::steady_clock::now() + cfg_.server.shutdown_grace;
@@ -267,7 +278,8 @@ void Server::check_drained() {
   if (remaining == 0) {
     // Every client left: close the backends cleanly, then stop (at most ~5 s).
     if (pool_close_waits_ == 0) {
-      for (auto& [name, pool] : pools_) pool->shutdown();
+      for (auto& [name, pool] : pools_)
+        pool->shutdown();
     }
     bool busy = false;
     for (auto& [name, pool] : pools_) {
@@ -282,7 +294,8 @@ void Server::check_drained() {
     spdlog::warn("shutdown_grace over: closing {} remaining client(s)", remaining);
     for (auto& loop : loops_) {
       asio::post(loop->io, [l = loop.get()] {
-        for (auto& c : l->clients) c.terminate();
+        for (auto& c : l->clients)
+          c.terminate();
       });
     }
     drain_deadline_ = now + std::chrono::seconds(5);
@@ -294,7 +307,8 @@ void Server::check_drained() {
 }
 
 void Server::stop_all() {
-  for (auto& loop : loops_) loop->io.stop();
+  for (auto& loop : loops_)
+    loop->io.stop();
   for (auto& loop : loops_) {
     if (loop->thread.joinable()) loop->thread.join();
   }

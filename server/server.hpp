@@ -34,8 +34,8 @@ using ClientSocket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::
 /// A client connection as the event loop sees it: swept for deadlines
 /// (timeouts are checked by one periodic sweep per loop instead of a timer per
 /// client, so an idle client costs no timer) and told when the server drains.
-class Client : public boost::intrusive::list_base_hook<boost::intrusive::link_mode<
-                   boost::intrusive::auto_unlink>> {
+class Client : public boost::intrusive::list_base_hook<
+                   boost::intrusive::link_mode<boost::intrusive::auto_unlink>> {
  public:
   virtual ~Client() = default;
   /// Expire whatever deadline passed. Runs on the client's own loop thread.

@@ -115,10 +115,14 @@ void Session::statement_begin() {
     auto [p, ec] = std::from_chars(st->data(), st->data() + st->size(), v);
     if (ec == std::errc() && v > 0) {
       std::string_view unit(p, st->data() + st->size() - p);
-      while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
-      if (unit == "s") v *= 1000;
-      else if (unit == "min") v *= 60000;
-      else if (unit == "h") v *= 3600000;
+      while (!unit.empty() && unit.front() == ' ')
+        unit.remove_prefix(1);
+      if (unit == "s")
+        v *= 1000;
+      else if (unit == "min")
+        v *= 60000;
+      else if (unit == "h")
+        v *= 3600000;
       timeout = config::Duration(v);
     } else if (ec == std::errc() && v == 0) {
       timeout = config::Duration(0);
@@ -131,7 +135,9 @@ void Session::statement_begin() {
   }
 }
 
-void Session::statement_end() { deadline_.reset(); }
+void Session::statement_end() {
+  deadline_.reset();
+}
 
 void Session::cancel(CancelReason why) {
   std::lock_guard<SpinLock> lock(cancel_mu_);
@@ -190,16 +196,14 @@ asio::awaitable<db::Status> Session::begin(std::string_view native_sql) {
 asio::awaitable<db::Status> Session::commit() {
   // The backend may be in a transaction the session did not open through
   // begin() (a SAVEPOINT-less driver edge case): commit it on the connection.
-  auto st = co_await run([this](Backend& b) {
-    return tx_.is_open() ? tx_.commit() : b.conn.impl()->commit();
-  });
+  auto st = co_await run(
+      [this](Backend& b) { return tx_.is_open() ? tx_.commit() : b.conn.impl()->commit(); });
   co_return st;
 }
 
 asio::awaitable<db::Status> Session::rollback() {
-  auto st = co_await run([this](Backend& b) {
-    return tx_.is_open() ? tx_.rollback() : b.conn.impl()->rollback();
-  });
+  auto st = co_await run(
+      [this](Backend& b) { return tx_.is_open() ? tx_.rollback() : b.conn.impl()->rollback(); });
   co_return st;
 }
 

@@ -112,7 +112,9 @@ std::string Settings::current(const std::string& name) const {
 }
 
 namespace {
-bool is_known(const std::string& name) { return builtins().count(name) > 0; }
+bool is_known(const std::string& name) {
+  return builtins().count(name) > 0;
+}
 }  // namespace
 
 std::optional<SettingError> Settings::set(std::string_view raw_name, std::string_view value) {
@@ -125,8 +127,8 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
   if (name == "client_encoding") {
     std::string s = squash(value);
     if (s != "utf8" && s != "unicode" && s != "sqlascii") {
-      return SettingError{"22023", "wirepool speaks UTF8 only: client_encoding \"" + v +
-                                       "\" is not supported"};
+      return SettingError{
+          "22023", "wirepool speaks UTF8 only: client_encoding \"" + v + "\" is not supported"};
     }
     v = "UTF8";
   } else if (name == "DateStyle") {
@@ -153,8 +155,8 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
       if (!(std::isdigit(static_cast<unsigned char>(v[i])) || (i == 0 && v[i] == '-'))) ok = false;
     }
     if (!ok) {
-      return SettingError{"22023", "invalid value for parameter \"extra_float_digits\": \"" + v +
-                                       "\""};
+      return SettingError{"22023",
+                          "invalid value for parameter \"extra_float_digits\": \"" + v + "\""};
     }
   }
   if (current(name) == v && (overrides_.find(name) || is_known(name))) return std::nullopt;
@@ -225,12 +227,19 @@ std::vector<std::pair<std::string, std::string>> Settings::all() const {
 }
 
 const std::vector<std::string_view>& Settings::reported() {
-  static const std::vector<std::string_view> r = {
-      "application_name",  "client_encoding",       "DateStyle",
-      "default_transaction_read_only", "in_hot_standby", "integer_datetimes",
-      "IntervalStyle",     "is_superuser",          "server_encoding",
-      "server_version",    "session_authorization", "standard_conforming_strings",
-      "TimeZone"};
+  static const std::vector<std::string_view> r = {"application_name",
+                                                  "client_encoding",
+                                                  "DateStyle",
+                                                  "default_transaction_read_only",
+                                                  "in_hot_standby",
+                                                  "integer_datetimes",
+                                                  "IntervalStyle",
+                                                  "is_superuser",
+                                                  "server_encoding",
+                                                  "server_version",
+                                                  "session_authorization",
+                                                  "standard_conforming_strings",
+                                                  "TimeZone"};
   return r;
 }
 
@@ -244,7 +253,8 @@ std::vector<std::pair<std::string, std::string>> Settings::take_reported_changes
     const auto& rep = reported();
     if (std::find(rep.begin(), rep.end(), name) == rep.end()) continue;
     bool seen = false;
-    for (auto& [n, v] : out) seen = seen || n == name;
+    for (auto& [n, v] : out)
+      seen = seen || n == name;
     if (!seen) out.emplace_back(name, current(name));
   }
   changed_.clear();
@@ -311,16 +321,18 @@ class Tokenizer {
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' ||
         (c == '.' && i_ + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_ + 1])))) {
       size_t start = i_++;
-      while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.')) {
+      while (i_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.')) {
         ++i_;
       }
       return {Token::number, std::string(s_.substr(start, i_ - start))};
     }
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80) {
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
+        static_cast<unsigned char>(c) >= 0x80) {
       size_t start = i_++;
-      while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_' ||
-                                s_[i_] == '$' || s_[i_] == '.' ||
-                                static_cast<unsigned char>(s_[i_]) >= 0x80)) {
+      while (i_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_' || s_[i_] == '$' ||
+              s_[i_] == '.' || static_cast<unsigned char>(s_[i_]) >= 0x80)) {
         ++i_;
       }
       return {Token::word, std::string(s_.substr(start, i_ - start))};
@@ -333,9 +345,11 @@ class Tokenizer {
  private:
   void skip() {
     for (;;) {
-      while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+      while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_])))
+        ++i_;
       if (s_.substr(i_, 2) == "--") {
-        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
+        while (i_ < s_.size() && s_[i_] != '\n')
+          ++i_;
       } else if (s_.substr(i_, 2) == "/*") {
         auto e = s_.find("*/", i_ + 2);
         i_ = e == std::string_view::npos ? s_.size() : e + 2;

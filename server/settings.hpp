@@ -55,7 +55,8 @@ class Settings {
       while (i < data_.size()) {
         size_t a = data_.find('\0', i);
         size_t b = data_.find('\0', a + 1);
-        f(std::string_view(data_).substr(i, a - i), std::string_view(data_).substr(a + 1, b - a - 1));
+        f(std::string_view(data_).substr(i, a - i),
+          std::string_view(data_).substr(a + 1, b - a - 1));
         i = b + 1;
       }
     }
@@ -80,9 +81,9 @@ class Settings {
 
 /// The commands the session layer answers itself for such backends.
 struct SetCommand {
-  std::string name;           ///< lower-cased
+  std::string name;                  ///< lower-cased
   std::optional<std::string> value;  ///< nullopt = DEFAULT (same as RESET)
-  bool local = false;         ///< SET LOCAL
+  bool local = false;                ///< SET LOCAL
 };
 struct ResetCommand {
   std::string name;  ///< lower-cased; "all" for RESET ALL

@@ -21,7 +21,7 @@ namespace wirepool::pg {
 
 using Bytes = std::span<const uint8_t>;
 
-inline constexpr uint32_t kProtocol30 = 196608;        // 3.0
+inline constexpr uint32_t kProtocol30 = 196608;  // 3.0
 inline constexpr uint32_t kSslRequestCode = 80877103;
 inline constexpr uint32_t kGssEncRequestCode = 80877104;
 inline constexpr uint32_t kCancelRequestCode = 80877102;
@@ -63,36 +63,53 @@ Decoded<StartupPacket> decode_startup(Bytes in, size_t max_len = kMaxStartupPack
 // ---------------------------------------------------------------------------
 // Frontend messages: type byte, int32 length (including itself), body.
 
-struct Query { std::string_view sql; };                                   // 'Q'
-struct Parse {                                                             // 'P'
+struct Query {
+  std::string_view sql;
+};              // 'Q'
+struct Parse {  // 'P'
   std::string_view name;
   std::string_view sql;
   std::vector<uint32_t> param_types;
 };
-struct Bind {                                                              // 'B'
+struct Bind {  // 'B'
   std::string_view portal;
   std::string_view statement;
-  std::vector<int16_t> param_formats;                    ///< 0, 1 (all) or one per parameter
-  std::vector<std::optional<std::string_view>> params;   ///< nullopt = NULL (length -1)
-  std::vector<int16_t> result_formats;                   ///< 0, 1 (all) or one per column
+  std::vector<int16_t> param_formats;                   ///< 0, 1 (all) or one per parameter
+  std::vector<std::optional<std::string_view>> params;  ///< nullopt = NULL (length -1)
+  std::vector<int16_t> result_formats;                  ///< 0, 1 (all) or one per column
 };
-struct Describe { char kind = 'S'; std::string_view name; };              // 'D': 'S' or 'P'
-struct Execute { std::string_view portal; int32_t max_rows = 0; };        // 'E': 0 = all
-struct Close { char kind = 'S'; std::string_view name; };                 // 'C': 'S' or 'P'
-struct Sync {};                                                            // 'S'
-struct Flush {};                                                           // 'H'
-struct Terminate {};                                                       // 'X'
+struct Describe {
+  char kind = 'S';
+  std::string_view name;
+};  // 'D': 'S' or 'P'
+struct Execute {
+  std::string_view portal;
+  int32_t max_rows = 0;
+};  // 'E': 0 = all
+struct Close {
+  char kind = 'S';
+  std::string_view name;
+};                    // 'C': 'S' or 'P'
+struct Sync {};       // 'S'
+struct Flush {};      // 'H'
+struct Terminate {};  // 'X'
 /// 'p': PasswordMessage, SASLInitialResponse or SASLResponse; which one depends
 /// on the authentication state, so the body is parsed by parse_sasl_*().
-struct PasswordMessage { std::string_view data; };
-struct CopyData { std::string_view data; };                               // 'd'
-struct CopyDone {};                                                        // 'c'
-struct CopyFail { std::string_view message; };                            // 'f'
-struct FunctionCall {};                                                    // 'F' (refused)
+struct PasswordMessage {
+  std::string_view data;
+};
+struct CopyData {
+  std::string_view data;
+};                   // 'd'
+struct CopyDone {};  // 'c'
+struct CopyFail {
+  std::string_view message;
+};                       // 'f'
+struct FunctionCall {};  // 'F' (refused)
 
-using FrontendMessage = std::variant<Query, Parse, Bind, Describe, Execute, Close, Sync, Flush,
-                                     Terminate, PasswordMessage, CopyData, CopyDone, CopyFail,
-                                     FunctionCall>;
+using FrontendMessage =
+    std::variant<Query, Parse, Bind, Describe, Execute, Close, Sync, Flush, Terminate,
+                 PasswordMessage, CopyData, CopyDone, CopyFail, FunctionCall>;
 
 /// Decodes one frontend message. A length below 4, above `max_len` (the
 /// configured max_message_size), an unknown type byte, a malformed body or
@@ -147,7 +164,8 @@ class Encoder {
   void auth_sasl_final(std::string_view data);
   void parameter_status(std::string_view name, std::string_view value);
   void backend_key_data(int32_t pid, int32_t secret);
-  void negotiate_protocol_version(uint32_t newest_minor, std::span<const std::string_view> unrecognized);
+  void negotiate_protocol_version(uint32_t newest_minor,
+                                  std::span<const std::string_view> unrecognized);
   void ready_for_query(char status);  ///< 'I' idle, 'T' in transaction, 'E' failed transaction
   void row_description(std::span<const FieldDescription> fields);
   void parameter_description(std::span<const uint32_t> oids);

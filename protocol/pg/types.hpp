@@ -46,8 +46,8 @@ inline constexpr uint32_t kJsonb = 3802;
 /// The PostgreSQL type a column is described and sent as.
 struct WireType {
   uint32_t oid = oid::kText;
-  int16_t size = -1;       ///< typlen: 1, 2, 4, 8 or -1 (varlena)
-  int32_t modifier = -1;   ///< typmod (numeric(p,s): ((p << 16) | s) + 4)
+  int16_t size = -1;      ///< typlen: 1, 2, 4, 8 or -1 (varlena)
+  int32_t modifier = -1;  ///< typmod (numeric(p,s): ((p << 16) | s) + 4)
 };
 
 /// The wire type for a column of a non-PostgreSQL backend.

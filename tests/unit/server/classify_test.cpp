@@ -63,8 +63,7 @@ TEST(Classify, MysqlShowGoesToMysql) {
 
 TEST(Classify, VerbForTags) {
   EXPECT_EQ(classify("insert into t values (1)", sql::Dialect::sqlite, false).verb, "INSERT");
-  EXPECT_EQ(classify("START TRANSACTION", sql::Dialect::sqlite, false).verb,
-            "START TRANSACTION");
+  EXPECT_EQ(classify("START TRANSACTION", sql::Dialect::sqlite, false).verb, "START TRANSACTION");
   EXPECT_EQ(kind("SELECT 1"), StatementKind::backend);
 }
 

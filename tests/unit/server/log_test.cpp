@@ -21,8 +21,7 @@ TEST(RedactSecrets, LibpqConninfo) {
 TEST(RedactSecrets, OdbcString) {
   EXPECT_EQ(redact_secrets("DRIVER={MariaDB Unicode};SERVER=h;UID=u;PWD=hunter2;"),
             "DRIVER={MariaDB Unicode};SERVER=h;UID=u;PWD=***;");
-  EXPECT_EQ(redact_secrets("Driver=x;Pwd={semi;colon};Database=d"),
-            "Driver=x;Pwd=***;Database=d");
+  EXPECT_EQ(redact_secrets("Driver=x;Pwd={semi;colon};Database=d"), "Driver=x;Pwd=***;Database=d");
 }
 
 TEST(RedactSecrets, UriPassword) {

@@ -170,9 +170,9 @@ TEST(SettingParser, SetDefaultAndLocal) {
 }
 
 TEST(SettingParser, IgnoredAndRefusedForms) {
-  for (auto stmt : {"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
-                    "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
-                    "SET CONSTRAINTS ALL DEFERRED"}) {
+  for (auto stmt :
+       {"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+        "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", "SET CONSTRAINTS ALL DEFERRED"}) {
     auto r = parse_setting_command(stmt);
     ASSERT_TRUE(r) << stmt;
     auto* cmd = std::get_if<SettingCommand>(&*r);
