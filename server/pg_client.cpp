@@ -339,6 +339,8 @@ void PgClient::send_notice(std::string_view sqlstate, std::string_view message,
 }
 
 void PgClient::send_parameter_changes() {
+  // A transaction that ended takes its SET LOCALs with it.
+  if (!session_->in_transaction()) session_->settings().end_transaction();
   for (const auto& [name, value] : session_->settings().take_reported_changes()) {
     pg::Encoder(out_).parameter_status(name, value);
   }
@@ -995,8 +997,16 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
       std::string tag;
       std::visit(overloaded{
                      [&](const SetCommand& c) {
-                       err = c.value ? settings.set(c.name, *c.value) : settings.reset(c.name);
                        tag = "SET";
+                       if (c.local && !session_->in_transaction()) {
+                         // PostgreSQL: a warning, and no effect.
+                         send_notice("25P01", "SET LOCAL can only be used in transaction blocks");
+                       } else if (c.local) {
+                         err = settings.set_local(c.name, c.value.value_or(""));
+                         if (!c.value) err = settings.reset(c.name);
+                       } else {
+                         err = c.value ? settings.set(c.name, *c.value) : settings.reset(c.name);
+                       }
                      },
                      [&](const ResetCommand& c) {
                        if (c.name == "all")

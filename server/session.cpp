@@ -103,31 +103,38 @@ void Session::backend_lost() {
   backend_ = nullptr;
 }
 
+namespace {
+/// statement_timeout as PostgreSQL reads it: a bare number is milliseconds;
+/// "5s", "250ms", "1min", "1h" too. Anything else counts as 0 (none).
+config::Duration parse_statement_timeout(const std::string& st) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(st.data(), st.data() + st.size(), v);
+  if (ec != std::errc() || v <= 0) return config::Duration(0);
+  std::string_view unit(p, st.data() + st.size() - p);
+  while (!unit.empty() && unit.front() == ' ')
+    unit.remove_prefix(1);
+  if (unit == "s")
+    v *= 1000;
+  else if (unit == "min")
+    v *= 60000;
+  else if (unit == "h")
+    v *= 3600000;
+  else if (!unit.empty() && unit != "ms")
+    return config::Duration(0);
+  return config::Duration(v);
+}
+}  // namespace
+
 void Session::statement_begin() {
   {
     std::lock_guard<SpinLock> lock(cancel_mu_);
     cancel_reason_ = CancelReason::none;
   }
-  config::Duration timeout = query_timeout_;
-  if (auto st = settings_.get("statement_timeout")) {
-    // PostgreSQL's unit for a bare number is milliseconds; "5s", "250ms" too.
-    int64_t v = 0;
-    auto [p, ec] = std::from_chars(st->data(), st->data() + st->size(), v);
-    if (ec == std::errc() && v > 0) {
-      std::string_view unit(p, st->data() + st->size() - p);
-      while (!unit.empty() && unit.front() == ' ')
-        unit.remove_prefix(1);
-      if (unit == "s")
-        v *= 1000;
-      else if (unit == "min")
-        v *= 60000;
-      else if (unit == "h")
-        v *= 3600000;
-      timeout = config::Duration(v);
-    } else if (ec == std::errc() && v == 0) {
-      timeout = config::Duration(0);
-    }
+  if (timeout_version_ != settings_.version()) {
+    timeout_version_ = settings_.version();
+    statement_timeout_ = parse_statement_timeout(settings_.get("statement_timeout").value_or("0"));
   }
+  config::Duration timeout = statement_timeout_.count() > 0 ? statement_timeout_ : query_timeout_;
   if (timeout.count() > 0) {
     deadline_ = std::chrono::steady_clock::now() + timeout;
   } else {

@@ -171,6 +171,9 @@ class Session {
   db::ConnectionImpl* running_ = nullptr;
   CancelReason cancel_reason_ = CancelReason::none;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
+  /// statement_timeout parsed once per settings change, not per statement.
+  uint32_t timeout_version_ = UINT32_MAX;
+  config::Duration statement_timeout_{0};
 };
 
 }  // namespace wirepool::server

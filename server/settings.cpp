@@ -161,6 +161,7 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
   }
   if (current(name) == v && (overrides_.find(name) || is_known(name))) return std::nullopt;
   keep_startup();
+  ++version_;
   auto b = builtins().find(name);
   if (b != builtins().end() && b->second == v) {
     overrides_.erase(name);
@@ -186,12 +187,58 @@ std::optional<SettingError> Settings::reset(std::string_view raw_name) {
   if (current(name) != before || had != overrides_.find(name).has_value()) {
     changed_.append(name);
     changed_ += '\0';
+    ++version_;
   }
   return std::nullopt;
 }
 
+std::optional<SettingError> Settings::set_local(std::string_view raw_name, std::string_view value) {
+  std::string name = canonical_name(raw_name);
+  // Remember the value before the transaction's first SET LOCAL of this name.
+  bool saved = false;
+  size_t i = 0;
+  while (i < local_undo_.size()) {
+    size_t a = local_undo_.find('\0', i);
+    size_t b = local_undo_.find('\0', a + 1);
+    size_t c = local_undo_.find('\0', b + 1);
+    saved = saved || std::string_view(local_undo_).substr(i, a - i) == name;
+    i = c + 1;
+  }
+  auto before = overrides_.find(name);
+  std::string undo =
+      name + '\0' + (before ? "1" : "0") + '\0' + std::string(before.value_or("")) + '\0';
+  auto err = set(name, value);
+  if (!err && !saved) local_undo_ += undo;
+  return err;
+}
+
+void Settings::end_transaction() {
+  size_t i = 0;
+  while (i < local_undo_.size()) {
+    size_t a = local_undo_.find('\0', i);
+    size_t b = local_undo_.find('\0', a + 1);
+    size_t c = local_undo_.find('\0', b + 1);
+    std::string name = local_undo_.substr(i, a - i);
+    bool had = local_undo_[a + 1] == '1';
+    std::string value = local_undo_.substr(b + 1, c - b - 1);
+    if (current(name) != (had ? value : (builtins().count(name) ? builtins().at(name) : ""))) {
+      changed_.append(name);
+      changed_ += '\0';
+    }
+    if (had) {
+      overrides_.set(name, value);
+    } else {
+      overrides_.erase(name);
+    }
+    ++version_;
+    i = c + 1;
+  }
+  local_undo_.clear();
+}
+
 void Settings::reset_all() {
   keep_startup();
+  ++version_;
   std::vector<std::string> names;
   overrides_.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });
   startup_.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });

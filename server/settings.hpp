@@ -4,6 +4,7 @@
 // A PostgreSQL application connects unconfigured: psql, PgJDBC (which sends
 // extra_float_digits and application_name at startup) and node-postgres.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,8 +30,14 @@ class Settings {
   /// RESET name: back to the startup value (or the built-in default).
   std::optional<SettingError> reset(std::string_view name);
   void reset_all();
+  /// SET LOCAL: like set(), undone when the transaction ends.
+  std::optional<SettingError> set_local(std::string_view name, std::string_view value);
+  /// The transaction ended: undo its SET LOCALs. Cheap when there were none.
+  void end_transaction();
   /// Makes the current values the ones RESET returns to (after the startup packet).
   void commit_startup();
+  /// Bumped on every change, so callers can cache derived values.
+  uint32_t version() const { return version_; }
   std::optional<std::string> get(std::string_view name) const;
   /// Every setting, sorted by name (SHOW ALL).
   std::vector<std::pair<std::string, std::string>> all() const;
@@ -76,6 +83,9 @@ class Settings {
   Packed startup_;    ///< overrides as of commit_startup(), once they differ
   bool startup_is_current_ = false;
   std::string changed_;  ///< reported names changed since the last take, "\0"-separated
+  /// Values to restore when the transaction ends ("name\0had\0value\0", had = 0/1).
+  std::string local_undo_;
+  uint32_t version_ = 0;
   bool started_ = false;
 };
 

@@ -5,7 +5,7 @@ Covers: SCRAM login; queries and result formatting; explicit transactions
 under ON_ERROR_STOP (unique violation 23505 with SQLite's message, syntax error
 42601, missing table 42P01), and the session staying usable after each;
 several statements in one query run as one implicit transaction; SET/SHOW kept
-by wirepool; empty queries; wrong password, unknown user (same message),
+by wirepool (SET LOCAL undone at COMMIT); empty queries; wrong password, unknown user (same message),
 unknown database (3D000), a user not allowed to a database; transaction
 warnings; a pool of 1 shared by sequential clients.
 """
@@ -104,6 +104,11 @@ class PsqlTest(WirepoolTestCase):
         self.assertIn("UTC", lines)
         r = psql(self.wp.dsn(), "-c", "SET DateStyle = 'German'", check=False)
         self.assertIn("ISO", r.stderr)
+        out = psql(self.wp.dsn(), input=("SET application_name = 'outer';\nBEGIN;\n"
+                                         "SET LOCAL application_name = 'inner';\n"
+                                         "SHOW application_name;\nCOMMIT;\n"
+                                         "SHOW application_name;\n")).stdout.split("\n")
+        self.assertEqual([l for l in out if l in ("inner", "outer")], ["inner", "outer"])
 
     def test_empty_query_and_comments(self):
         self.assertEqual(self.q(";"), "")

@@ -7,7 +7,8 @@
 // settings refuse SET after startup (55P02); client_encoding accepts only
 // UTF8/SQL_ASCII spellings (22023); DateStyle must stay ISO; reported changes
 // come once and only for GUC_REPORT names; SHOW ALL lists built-ins and
-// overrides. Parser: SET x TO / = values, lists, quoted strings with '' and E''
+// overrides; SET LOCAL is undone at the end of the transaction; the version
+// moves on every change. Parser: SET x TO / = values, lists, quoted strings with '' and E''
 // escapes, DEFAULT, SET LOCAL, SET SESSION, SET TIME ZONE, SET NAMES, SET
 // SCHEMA, SET TRANSACTION ignored, SET ROLE refused, RESET/SHOW forms,
 // malformed statements answer 42601, non-setting statements answer nullopt.
@@ -119,6 +120,35 @@ TEST(Settings, ShowAllListsBuiltInsAndOverrides) {
   }
   EXPECT_TRUE(custom);
   EXPECT_TRUE(builtin);
+}
+
+TEST(Settings, SetLocalIsUndoneWhenTheTransactionEnds) {
+  Settings s;
+  ASSERT_FALSE(s.set("application_name", "app"));
+  s.commit_startup();
+  ASSERT_FALSE(s.set_local("application_name", "inside"));
+  ASSERT_FALSE(s.set_local("application_name", "again"));
+  ASSERT_FALSE(s.set_local("search_path", "tmp"));
+  EXPECT_EQ(s.get("application_name"), "again");
+  (void)s.take_reported_changes();
+  s.end_transaction();
+  EXPECT_EQ(s.get("application_name"), "app");
+  EXPECT_EQ(s.get("search_path"), "\"$user\", public");
+  auto changes = s.take_reported_changes();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].second, "app");
+  s.end_transaction();  // nothing left to undo
+  EXPECT_EQ(s.get("application_name"), "app");
+}
+
+TEST(Settings, VersionMovesOnEveryChange) {
+  Settings s;
+  auto v0 = s.version();
+  ASSERT_FALSE(s.set("statement_timeout", "5s"));
+  EXPECT_NE(s.version(), v0);
+  auto v1 = s.version();
+  ASSERT_FALSE(s.reset("statement_timeout"));
+  EXPECT_NE(s.version(), v1);
 }
 
 // ---- parser
