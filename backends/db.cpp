@@ -7,6 +7,10 @@
 
 #include "backends/db.hpp"
 
+#include <poll.h>
+
+#include <cerrno>
+
 #include <algorithm>
 
 #include "backends/sqlite/sqlite_driver.hpp"
@@ -59,6 +63,8 @@ std::string_view to_string(Errc code) {
       return "unsupported";
     case Errc::connection:
       return "connection";
+    case Errc::would_block:
+      return "would_block";
   }
   return "unknown";
 }
@@ -118,7 +124,7 @@ Result<bool> RowsImpl::next(std::span<Value> row) {
 
 Status ConnectionImpl::reset(std::string_view reset_query) {
   if (reset_query.empty()) return {};
-  auto rows = query(reset_query, {});
+  auto rows = query(reset_query, {}, {});
   if (!rows.ok()) return rows.take_error();
   Rows handle(std::move(rows.value()));
   auto info = drain(handle);
@@ -169,10 +175,34 @@ CommandInfo Rows::command() const {
   return impl_->command();
 }
 
+bool wait_io(const ConnectionImpl& conn, std::chrono::milliseconds timeout) {
+  IoInterest io = conn.io_interest();
+  if (io.none()) return true;  // nothing to wait for: just call again
+  pollfd p{};
+  p.fd = io.fd;
+  p.events = static_cast<short>((io.read ? POLLIN : 0) | (io.write ? POLLOUT : 0));
+  for (;;) {
+    int n = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return false;
+  }
+}
+
+namespace {
+bool would_block(const Status& st) {
+  return is_would_block(st);
+}
+}  // namespace
+
+// Closing empties a handle even when the driver reports an error, except
+// would_block: then the caller repeats the close on the same, still open, handle.
+
 Status Rows::close() {
   if (!impl_) return Error::closed(kRows);
-  auto impl = std::move(impl_);
-  return impl->close();
+  auto st = impl_->close();
+  if (!would_block(st)) impl_.reset();
+  return st;
 }
 
 Result<CommandInfo> drain(Rows& rows) {
@@ -228,32 +258,33 @@ std::span<const Column> Statement::columns() const {
   return impl_->columns();
 }
 
-Result<Rows> Statement::query(Params params) {
+Result<Rows> Statement::query(Params params, const QueryOptions& options) {
   if (!impl_) return Error::closed(kStatement);
-  return wrap(impl_->query(params));
+  return wrap(impl_->query(params, options));
 }
 
 Result<CommandInfo> Statement::execute(Params params) {
   if (!impl_) return Error::closed(kStatement);
-  return execute_rows(impl_->query(params));
+  return execute_rows(impl_->query(params, {}));
 }
 
 Status Statement::close() {
   if (!impl_) return Error::closed(kStatement);
-  auto impl = std::move(impl_);
-  return impl->close();
+  auto st = impl_->close();
+  if (!would_block(st)) impl_.reset();
+  return st;
 }
 
 // ---- Transaction ------------------------------------------------------------
 
-Result<Rows> Transaction::query(std::string_view sql, Params params) {
+Result<Rows> Transaction::query(std::string_view sql, Params params, const QueryOptions& options) {
   if (!conn_) return Error::closed(kTransaction);
-  return wrap(conn_->query(sql, params));
+  return wrap(conn_->query(sql, params, options));
 }
 
 Result<CommandInfo> Transaction::execute(std::string_view sql, Params params) {
   if (!conn_) return Error::closed(kTransaction);
-  return execute_rows(conn_->query(sql, params));
+  return execute_rows(conn_->query(sql, params, {}));
 }
 
 Result<Statement> Transaction::prepare(std::string_view sql, std::span<const ParamInfo> hints) {
@@ -263,14 +294,16 @@ Result<Statement> Transaction::prepare(std::string_view sql, std::span<const Par
 
 Status Transaction::commit() {
   if (!conn_) return Error::closed(kTransaction);
-  ConnectionImpl* conn = std::exchange(conn_, nullptr);
-  return conn->commit();
+  auto st = conn_->commit();
+  if (!would_block(st)) conn_ = nullptr;
+  return st;
 }
 
 Status Transaction::rollback() {
   if (!conn_) return Error::closed(kTransaction);
-  ConnectionImpl* conn = std::exchange(conn_, nullptr);
-  return conn->rollback();
+  auto st = conn_->rollback();
+  if (!would_block(st)) conn_ = nullptr;
+  return st;
 }
 
 // ---- Connection -------------------------------------------------------------
@@ -280,14 +313,14 @@ Capabilities Connection::capabilities() const {
   return impl_->capabilities();
 }
 
-Result<Rows> Connection::query(std::string_view sql, Params params) {
+Result<Rows> Connection::query(std::string_view sql, Params params, const QueryOptions& options) {
   if (!impl_) return Error::closed(kConnection);
-  return wrap(impl_->query(sql, params));
+  return wrap(impl_->query(sql, params, options));
 }
 
 Result<CommandInfo> Connection::execute(std::string_view sql, Params params) {
   if (!impl_) return Error::closed(kConnection);
-  return execute_rows(impl_->query(sql, params));
+  return execute_rows(impl_->query(sql, params, {}));
 }
 
 Result<Statement> Connection::prepare(std::string_view sql, std::span<const ParamInfo> hints) {
@@ -327,8 +360,9 @@ Status Connection::set_event_sink(EventSink* sink) {
 
 Status Connection::close() {
   if (!impl_) return Error::closed(kConnection);
-  auto impl = std::move(impl_);
-  return impl->close();
+  auto st = impl_->close();
+  if (!would_block(st)) impl_.reset();
+  return st;
 }
 
 // ---- drivers ----------------------------------------------------------------

@@ -12,6 +12,7 @@
 // reaching the driver, so a double close or a query after commit behaves the
 // same under every driver and no driver has to write that logic.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -41,6 +42,7 @@ enum class Errc : uint8_t {
   busy,           ///< lock not available, deadlock, a reader still open, cancelled
   unsupported,    ///< the driver or backend has no such feature
   connection,     ///< the backend went away; the pool discards this connection
+  would_block,    ///< non-blocking connections only: wait for io_interest(), repeat the call
 };
 std::string_view to_string(Errc code);
 
@@ -205,6 +207,13 @@ struct NativeType {
   int32_t scale = -1;      ///< decimal scale, or -1
   int64_t length = -1;     ///< declared length in characters or bytes, or -1
   TimeForm time_form = TimeForm::timestamptz;  ///< for Kind::Time columns
+  uint32_t pg_table_oid = 0;                   ///< PostgreSQL backends: RowDescription's table OID
+  int16_t pg_column = 0;   ///< PostgreSQL backends: RowDescription's column number
+  int16_t pg_typlen = -1;  ///< PostgreSQL backends: RowDescription's type size
+  /// Native results (QueryOptions::native): the format this column's values
+  /// arrive in (0 text, 1 binary). libpq fetches one format for all columns, so
+  /// it may differ from the one asked for; the caller converts where it does.
+  int16_t pg_format = 0;
 };
 
 /// A result column. kind == Kind::Null means "not known" (an expression column of
@@ -224,8 +233,26 @@ struct Param {
   /// Untyped text (a PostgreSQL client's OID 0): the driver binds it as text and
   /// lets the backend convert it where it can.
   bool untyped = false;
+  /// Native PostgreSQL parameter (pg_format 0 text, 1 binary; -1 = not native):
+  /// value.str holds the client's own wire bytes (or value is Null), typed
+  /// pg_oid (0 = unspecified). A PostgreSQL driver passes them through as they
+  /// are; others never receive native parameters.
+  uint32_t pg_oid = 0;
+  int16_t pg_format = -1;
 };
 using Params = std::span<const Param>;
+
+/// How results are wanted.
+struct QueryOptions {
+  /// PostgreSQL backends (Capabilities::pg_native): every value comes back as
+  /// the backend's own bytes in the format `formats` asks for (empty = all text,
+  /// one = all columns, else one per column), as a ValueView of kind Bytes
+  /// (Null for NULL), and each Column's NativeType carries the OID, typmod,
+  /// table OID, column number and type size PostgreSQL reported. A PostgreSQL
+  /// client then receives exactly what PostgreSQL sent. Other drivers ignore it.
+  bool native = false;
+  std::vector<int16_t> formats;
+};
 
 /// What a statement did, known once its rows are exhausted.
 struct CommandInfo {
@@ -248,6 +275,16 @@ struct Capabilities {
   bool notifications = false;
   bool copy = false;
   bool blocking = true;  ///< calls block: run them on the bounded executor
+  /// Honours QueryOptions::native and native parameters (PostgreSQL).
+  bool pg_native = false;
+};
+
+/// A socket event a non-blocking connection waits for.
+struct IoInterest {
+  int fd = -1;
+  bool read = false;
+  bool write = false;
+  bool none() const { return fd < 0 || (!read && !write); }
 };
 
 // ---------------------------------------------------------------------------
@@ -329,7 +366,7 @@ class StatementImpl {
   virtual std::span<const ParamInfo> params() const = 0;
   /// Result columns, as far as they are known before execution.
   virtual std::span<const Column> columns() const = 0;
-  virtual Result<std::unique_ptr<RowsImpl>> query(Params params) = 0;
+  virtual Result<std::unique_ptr<RowsImpl>> query(Params params, const QueryOptions& options) = 0;
   virtual Status close() = 0;
 };
 
@@ -340,6 +377,16 @@ struct BeginOptions {
   std::string native_sql;
 };
 
+/// A connection to a backend.
+///
+/// Blocking connections (Capabilities::blocking) wait inside their calls; the
+/// server runs them on its bounded executor. Non-blocking connections never
+/// wait: a call that would answers Errc::would_block, io_interest() names the
+/// socket event that lets it go on, and the caller waits for that event (on its
+/// event loop) and makes the *same* call again; the driver resumes the
+/// operation where it stopped. Calls on the handles a connection returned (Rows,
+/// Statement, CopyStream) behave the same, and a handle stays open while its
+/// close answers would_block.
 class ConnectionImpl {
  public:
   virtual ~ConnectionImpl() = default;
@@ -347,7 +394,8 @@ class ConnectionImpl {
   /// Runs the (first) statement and returns its reader. Statements that return
   /// no rows finish here; their Rows has no columns. Bad SQL fails here, not at
   /// the first row.
-  virtual Result<std::unique_ptr<RowsImpl>> query(std::string_view sql, Params params) = 0;
+  virtual Result<std::unique_ptr<RowsImpl>> query(std::string_view sql, Params params,
+                                                  const QueryOptions& options) = 0;
   /// Prepares a statement. `param_types` are the caller's hints (may be empty).
   virtual Result<std::unique_ptr<StatementImpl>> prepare(std::string_view sql,
                                                          std::span<const ParamInfo> hints) = 0;
@@ -357,8 +405,15 @@ class ConnectionImpl {
   virtual Status commit() = 0;
   virtual Status rollback() = 0;
   virtual TxState tx_state() const = 0;
-  /// Interrupt the running call. Any thread, any time; harmless when idle.
+  /// Interrupt the running call. Any thread, any time; harmless when idle. It may
+  /// block briefly (PostgreSQL's PQcancel opens a connection): not on an event loop.
   virtual void cancel() noexcept = 0;
+  /// Non-blocking connections: what the call that answered would_block waits for.
+  virtual IoInterest io_interest() const { return {}; }
+  /// What the backend reported about itself at connection time and since
+  /// (PostgreSQL's ParameterStatus: server_version, TimeZone, ...). Empty when
+  /// the backend reports nothing.
+  virtual std::vector<std::pair<std::string, std::string>> server_parameters() const { return {}; }
   /// Bring the session back to a clean state before another client uses it.
   /// `reset_query` is the configured one (may be empty).
   virtual Status reset(std::string_view reset_query);
@@ -395,8 +450,8 @@ class Statement {
   bool is_open() const { return impl_ != nullptr; }
   std::span<const ParamInfo> params() const;
   std::span<const Column> columns() const;
-  Result<Rows> query(Params params = {});
-  /// Runs to completion and reports what the statement did.
+  Result<Rows> query(Params params = {}, const QueryOptions& options = {});
+  /// Runs to completion and reports what the statement did (blocking connections).
   Result<CommandInfo> execute(Params params = {});
   Status close();
 
@@ -413,7 +468,7 @@ class Transaction {
   Transaction() = default;
   explicit Transaction(ConnectionImpl* conn) : conn_(conn) {}
   bool is_open() const { return conn_ != nullptr; }
-  Result<Rows> query(std::string_view sql, Params params = {});
+  Result<Rows> query(std::string_view sql, Params params = {}, const QueryOptions& options = {});
   Result<CommandInfo> execute(std::string_view sql, Params params = {});
   Result<Statement> prepare(std::string_view sql, std::span<const ParamInfo> hints = {});
   Status commit();
@@ -429,7 +484,7 @@ class Connection {
   explicit Connection(std::unique_ptr<ConnectionImpl> impl) : impl_(std::move(impl)) {}
   bool is_open() const { return impl_ != nullptr; }
   Capabilities capabilities() const;
-  Result<Rows> query(std::string_view sql, Params params = {});
+  Result<Rows> query(std::string_view sql, Params params = {}, const QueryOptions& options = {});
   Result<CommandInfo> execute(std::string_view sql, Params params = {});
   Result<Statement> prepare(std::string_view sql, std::span<const ParamInfo> hints = {});
   Result<Transaction> begin(const BeginOptions& options = {});
@@ -446,7 +501,35 @@ class Connection {
   std::unique_ptr<ConnectionImpl> impl_;
 };
 
-/// Drains a reader and reports its command (used by execute()).
+/// True when `r` is Errc::would_block (a non-blocking connection must wait).
+template <class T>
+bool is_would_block(const Result<T>& r) {
+  return !r.ok() && r.error().code == Errc::would_block;
+}
+
+/// Waits (poll(2)) for what a non-blocking connection's io_interest() names, at
+/// most `timeout`. False on timeout or a poll error. For blocking contexts only:
+/// tests, and executor jobs such as opening, resetting and closing.
+bool wait_io(const ConnectionImpl& conn, std::chrono::milliseconds timeout);
+
+/// Calls `f()` until it stops answering would_block, waiting with wait_io()
+/// in between: a non-blocking connection used from a blocking context. After
+/// `timeout` without progress it answers Errc::connection (08006).
+template <class F>
+auto call_blocking(const ConnectionImpl& conn, F f,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  for (;;) {
+    auto r = f();
+    if (!is_would_block(r)) return r;
+    if (!wait_io(conn, timeout)) {
+      return decltype(r)(Error::connection("no answer from the backend within " +
+                                           std::to_string(timeout.count()) + " ms"));
+    }
+  }
+}
+
+/// Drains a reader and reports its command (used by execute(); blocking
+/// connections only, since would_block cannot resume a drain).
 Result<CommandInfo> drain(Rows& rows);
 
 // ---------------------------------------------------------------------------

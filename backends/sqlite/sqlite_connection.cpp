@@ -632,7 +632,7 @@ class SqliteStatement final : public db::StatementImpl {
   std::span<const db::ParamInfo> params() const override { return params_; }
   std::span<const db::Column> columns() const override { return columns_; }
 
-  Result<std::unique_ptr<db::RowsImpl>> query(db::Params params) override {
+  Result<std::unique_ptr<db::RowsImpl>> query(db::Params params, const db::QueryOptions&) override {
     if (session_->closed) return Error::closed();
     const ParamSet set = split_params(params);
     // Positional values must match the parameters reported (hints included); a
@@ -694,7 +694,8 @@ class SqliteConnection final : public db::ConnectionImpl {
     return c;
   }
 
-  Result<std::unique_ptr<db::RowsImpl>> query(std::string_view text, db::Params params) override {
+  Result<std::unique_ptr<db::RowsImpl>> query(std::string_view text, db::Params params,
+                                              const db::QueryOptions&) override {
     if (session_->closed) return Error::closed();
     auto rows = std::make_unique<SqliteRows>(session_);
     if (auto e = rows->start_text(text, params)) return *e;

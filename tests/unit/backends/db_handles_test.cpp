@@ -100,7 +100,7 @@ class MemoryStatement : public StatementImpl {
   MemoryStatement(Calls& calls, std::string text) : calls_(calls), text_(std::move(text)) {}
   std::span<const ParamInfo> params() const override { return {}; }
   std::span<const Column> columns() const override { return {}; }
-  Result<std::unique_ptr<RowsImpl>> query(Params) override {
+  Result<std::unique_ptr<RowsImpl>> query(Params, const QueryOptions&) override {
     ++calls_.statement_query;
     return std::unique_ptr<RowsImpl>(std::make_unique<MemoryRows>(calls_, parse_results(text_)));
   }
@@ -119,7 +119,8 @@ class MemoryConnection : public ConnectionImpl {
  public:
   explicit MemoryConnection(Calls& calls) : calls_(calls) {}
   Capabilities capabilities() const override { return {}; }
-  Result<std::unique_ptr<RowsImpl>> query(std::string_view sql, Params) override {
+  Result<std::unique_ptr<RowsImpl>> query(std::string_view sql, Params,
+                                          const QueryOptions&) override {
     ++calls_.query;
     calls_.texts.emplace_back(sql);
     if (sql == "bad") return driver_error("syntax error");
