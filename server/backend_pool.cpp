@@ -14,6 +14,11 @@ namespace wirepool::server {
 
 namespace asio = boost::asio;
 
+Backend::~Backend() {
+  // The socket belongs to the driver: stop watching it without closing it.
+  if (watcher) (void)watcher->release();
+}
+
 // ---------------------------------------------------------------------------
 // StatementCache
 

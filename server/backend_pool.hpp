@@ -8,6 +8,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
@@ -51,6 +52,18 @@ struct Backend {
   db::Connection conn;
   StatementCache statements;
   db::Capabilities caps;
+
+  /// Which session's call is running on it (0 = none), for cancels that
+  /// arrive from elsewhere: checked and acted on under the mutex.
+  std::mutex cancel_mu;
+  uint64_t running_session = 0;
+
+  /// Non-blocking drivers: the backend socket, watched on the event loop of the
+  /// session that holds the backend (re-made when another loop leases it).
+  std::unique_ptr<boost::asio::posix::stream_descriptor> watcher;
+  int watched_fd = -1;
+
+  ~Backend();
 };
 
 /// Why an acquire failed, for the client's error message.
@@ -73,6 +86,8 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   /// connection opened; until then inferred from the driver name.
   bool backend_keeps_settings() const { return keeps_settings_; }
   bool multi_statement() const { return multi_statement_; }
+  /// The backend speaks PostgreSQL's own types and formats (QueryOptions::native).
+  bool pg_native() const { return keeps_settings_; }
 
   /// Waits for a backend (bounded by acquire_timeout). On success the caller owns
   /// the lease until release().

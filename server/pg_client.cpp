@@ -123,15 +123,30 @@ struct PgClient::Prepared {
   std::string show_name;            ///< SHOW x: the column name
 };
 
-/// Rows being sent: the reader, the wire types announced for it, and the row buffer.
+/// A result being sent: the reader, what was announced to the client for it,
+/// and where sending stands. Jobs on non-blocking backends are repeated after
+/// a wait, so all progress lives here, never in the job.
 struct PgClient::Streamer {
+  enum class Phase : uint8_t { start, rows, next_result, closing, finished };
+  Phase phase = Phase::start;
   db::Rows rows;
+  /// Native PostgreSQL results: values are the backend's bytes, converted only
+  /// where the format fetched (`actual`) differs from the one asked for.
+  bool native = false;
+  /// Several results (a simple query's statements): each gets RowDescription
+  /// and CommandComplete here.
+  bool multi = false;
+  std::vector<int16_t> requested;  ///< the client's result format codes (Bind)
   std::vector<pg::WireType> types;
-  std::vector<int16_t> formats;
+  std::vector<int16_t> formats;  ///< per column: the format the client gets
+  std::vector<int16_t> actual;   ///< native: per column, the format fetched
   std::vector<db::ValueView> row;
   int64_t sent = 0;
   bool has_columns = false;
   db::CommandInfo info;
+  std::vector<std::string> tags;     ///< multi: the tag of every finished result, in order
+  std::optional<db::Error> failure;  ///< set while closing after an error
+  std::string fallback_verb;
 };
 
 struct PgClient::Portal {
@@ -230,9 +245,11 @@ void PgClient::terminate() {
 }
 
 void PgClient::cancel_request() {
-  // Any thread. The session pointer is set before the key is registered and
-  // reset only after it was removed (the registry holds its lock meanwhile).
-  if (session_) session_->cancel(CancelReason::user);
+  // Any thread (the registry keeps the client alive meanwhile): the session is
+  // only touched on its own loop.
+  asio::post(loop_.io, [self = shared_from_this()] {
+    if (self->session_) self->session_->cancel(CancelReason::user);
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -832,19 +849,18 @@ awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classifi
   Streamer s;
   db::Error err;
   std::string* out = &out_;
+  const db::QueryOptions text_results;
   auto first = co_await session_->run([&](Backend& b) -> Fetch {
-    auto r = b.conn.query(stmt, {});
-    if (!r.ok()) {
-      err = r.take_error();
-      return Fetch::error;
-    }
-    s.rows = std::move(r.value());
-    auto cols = s.rows.columns();
-    s.has_columns = !cols.empty();
-    if (s.has_columns) {
-      set_wire_types(cols, {}, s.types, s.formats);
-      encode_row_description(*out, cols, s.types, s.formats);
-      s.row.resize(cols.size());
+    if (s.phase == Streamer::Phase::start) {
+      auto r = b.conn.query(stmt, {}, text_results);
+      if (db::is_would_block(r)) return Fetch::wait;
+      if (!r.ok()) {
+        err = r.take_error();
+        return Fetch::error;
+      }
+      s.rows = std::move(r.value());
+      begin_result(s, {}, *out, true);
+      s.phase = Streamer::Phase::rows;
     }
     // One hop to the executor for a small result: query and rows together.
     return fetch_rows(s, *out, 0, err);
@@ -858,74 +874,187 @@ awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classifi
   co_return true;
 }
 
+void PgClient::begin_result(Streamer& s, std::span<const db::Column> described, std::string& out,
+                            bool describe) {
+  auto cols = s.rows.columns();
+  s.has_columns = !cols.empty();
+  s.sent = 0;
+  s.row.resize(cols.size());
+  if (!s.has_columns) return;
+  // The types announced by Describe (from the statement before execution) rule.
+  std::span<const db::Column> shown = described.size() == cols.size() ? described : cols;
+  if (s.native) {
+    s.types.clear();
+    s.formats.clear();
+    s.actual.clear();
+    for (size_t i = 0; i < cols.size(); ++i) {
+      const auto& n = cols[i].native;
+      s.types.push_back({n.pg_oid, n.pg_typlen, n.pg_typmod});
+      s.formats.push_back(s.requested.empty()       ? 0
+                          : s.requested.size() == 1 ? s.requested[0]
+                                                    : s.requested[i]);
+      s.actual.push_back(n.pg_format);
+    }
+  } else {
+    set_wire_types(shown, s.requested, s.types, s.formats);
+  }
+  if (describe) {
+    std::vector<pg::FieldDescription> fields(cols.size());
+    for (size_t i = 0; i < cols.size(); ++i) {
+      fields[i].name = shown[i].name;
+      fields[i].type_oid = s.types[i].oid;
+      fields[i].type_size = s.types[i].size;
+      fields[i].type_modifier = s.types[i].modifier;
+      fields[i].format = s.formats[i];
+      if (s.native) {
+        fields[i].table_oid = cols[i].native.pg_table_oid;
+        fields[i].column = cols[i].native.pg_column;
+      }
+    }
+    pg::Encoder(out).row_description(fields);
+  }
+}
+
+namespace {
+
+/// A native value fetched in one format and wanted in the other: convert
+/// through the contract's kinds (PostgreSQL's own text and binary forms of the
+/// types protocol/pg/types knows). Other types cannot be converted.
+bool convert_native(std::string_view bytes, uint32_t oid, int16_t from, int16_t to,
+                    std::string& out, std::string* why) {
+  auto decoded = pg::decode_param(bytes, oid, from);
+  if (!decoded.ok() || decoded.value().untyped) {
+    *why = "wirepool cannot convert values of type OID " + std::to_string(oid) + " from " +
+           (from ? "binary" : "text") + " to " + (to ? "binary" : "text") +
+           " (libpq fetches one result format for all columns; ask for one format)";
+    return false;
+  }
+  return pg::encode_value(db::view_of(decoded.value().value), oid, to, out, why);
+}
+
+}  // namespace
+
 PgClient::Fetch PgClient::fetch_rows(Streamer& s, std::string& out, int64_t limit, db::Error& err) {
-  // On the executor: the statement's own thread for this call.
+  // Runs where the backend's calls run (the executor, or the loop for a
+  // non-blocking backend, which repeats it after a wait): resumable by phase.
+  using Phase = Streamer::Phase;
   pg::Encoder enc(out);
-  if (!s.has_columns) {
-    // No rows: finish the statement here.
-    s.info = s.rows.command();
-    (void)s.rows.close();
-    return Fetch::done;
-  }
-  const size_t n = s.row.size();
   std::string why;
-  while (out.size() < kFlushBytes) {
-    if (limit > 0 && s.sent >= limit) return Fetch::limit;
-    auto r = s.rows.next_borrowed(s.row);
-    if (!r.ok()) {
-      err = r.take_error();
-      (void)s.rows.close();
-      return Fetch::error;
-    }
-    if (!r.value()) {
-      s.info = s.rows.command();
-      (void)s.rows.close();
-      return Fetch::done;
-    }
-    size_t row_start = out.size();
-    enc.begin_data_row(static_cast<int16_t>(n));
-    for (size_t i = 0; i < n; ++i) {
-      const auto& v = s.row[i];
-      if (v.is_null()) {
-        enc.null_field();
-        continue;
+  for (;;) {
+    switch (s.phase) {
+      case Phase::start:
+      case Phase::rows: {
+        s.phase = Phase::rows;
+        const size_t n = s.row.size();
+        while (s.has_columns) {
+          if (out.size() >= kFlushBytes) return Fetch::flush;
+          if (limit > 0 && s.sent >= limit) return Fetch::limit;
+          auto r = s.rows.next_borrowed(s.row);
+          if (db::is_would_block(r)) return Fetch::wait;
+          if (!r.ok()) {
+            s.failure = r.take_error();
+            s.phase = Phase::closing;
+            break;
+          }
+          if (!r.value()) break;
+          size_t row_start = out.size();
+          enc.begin_data_row(static_cast<int16_t>(n));
+          bool ok = true;
+          for (size_t i = 0; i < n && ok; ++i) {
+            const auto& v = s.row[i];
+            if (v.is_null()) {
+              enc.null_field();
+              continue;
+            }
+            if (s.native && s.actual[i] == s.formats[i]) {
+              enc.field(v.str);
+              continue;
+            }
+            enc.begin_field();
+            ok = s.native
+                     ? convert_native(v.str, s.types[i].oid, s.actual[i], s.formats[i], out, &why)
+                     : pg::encode_value(v, s.types[i].oid, s.formats[i], out, &why);
+            if (ok) enc.end_field();
+          }
+          if (!ok) {
+            out.resize(row_start);
+            s.failure = make_error(s.native ? "0A000" : "22P02", why);
+            s.phase = Phase::closing;
+            break;
+          }
+          enc.end_data_row();
+          ++s.sent;
+        }
+        if (s.phase == Phase::closing) break;
+        // This result is complete.
+        s.info = s.rows.command();
+        if (!s.multi) {
+          s.phase = Phase::closing;
+          break;
+        }
+        std::string tag = command_tag(s.info, s.fallback_verb, s.has_columns, s.sent);
+        enc.command_complete(tag);
+        s.tags.push_back(std::move(tag));
+        s.phase = Phase::next_result;
+        break;
       }
-      enc.begin_field();
-      if (!pg::encode_value(v, s.types[i].oid, s.formats[i], out, &why)) {
-        out.resize(row_start);
-        err = make_error("22P02", why);
-        (void)s.rows.close();
-        return Fetch::error;
+      case Phase::next_result: {
+        auto r = s.rows.next_result();
+        if (db::is_would_block(r)) return Fetch::wait;
+        if (!r.ok()) {
+          s.failure = r.take_error();
+          s.phase = Phase::closing;
+          break;
+        }
+        if (!r.value()) {
+          s.phase = Phase::closing;
+          break;
+        }
+        begin_result(s, {}, out, true);
+        s.phase = Phase::rows;
+        break;
       }
-      enc.end_field();
+      case Phase::closing: {
+        if (s.rows.is_open()) {
+          auto st = s.rows.close();
+          if (db::is_would_block(st)) return Fetch::wait;
+        }
+        s.phase = Phase::finished;
+        break;
+      }
+      case Phase::finished:
+        if (s.failure) {
+          err = *s.failure;
+          return Fetch::error;
+        }
+        return Fetch::done;
     }
-    enc.end_data_row();
-    ++s.sent;
   }
-  return Fetch::flush;
 }
 
 awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Error& err, Fetch f) {
   std::string* out = &out_;
+  auto step = [&](Backend&) -> Fetch { return fetch_rows(s, *out, limit, err); };
   for (;;) {
     if (f == Fetch::flush) {
       if (!co_await flush()) {
-        // The client vanished mid-result: stop reading, then end the connection
-        // (end() gives the backend back to the pool).
-        co_await session_->run([&s](Backend&) { return s.rows.close(); });
+        // The client vanished mid-result: close the reader, then end the
+        // connection (end() gives the backend back to the pool).
+        s.failure = make_error("08006", "client connection lost", db::Errc::connection);
+        s.phase = Streamer::Phase::closing;
+        co_await session_->run(step);
         throw ClientGone{};
       }
     } else if (f != Fetch::more) {
       if (f == Fetch::error) session_->explain_cancel(err);
       co_return f;
     }
-    if (session_->cancel_reason() != CancelReason::none) {
-      err = make_error("57014", "canceling statement", db::Errc::busy);
-      session_->explain_cancel(err);
-      co_await session_->run([&s](Backend&) { return s.rows.close(); });
-      co_return Fetch::error;
+    if (session_->cancel_reason() != CancelReason::none && s.phase == Streamer::Phase::rows) {
+      // Cancelled between two chunks: the driver is not running, so stop here.
+      s.failure = make_error("57014", "canceling statement", db::Errc::busy);
+      s.phase = Streamer::Phase::closing;
     }
-    f = co_await session_->run([&](Backend&) -> Fetch { return fetch_rows(s, *out, limit, err); });
+    f = co_await session_->run(step);
   }
 }
 
@@ -1351,25 +1480,27 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     auto s = std::make_unique<Streamer>();
     db::Statement* statement = stmt.value();
     auto* streamer = s.get();
+    streamer->native = session_->pool().pg_native();
+    streamer->requested = portal.result_formats;
     const auto& params = portal.params;
     const auto& described = p.columns;
-    std::span<const int16_t> formats = portal.result_formats;
+    db::QueryOptions options;
+    options.native = streamer->native;
+    options.formats = portal.result_formats;
     const int64_t limit = m.max_rows > 0 ? m.max_rows : 0;
     std::string* out = &out_;
     auto first = co_await session_->run([&](Backend&) -> Fetch {
-      auto r = statement->query(params);
-      if (!r.ok()) {
-        err = r.take_error();
-        return Fetch::error;
+      if (streamer->phase == Streamer::Phase::start) {
+        auto r = statement->query(params, options);
+        if (db::is_would_block(r)) return Fetch::wait;
+        if (!r.ok()) {
+          err = r.take_error();
+          return Fetch::error;
+        }
+        streamer->rows = std::move(r.value());
+        begin_result(*streamer, described, *out, false);
+        streamer->phase = Streamer::Phase::rows;
       }
-      streamer->rows = std::move(r.value());
-      auto cols = streamer->rows.columns();
-      streamer->has_columns = !cols.empty();
-      // The types announced by Describe (from the statement before execution) rule.
-      set_wire_types(
-          described.size() == cols.size() ? std::span<const db::Column>(described) : cols, formats,
-          streamer->types, streamer->formats);
-      streamer->row.resize(cols.size());
       // One hop to the executor for a small result: execution and rows together.
       return fetch_rows(*streamer, *out, limit, err);
     });
@@ -1441,11 +1572,13 @@ bool PgClient::portals_open() const {
 awaitable<void> PgClient::close_portals() {
   if (!ext_) co_return;
   if (portals_open() && session_->backend()) {
-    co_await session_->run([this](Backend&) {
+    co_await session_->run([this](Backend&) -> db::Status {
       for (auto& [name, p] : ext_->portals) {
-        if (p->open) (void)p->open->rows.close();
+        if (!p->open || !p->open->rows.is_open()) continue;
+        auto st = p->open->rows.close();
+        if (db::is_would_block(st)) return st;  // repeated: closed ones are skipped
       }
-      return true;
+      return {};
     });
   }
   ext_->portals.clear();

@@ -2,6 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
 #include <charconv>
 
 namespace wirepool::server {
@@ -37,9 +42,17 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
   return c;
 }
 
+namespace {
+std::atomic<uint64_t> next_session_id{1};
+}  // namespace
+
 Session::Session(DatabasePoolPtr pool, const UserRecord& user, BlockingExecutor& blocking,
                  config::Duration query_timeout)
-    : pool_(std::move(pool)), user_(user), blocking_(blocking), query_timeout_(query_timeout) {}
+    : pool_(std::move(pool)),
+      user_(user),
+      blocking_(blocking),
+      query_timeout_(query_timeout),
+      id_(next_session_id.fetch_add(1)) {}
 
 Session::~Session() {
   // finish() is the orderly path; this only runs when the event loop is torn
@@ -126,10 +139,7 @@ config::Duration parse_statement_timeout(const std::string& st) {
 }  // namespace
 
 void Session::statement_begin() {
-  {
-    std::lock_guard<SpinLock> lock(cancel_mu_);
-    cancel_reason_ = CancelReason::none;
-  }
+  cancel_reason_ = CancelReason::none;
   if (timeout_version_ != settings_.version()) {
     timeout_version_ = settings_.version();
     statement_timeout_ = parse_statement_timeout(settings_.get("statement_timeout").value_or("0"));
@@ -147,14 +157,50 @@ void Session::statement_end() {
 }
 
 void Session::cancel(CancelReason why) {
-  std::lock_guard<SpinLock> lock(cancel_mu_);
   if (cancel_reason_ == CancelReason::none) cancel_reason_ = why;
-  if (running_) running_->cancel();
+  if (backend_) interrupt(*backend_);
 }
 
 CancelReason Session::cancel_reason() const {
-  std::lock_guard<SpinLock> lock(cancel_mu_);
   return cancel_reason_;
+}
+
+void Session::set_running(Backend& b, bool running) {
+  std::lock_guard lock(b.cancel_mu);
+  b.running_session = running ? id_ : 0;
+}
+
+void Session::interrupt(Backend& b) {
+  if (b.caps.blocking) {
+    // sqlite3_interrupt and the like return at once: do it here.
+    std::lock_guard lock(b.cancel_mu);
+    if (b.running_session == id_) b.conn.cancel();
+    return;
+  }
+  // PQcancel opens a connection to the server: off the event loop. The backend
+  // outlives the job: the pool closes backends on the same executor, after
+  // this job, and never while a session holds them.
+  blocking_.post([&b, id = id_] {
+    std::lock_guard lock(b.cancel_mu);
+    if (b.running_session == id) b.conn.cancel();
+  });
+}
+
+asio::awaitable<void> Session::wait_backend_io(Backend& b) {
+  db::IoInterest io = b.conn.impl()->io_interest();
+  if (io.none()) co_return;  // nothing named: call again
+  auto ex = co_await asio::this_coro::executor;
+  if (!b.watcher || b.watched_fd != io.fd || b.watcher->get_executor() != ex) {
+    if (b.watcher) (void)b.watcher->release();
+    b.watcher = std::make_unique<asio::posix::stream_descriptor>(ex, io.fd);
+    b.watched_fd = io.fd;
+  }
+  boost::system::error_code ec;
+  // A waiting statement may be cancelled or time out: the sweep calls cancel(),
+  // the backend answers, and the socket becomes readable.
+  co_await b.watcher->async_wait(io.write ? asio::posix::stream_descriptor::wait_write
+                                          : asio::posix::stream_descriptor::wait_read,
+                                 asio::redirect_error(asio::use_awaitable, ec));
 }
 
 void Session::explain_cancel(db::Error& e) const {

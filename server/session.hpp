@@ -51,23 +51,6 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
 
 enum class CancelReason : uint8_t { none, user, timeout };
 
-/// A one-byte lock for the few instructions that hand a running call over to a
-/// canceller (a std::mutex costs 40 bytes per idle client; this is never held
-/// across anything that blocks).
-class SpinLock {
- public:
-  void lock() {
-    while (flag_.test_and_set(std::memory_order_acquire)) {
-      while (flag_.test(std::memory_order_relaxed)) {
-      }
-    }
-  }
-  void unlock() { flag_.clear(std::memory_order_release); }
-
- private:
-  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
-};
-
 class Session {
  public:
   Session(DatabasePoolPtr pool, const UserRecord& user, BlockingExecutor& blocking,
@@ -106,28 +89,38 @@ class Session {
   /// in a co_await expression (a double free). Callers therefore pass lambdas
   /// that capture by reference only (trivially destructible), and wrappers
   /// like this one keep their own lambdas in named locals.
+  ///
+  /// Non-blocking drivers run `f` right here on the event loop: when it answers
+  /// would_block (is_would_block(result), found by ADL), the session waits for
+  /// the backend socket and calls `f` again, so `f` must resume where it
+  /// stopped (it keeps its progress in state outside itself).
   template <class F>
   boost::asio::awaitable<std::invoke_result_t<F&, Backend&>> run(F f) {
     Backend* b = backend_;
-    {
-      std::lock_guard<SpinLock> lock(cancel_mu_);
-      running_ = b->conn.impl();
-      if (cancel_reason_ != CancelReason::none) running_->cancel();
+    set_running(*b, true);
+    if (cancel_reason_ != CancelReason::none) interrupt(*b);
+    if (b->caps.blocking) {
+      auto job = [b, fn = std::move(f)]() mutable { return fn(*b); };
+      auto result = co_await blocking_.run(std::move(job));
+      set_running(*b, false);
+      co_return result;
     }
-    auto job = [b, fn = std::move(f)]() mutable { return fn(*b); };
-    auto result = co_await blocking_.run(std::move(job));
-    {
-      std::lock_guard<SpinLock> lock(cancel_mu_);
-      running_ = nullptr;
+    for (;;) {
+      auto result = f(*b);
+      if (!is_would_block(result)) {
+        set_running(*b, false);
+        co_return result;
+      }
+      co_await wait_backend_io(*b);
     }
-    co_return result;
   }
 
   /// Brackets one client statement: sets the statement deadline (statement_timeout
   /// setting, else server.query_timeout) and clears a stale cancel.
   void statement_begin();
   void statement_end();
-  /// Interrupts the running statement. Any thread.
+  /// Interrupts the running statement. On the session's own event loop (a
+  /// CancelRequest from another connection is posted there first).
   void cancel(CancelReason why);
   /// Why the current statement was cancelled, if it was.
   CancelReason cancel_reason() const;
@@ -167,8 +160,14 @@ class Session {
   Backend* backend_ = nullptr;
   db::Transaction tx_;
 
-  mutable SpinLock cancel_mu_;
-  db::ConnectionImpl* running_ = nullptr;
+  void set_running(Backend& b, bool running);
+  /// Interrupts `b`'s running call if it is still this session's (the check and
+  /// the interrupt happen under the backend's lock, off the event loop when the
+  /// driver's cancel blocks), so a late cancel never reaches another client.
+  void interrupt(Backend& b);
+  boost::asio::awaitable<void> wait_backend_io(Backend& b);
+
+  const uint64_t id_;  ///< unique per session: identifies its calls on a backend
   CancelReason cancel_reason_ = CancelReason::none;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   /// statement_timeout parsed once per settings change, not per statement.
