@@ -29,30 +29,24 @@ db::Statement* StatementCache::find(const std::string& key) {
   return &it->second->second;
 }
 
-db::Statement* StatementCache::insert(const std::string& key, db::Statement stmt) {
-  erase(key);
+db::Statement* StatementCache::insert(const std::string& key, db::Statement stmt,
+                                      std::vector<db::Statement>* evicted) {
+  if (auto it = map_.find(key); it != map_.end()) {
+    evicted->push_back(std::move(it->second->second));
+    lru_.erase(it->second);
+    map_.erase(it);
+  }
   lru_.emplace_front(key, std::move(stmt));
   map_[key] = lru_.begin();
   while (lru_.size() > capacity_) {
-    auto& victim = lru_.back();
-    (void)victim.second.close();
-    map_.erase(victim.first);
+    evicted->push_back(std::move(lru_.back().second));
+    map_.erase(lru_.back().first);
     lru_.pop_back();
   }
   return &lru_.front().second;
 }
 
-void StatementCache::erase(const std::string& key) {
-  auto it = map_.find(key);
-  if (it == map_.end()) return;
-  (void)it->second->second.close();
-  lru_.erase(it->second);
-  map_.erase(it);
-}
-
-void StatementCache::clear() {
-  for (auto& e : lru_)
-    (void)e.second.close();
+void StatementCache::forget() {
   lru_.clear();
   map_.clear();
 }
@@ -94,8 +88,10 @@ DatabasePool::DatabasePool(const config::Database& cfg, const db::Driver& driver
       timer_(timer_context) {}
 
 DatabasePool::~DatabasePool() {
-  for (auto& [id, b] : backends_)
+  for (auto& [id, b] : backends_) {
+    b->statements.forget();  // the connection's close drops them on the server
     (void)b->conn.close();
+  }
 }
 
 void DatabasePool::start() {
@@ -251,8 +247,12 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
               todo.emplace_back([self, owned, id = c.conn] {
                 self->blocking_.post([self, owned, id] {
                   if (owned) {
-                    owned->statements.clear();
-                    (void)owned->conn.close();
+                    // Closing the connection drops its prepared statements on the
+                    // server: no need to deallocate them one by one first.
+                    owned->statements.forget();
+                    if (auto* impl = owned->conn.impl()) {
+                      (void)db::call_blocking(*impl, [&] { return owned->conn.close(); });
+                    }
                   }
                   std::unique_lock l(self->mu_);
                   self->pool_.handle_closed(id, pool::Clock::now());
@@ -268,13 +268,19 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                   bool ok = false;
                   if (backend) {
                     const auto& q = self->cfg_.pool.reset_query;
-                    auto st = backend->conn.reset(q);
+                    auto st = db::call_blocking(*backend->conn.impl(),
+                                                [&] { return backend->conn.reset(q); });
                     ok = st.ok();
                     if (!ok) {
                       spdlog::warn("database {}: reset of backend {} failed: {}", self->cfg_.name,
                                    id, st.error().message);
                     }
-                    if (!q.empty()) backend->statements.clear();  // DISCARD ALL drops them
+                    if (!q.empty()) {
+                      // DISCARD ALL dropped the prepared statements and settings.
+                      backend->statements.forget();
+                      backend->applied_settings.clear();
+                      backend->applied_session = 0;
+                    }
                   }
                   std::unique_lock l(self->mu_);
                   self->pool_.handle_reset_done(id, ok, pool::Clock::now());

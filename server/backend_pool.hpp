@@ -33,10 +33,14 @@ class StatementCache {
   explicit StatementCache(size_t capacity = 256) : capacity_(capacity) {}
   /// The cached statement for `key`, or nullptr.
   db::Statement* find(const std::string& key);
-  /// Stores a statement; evicts (closes) the least recently used above capacity.
-  db::Statement* insert(const std::string& key, db::Statement stmt);
-  void erase(const std::string& key);
-  void clear();
+  /// Stores a statement. What it pushes out (the least recently used above
+  /// capacity) goes to `evicted` for the caller to close: closing may need the
+  /// backend (a non-blocking one waits for it).
+  db::Statement* insert(const std::string& key, db::Statement stmt,
+                        std::vector<db::Statement>* evicted);
+  /// Drops every entry without closing it: the backend no longer has them
+  /// (DISCARD ALL) or is about to close.
+  void forget();
   size_t size() const { return map_.size(); }
 
  private:
@@ -62,6 +66,14 @@ struct Backend {
   /// session that holds the backend (re-made when another loop leases it).
   std::unique_ptr<boost::asio::posix::stream_descriptor> watcher;
   int watched_fd = -1;
+
+  /// PostgreSQL backends: the session settings applied to it beyond its own
+  /// defaults, and by which session at which settings version (to skip work
+  /// when the same client comes back unchanged).
+  std::vector<std::pair<std::string, std::string>> applied_settings;
+  uint64_t applied_session = 0;
+  uint32_t applied_version = 0;
+  bool settings_unknown = false;  ///< a replay failed half-way: RESET ALL next time
 
   ~Backend();
 };

@@ -171,20 +171,45 @@ void set_wire_types(std::span<const db::Column> columns, std::span<const int16_t
   }
 }
 
-void encode_row_description(std::string& out, std::span<const db::Column> columns,
-                            std::span<const pg::WireType> types, std::span<const int16_t> fmt) {
+/// RowDescription for columns known before execution (Describe): PostgreSQL's
+/// own descriptions for a native backend, else the wire types of their kinds.
+void describe_columns(std::span<const db::Column> columns, std::span<const int16_t> formats,
+                      bool native, std::string& out) {
   std::vector<pg::FieldDescription> fields(columns.size());
+  std::vector<pg::WireType> types;
+  std::vector<int16_t> fmt;
+  set_wire_types(columns, formats, types, fmt);
   for (size_t i = 0; i < columns.size(); ++i) {
+    const auto& n = columns[i].native;
     fields[i].name = columns[i].name;
-    fields[i].type_oid = types[i].oid;
-    fields[i].type_size = types[i].size;
-    fields[i].type_modifier = types[i].modifier;
     fields[i].format = fmt[i];
+    if (native) {
+      fields[i].type_oid = n.pg_oid;
+      fields[i].type_size = n.pg_typlen;
+      fields[i].type_modifier = n.pg_typmod;
+      fields[i].table_oid = n.pg_table_oid;
+      fields[i].column = n.pg_column;
+    } else {
+      fields[i].type_oid = types[i].oid;
+      fields[i].type_size = types[i].size;
+      fields[i].type_modifier = types[i].modifier;
+    }
   }
   pg::Encoder(out).row_description(fields);
 }
 
 }  // namespace
+
+bool PgClient::to_backend(const Classified& c) const {
+  if (c.kind == StatementKind::backend) return true;
+  // A PostgreSQL backend runs transaction control itself (and reports the
+  // state, and COMMIT of a failed transaction answers ROLLBACK as it should);
+  // statement mode refuses BEGIN in the session layer.
+  bool tx = c.kind == StatementKind::begin || c.kind == StatementKind::commit ||
+            c.kind == StatementKind::rollback;
+  return tx && session_->pool().pg_native() &&
+         !(c.kind == StatementKind::begin && session_->mode() == config::PoolMode::statement);
+}
 
 PgClient::Extended& PgClient::ext() {
   if (!ext_) ext_ = std::make_unique<Extended>();
@@ -501,8 +526,13 @@ awaitable<bool> PgClient::login() {
 
   auto session = std::make_unique<Session>(pool, *record, server_.blocking(), scfg.query_timeout);
   auto& settings = session->settings();
-  (void)settings.set("session_authorization", user);
-  if (record->admin) (void)settings.set("is_superuser", "on");
+  const bool native = pool->pg_native();
+  if (native) {
+    settings.mirror_only();  // the backend's settings are the truth
+  } else {
+    (void)settings.set("session_authorization", user);
+    if (record->admin) (void)settings.set("is_superuser", "on");
+  }
   for (auto& [k, v] : params) {
     if (k == "user" || k == "database" || k == "options" || k.rfind("_pq_.", 0) == 0) continue;
     if (auto err = settings.set(k, v)) {
@@ -537,10 +567,31 @@ awaitable<bool> PgClient::login() {
   settings.commit_startup();
   session_ = std::move(session);
 
+  // A PostgreSQL backend reports its own parameters: take them from a backend
+  // that has the client's settings (which also checks those settings now,
+  // where the client expects errors about them).
+  std::vector<std::pair<std::string, std::string>> reported;
+  if (native) {
+    auto err = co_await session_->ensure_backend();
+    if (err) {
+      spdlog::warn("client {}: database \"{}\": {}", peer_, database, err->message);
+      co_await fatal(err->sqlstate, err->message);
+      co_return false;
+    }
+    reported = session_->backend()->conn.impl()->server_parameters();
+    (void)session_->take_events();
+    session_->release_if_idle(false);
+  }
+
   pg::Encoder enc(out_);
   enc.auth_ok();
-  for (auto name : Settings::reported()) {
-    enc.parameter_status(name, settings.get(name).value_or(""));
+  if (native) {
+    for (const auto& [name, value] : reported)
+      enc.parameter_status(name, value);
+  } else {
+    for (auto name : Settings::reported()) {
+      enc.parameter_status(name, settings.get(name).value_or(""));
+    }
   }
   auto [pid, secret] = server_.cancels().add(weak_from_this());
   pid_ = pid;
@@ -789,6 +840,10 @@ awaitable<bool> PgClient::handle(const pg::FrontendMessage& msg) {
 // Simple query
 
 awaitable<void> PgClient::simple_query(std::string_view text) {
+  if (session_->pool().pg_native()) {
+    co_await native_simple_query(text);
+    co_return;
+  }
   auto dialect = session_->pool().dialect();
   auto stmts = sql::split_statements(text, dialect);
   session_->statement_begin();
@@ -836,6 +891,125 @@ awaitable<void> PgClient::simple_query(std::string_view text) {
   session_->release_if_idle(portals_open());
   send_parameter_changes();
   ready_for_query();
+}
+
+awaitable<void> PgClient::native_simple_query(std::string_view text) {
+  // PostgreSQL to PostgreSQL: the text goes through whole (one round trip; the
+  // backend keeps its own implicit transaction, SET, SHOW and the rest); the
+  // session layer only looks at the statements to keep what follows the client.
+  auto stmts = sql::split_statements(text, sql::Dialect::postgres);
+  session_->statement_begin();
+  std::vector<Classified> cls;
+  for (auto st : stmts)
+    cls.push_back(classify(st, sql::Dialect::postgres, true));
+  bool session_level = false;  // DEALLOCATE, DISCARD ALL
+  bool listens = false;
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    auto k = cls[i].kind;
+    session_level = session_level || k == StatementKind::deallocate || k == StatementKind::discard;
+    auto w = sql::leading_words(stmts[i], sql::Dialect::postgres, 1);
+    listens = listens || (!w.empty() && w[0] == "LISTEN");
+  }
+  bool begins = false;
+  for (const auto& c : cls)
+    begins = begins || c.kind == StatementKind::begin;
+  if (stmts.empty()) {
+    pg::Encoder(out_).empty_query_response();
+  } else if (begins && session_->mode() == config::PoolMode::statement) {
+    send_error("0A000", "transaction blocks are not allowed in statement pool mode (database \"" +
+                            session_->pool().config().name + "\")");
+  } else if (listens && session_->mode() != config::PoolMode::session) {
+    // A notification would reach whichever client holds the backend later.
+    send_error("0A000", "LISTEN needs a backend of its own: database \"" +
+                            session_->pool().config().name + "\" is pooled in " +
+                            std::string(config::to_string(session_->mode())) +
+                            " mode; use a database entry in session mode");
+  } else if (session_level && stmts.size() > 1) {
+    send_error("0A000",
+               "DEALLOCATE and DISCARD ALL must be sent on their own through wirepool, not "
+               "with other statements in one query");
+  } else if (session_level) {
+    (void)co_await session_statement(stmts[0], cls[0], true);
+  } else if (auto refused = co_await session_->ensure_backend()) {
+    send_error(*refused);
+  } else {
+    Streamer s;
+    s.native = true;
+    s.multi = true;
+    db::Error err;
+    std::string* out = &out_;
+    db::QueryOptions options;
+    options.native = true;
+    auto first = co_await session_->run([&](Backend& b) -> Fetch {
+      if (s.phase == Streamer::Phase::start) {
+        auto r = b.conn.query(text, {}, options);
+        if (db::is_would_block(r)) return Fetch::wait;
+        if (!r.ok()) {
+          err = r.take_error();
+          return Fetch::error;
+        }
+        s.rows = std::move(r.value());
+        begin_result(s, {}, *out, true);
+        s.phase = Streamer::Phase::rows;
+      }
+      return fetch_rows(s, *out, 0, err);
+    });
+    Fetch f = co_await stream(s, 0, err, first);
+    // SET / RESET that ran: read back what the backend holds once its
+    // transaction is over.
+    std::vector<std::string> touched;
+    for (size_t i = 0; i < s.tags.size() && i < stmts.size(); ++i) {
+      if (s.tags[i] != "SET" && s.tags[i] != "RESET") continue;
+      if (auto parsed = parse_setting_command(stmts[i])) {
+        if (auto* cmd = std::get_if<SettingCommand>(&*parsed)) {
+          if (auto* set = std::get_if<SetCommand>(cmd); set && !set->local) {
+            touched.push_back(set->name);
+          } else if (auto* reset = std::get_if<ResetCommand>(cmd)) {
+            if (reset->name == "all") {
+              session_->settings().reset_all();
+              // The backend reset to its own defaults: the client's startup
+              // settings must go back on it.
+              session_->backend()->settings_unknown = true;
+            } else {
+              touched.push_back(reset->name);
+            }
+          }
+        }
+      }
+    }
+    if (!touched.empty()) session_->note_set(std::move(touched));
+    if (f == Fetch::error) co_await backend_error(std::move(err));
+    forward_events();
+    co_await session_->settle_settings();
+  }
+  session_->statement_end();
+  session_->sync_tx_state();
+  if (session_->backend() && session_->backend()->settings_unknown && !session_->in_transaction()) {
+    (void)co_await session_->sync_settings();
+  }
+  session_->release_if_idle(portals_open());
+  forward_events();
+  ready_for_query();
+}
+
+void PgClient::forward_events() {
+  auto ev = session_->take_events();
+  if (!ev) return;
+  pg::Encoder enc(out_);
+  for (const auto& n : ev->notices) {
+    pg::ErrorFields f;
+    f.severity = n.severity.empty() ? "NOTICE" : std::string_view(n.severity);
+    f.sqlstate = n.sqlstate.size() == 5 ? std::string_view(n.sqlstate) : "00000";
+    f.message = n.message;
+    f.detail = n.detail;
+    f.hint = n.hint;
+    enc.notice_response(f);
+  }
+  for (const auto& p : ev->parameters)
+    enc.parameter_status(p.name, p.value);
+  for (const auto& n : ev->notifications) {
+    enc.notification_response(n.pid, n.channel, n.payload);
+  }
 }
 
 awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classified& cls) {
@@ -1201,6 +1375,22 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
         co_await close_portals();
         ext().portals.clear();
         ext().statements.clear();
+        if (session_->pool().pg_native() && session_->mode() == config::PoolMode::session &&
+            session_->backend()) {
+          // The backend is this client's alone: it gets the DISCARD ALL too
+          // (temporary tables, advisory locks, LISTEN), then the client's
+          // startup settings back.
+          Backend* b = session_->backend();
+          auto st = co_await session_->execute_text("DISCARD ALL");
+          b->statements.forget();
+          b->applied_settings.clear();
+          b->applied_session = 0;
+          if (st.ok()) st = co_await session_->sync_settings();
+          if (!st.ok()) {
+            co_await backend_error(st.take_error());
+            co_return false;
+          }
+        }
       } else if (what != "PLANS" && what != "SEQUENCES" && what != "TEMP" && what != "TEMPORARY") {
         send_error("42601", "syntax error at or near \"" + what + "\"");
         co_return false;
@@ -1305,13 +1495,22 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
       }
     }
   }
-  if (p->cls.kind == StatementKind::backend && !p->blank) {
+  if (to_backend(p->cls) && !p->blank) {
     if (auto err = co_await session_->ensure_backend()) {
       send_error(*err);
       skip_until_sync_ = true;
       co_return;
     }
-    std::vector<db::ParamInfo> hints;  // the driver decides; OIDs are a PostgreSQL matter
+    // A PostgreSQL backend takes the client's parameter types as they are;
+    // other backends type parameters themselves.
+    std::vector<db::ParamInfo> hints;
+    if (session_->pool().pg_native()) {
+      for (uint32_t oid : p->param_oids) {
+        db::ParamInfo h;
+        h.native.pg_oid = oid;
+        hints.push_back(h);
+      }
+    }
     auto stmt = co_await session_->backend_statement(p->key, p->sql, hints);
     if (!stmt.ok()) {
       co_await backend_error(stmt.take_error());
@@ -1367,11 +1566,22 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
   portal->stmt = p;
   portal->result_formats = m.result_formats;
   portal->params.reserve(m.params.size());
+  const bool native = session_->pool().pg_native();
   for (size_t i = 0; i < m.params.size(); ++i) {
     uint32_t oid = i < p->param_oids.size() ? p->param_oids[i] : 0;
     int16_t fmt = m.param_formats.empty()       ? 0
                   : m.param_formats.size() == 1 ? m.param_formats[0]
                                                 : m.param_formats[i];
+    if (native) {
+      // PostgreSQL to PostgreSQL: the client's bytes, typed as the server chose.
+      db::Param param;
+      if (oid == 0 && i < p->backend_params.size()) oid = p->backend_params[i].native.pg_oid;
+      param.pg_oid = oid;
+      param.pg_format = fmt;
+      if (m.params[i]) param.value = db::Value::bytes(std::string(*m.params[i]));
+      portal->params.push_back(std::move(param));
+      continue;
+    }
     auto decoded = pg::decode_param(m.params[i], oid, fmt);
     if (!decoded.ok()) {
       const auto& e = decoded.error();
@@ -1401,9 +1611,12 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
     }
     p = it->second;
     std::vector<uint32_t> oids;
+    const bool native = session_->pool().pg_native();
     for (size_t i = 0; i < p->nparams; ++i) {
       uint32_t oid = i < p->param_oids.size() ? p->param_oids[i] : 0;
-      if (oid == 0) {
+      if (native && i < p->backend_params.size()) {
+        oid = p->backend_params[i].native.pg_oid;  // the server's resolution
+      } else if (oid == 0) {
         oid = i < p->backend_params.size() ? pg::wire_type_for(p->backend_params[i]).oid
                                            : pg::oid::kText;
       }
@@ -1427,10 +1640,7 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
   } else if (p->columns.empty()) {
     enc.no_data();
   } else {
-    std::vector<pg::WireType> types;
-    std::vector<int16_t> fmt;
-    set_wire_types(p->columns, formats, types, fmt);
-    encode_row_description(out_, p->columns, types, fmt);
+    describe_columns(p->columns, formats, session_->pool().pg_native(), out_);
   }
 }
 
@@ -1448,7 +1658,7 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     pg::Encoder(out_).empty_query_response();
     co_return;
   }
-  if (p.cls.kind != StatementKind::backend) {
+  if (!to_backend(p.cls)) {
     session_->statement_begin();
     bool ok = co_await session_statement(p.sql, p.cls, false);
     session_->statement_end();
@@ -1470,8 +1680,15 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     }
     // Prepared on demand: the backend serving this Execute may not be the one
     // that saw the Parse (transaction pooling).
-    const std::vector<db::ParamInfo> no_hints;
-    auto stmt = co_await session_->backend_statement(p.key, p.sql, no_hints);
+    std::vector<db::ParamInfo> hints;
+    if (session_->pool().pg_native()) {
+      for (uint32_t oid : p.param_oids) {
+        db::ParamInfo h;
+        h.native.pg_oid = oid;
+        hints.push_back(h);
+      }
+    }
+    auto stmt = co_await session_->backend_statement(p.key, p.sql, hints);
     if (!stmt.ok()) {
       co_await backend_error(stmt.take_error());
       skip_until_sync_ = true;
@@ -1533,6 +1750,18 @@ awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int6
   portal.done = true;
   session_->statement_end();
   session_->sync_tx_state();
+  if (s.native && (p.cls.verb == "SET" || p.cls.verb == "RESET")) {
+    if (auto parsed = parse_setting_command(p.sql)) {
+      if (auto* cmd = std::get_if<SettingCommand>(&*parsed)) {
+        if (auto* set = std::get_if<SetCommand>(cmd); set && !set->local) {
+          session_->note_set({set->name});
+        } else if (auto* reset = std::get_if<ResetCommand>(cmd); reset && reset->name != "all") {
+          session_->note_set({reset->name});
+        }
+      }
+    }
+  }
+  forward_events();
 }
 
 awaitable<void> PgClient::on_close(const pg::Close& m) {
@@ -1553,6 +1782,8 @@ awaitable<void> PgClient::on_close(const pg::Close& m) {
 awaitable<void> PgClient::on_sync() {
   skip_until_sync_ = false;
   session_->sync_tx_state();
+  co_await session_->settle_settings();
+  forward_events();
   // Outside a transaction block, Sync ends the implicit transaction and with it
   // every portal.
   if (!session_->in_transaction()) co_await close_portals();

@@ -87,6 +87,11 @@ class PgClient final : public Client,
   /// Handles one message; false closes the connection.
   boost::asio::awaitable<bool> handle(const pg::FrontendMessage& msg);
   boost::asio::awaitable<void> simple_query(std::string_view text);
+  /// A simple query for a PostgreSQL backend: the text goes through whole.
+  boost::asio::awaitable<void> native_simple_query(std::string_view text);
+  /// Sends what the backend reported besides results: notices, parameter
+  /// changes, notifications.
+  void forward_events();
   /// One statement of a simple query; false after an error (sent).
   boost::asio::awaitable<bool> simple_statement(std::string_view stmt, const Classified& cls);
   /// BEGIN/COMMIT/SET/... answered by the session layer; appends the response
@@ -151,6 +156,8 @@ class PgClient final : public Client,
     std::unordered_map<std::string, std::unique_ptr<Portal>> portals;
   };
   Extended& ext();
+  /// Whether a statement runs on the backend (else the session layer answers it).
+  bool to_backend(const Classified& c) const;
   std::unique_ptr<Extended> ext_;
   /// Set when an extended-query message fails. Per the protocol the server then
   /// sends one ErrorResponse and ignores all further messages until the next Sync.

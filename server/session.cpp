@@ -6,6 +6,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 
@@ -29,13 +30,20 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
     bool to = words.size() > 2 && words[2] == "TO";
     if (!to) c.kind = StatementKind::rollback;
   }
+  if (c.kind != StatementKind::backend) return c;
+  // Prepared statement names are the session's own (a backend knows them under
+  // other names), and DISCARD ALL resets what the session keeps: both stay
+  // with the session layer even for backends that keep their own settings.
+  if (w0 == "DEALLOCATE") {
+    c.kind = StatementKind::deallocate;
+  } else if (w0 == "DISCARD" && w1 == "ALL") {
+    c.kind = StatementKind::discard;
+  }
   if (c.kind != StatementKind::backend || backend_keeps_settings) return c;
   if (w0 == "SET" || w0 == "RESET" || (w0 == "SHOW" && dialect != sql::Dialect::mysql)) {
     c.kind = StatementKind::setting;
   } else if (w0 == "DISCARD") {
     c.kind = StatementKind::discard;
-  } else if (w0 == "DEALLOCATE") {
-    c.kind = StatementKind::deallocate;
   } else if (w0 == "LISTEN" || w0 == "UNLISTEN" || w0 == "NOTIFY") {
     c.kind = StatementKind::listen;
   }
@@ -57,7 +65,7 @@ Session::Session(DatabasePoolPtr pool, const UserRecord& user, BlockingExecutor&
 Session::~Session() {
   // finish() is the orderly path; this only runs when the event loop is torn
   // down under a session (shutdown). The pool is told the backend is unusable.
-  if (backend_) pool_->release(backend_, false);
+  give_back(false);
 }
 
 asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
@@ -65,6 +73,19 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
   auto got = co_await pool_->acquire();
   if (auto* b = std::get_if<Backend*>(&got)) {
     backend_ = *b;
+    (void)backend_->conn.set_event_sink(this);  // Unsupported where there are no events
+    if (pool_->pg_native()) {
+      auto st = co_await sync_settings();
+      if (!st.ok()) {
+        db::Error e = st.take_error();
+        if (e.code == db::Errc::connection) {
+          backend_lost();
+        } else {
+          give_back(true);
+        }
+        co_return e;
+      }
+    }
     co_return std::nullopt;
   }
   const auto& e = std::get<AcquireError>(got);
@@ -88,13 +109,20 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
   co_return err;
 }
 
+void Session::give_back(bool healthy) {
+  if (!backend_) return;
+  (void)backend_->conn.set_event_sink(nullptr);
+  tx_ = db::Transaction();
+  pool_->release(backend_, healthy);
+  backend_ = nullptr;
+}
+
 void Session::release_if_idle(bool portals_open) {
   if (!backend_ || portals_open) return;
   if (mode() == config::PoolMode::session) return;
   if (tx_state() != db::TxState::idle) return;
-  tx_ = db::Transaction();
-  pool_->release(backend_, true);
-  backend_ = nullptr;
+  if (!noted_.empty()) return;  // settle_settings() first
+  give_back(true);
 }
 
 asio::awaitable<void> Session::finish() {
@@ -104,16 +132,11 @@ asio::awaitable<void> Session::finish() {
     auto st = co_await run([](Backend& b) { return b.conn.impl()->rollback(); });
     if (!st.ok()) healthy = false;
   }
-  tx_ = db::Transaction();
-  pool_->release(backend_, healthy);
-  backend_ = nullptr;
+  give_back(healthy);
 }
 
 void Session::backend_lost() {
-  if (!backend_) return;
-  tx_ = db::Transaction();
-  pool_->release(backend_, false);
-  backend_ = nullptr;
+  give_back(false);
 }
 
 namespace {
@@ -265,7 +288,256 @@ asio::awaitable<db::Result<db::Statement*>> Session::backend_statement(
   if (auto* s = backend_->statements.find(key)) co_return s;
   auto prepared = co_await run([&sql, &hints](Backend& b) { return b.conn.prepare(sql, hints); });
   if (!prepared.ok()) co_return prepared.take_error();
-  co_return backend_->statements.insert(key, std::move(prepared.value()));
+  std::vector<db::Statement> evicted;
+  db::Statement* stmt = backend_->statements.insert(key, std::move(prepared.value()), &evicted);
+  for (auto& old : evicted) {
+    auto st = co_await run([&old](Backend&) { return old.close(); });
+    if (!st.ok() && st.error().code == db::Errc::connection) co_return st.take_error();
+  }
+  co_return stmt;
+}
+
+}  // namespace wirepool::server
+
+namespace wirepool::server {
+
+// ---- events -----------------------------------------------------------------
+
+Session::Events& Session::events() {
+  if (!events_) events_ = std::make_unique<Events>();
+  return *events_;
+}
+
+void Session::on_notice(const db::Notice& n) {
+  events().notices.push_back(n);
+}
+
+void Session::on_parameter(const db::ParameterChange& c) {
+  events().parameters.push_back(c);
+  // What the backend reports is what the client now has: keep it to replay.
+  static constexpr std::string_view kSettable[] = {"application_name",
+                                                   "client_encoding",
+                                                   "DateStyle",
+                                                   "IntervalStyle",
+                                                   "TimeZone",
+                                                   "default_transaction_read_only",
+                                                   "standard_conforming_strings"};
+  for (auto name : kSettable) {
+    if (c.name == name) {
+      (void)settings_.set(c.name, c.value);
+      if (backend_) {
+        backend_->applied_settings = settings_.overrides();
+        backend_->applied_version = settings_.version();
+        backend_->applied_session = id_;
+      }
+    }
+  }
+}
+
+void Session::on_notification(const db::Notification& n) {
+  events().notifications.push_back(n);
+}
+
+// ---- settings that follow the client (PostgreSQL backends) -------------------
+
+namespace {
+
+std::string quote_literal(std::string_view v) {
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  out += '\'';
+  return out;
+}
+
+std::string quote_name(std::string_view n) {
+  bool plain = !n.empty();
+  for (char c : n) {
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+  }
+  if (plain) return std::string(n);
+  std::string out = "\"";
+  for (char c : n) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+asio::awaitable<db::Status> Session::sync_settings() {
+  Backend& b = *backend_;
+  if (b.applied_session == id_ && b.applied_version == settings_.version()) co_return db::Status{};
+  auto desired = settings_.overrides();
+  // After a failed replay nobody knows what the backend holds: start over.
+  std::string sql = b.settings_unknown ? "RESET ALL;" : "";
+  if (b.settings_unknown) b.applied_settings.clear();
+  for (const auto& [name, value] : desired) {
+    bool same = false;
+    for (const auto& [n, v] : b.applied_settings)
+      same = same || (n == name && v == value);
+    if (!same) sql += "SET " + quote_name(name) + " TO " + quote_literal(value) + ";";
+  }
+  for (const auto& [name, value] : b.applied_settings) {
+    bool kept = false;
+    for (const auto& [n, v] : desired)
+      kept = kept || n == name;
+    if (!kept) sql += "RESET " + quote_name(name) + ";";
+  }
+  if (!sql.empty()) {
+    auto st = co_await execute_text(sql);
+    if (!st.ok()) {
+      // The backend may now hold some of them: replay everything next time.
+      b.applied_session = 0;
+      b.settings_unknown = true;
+      co_return st;
+    }
+  }
+  b.applied_settings = std::move(desired);
+  b.settings_unknown = false;
+  b.applied_session = id_;
+  b.applied_version = settings_.version();
+  co_return db::Status{};
+}
+
+void Session::note_set(std::vector<std::string> names) {
+  for (auto& n : names) {
+    if (std::find(noted_.begin(), noted_.end(), n) == noted_.end()) noted_.push_back(std::move(n));
+  }
+}
+
+asio::awaitable<void> Session::settle_settings() {
+  if (noted_.empty() || !backend_ || tx_state() != db::TxState::idle) co_return;
+  // One round trip after the transaction that ran SET: what the backend holds
+  // now is right whether the transaction committed or not.
+  std::string sql = "SELECT ";
+  for (size_t i = 0; i < noted_.size(); ++i) {
+    if (i) sql += ", ";
+    sql += "current_setting(" + quote_literal(noted_[i]) + ", true)";
+  }
+  struct Read {
+    db::Rows rows;
+    int phase = 0;
+    std::vector<std::optional<std::string>> values;
+    std::optional<db::Error> err;
+  } st;
+  const db::QueryOptions text;
+  auto result = co_await run([&](Backend& b) -> db::Status {
+    for (;;) {
+      if (st.phase == 0) {
+        auto r = b.conn.query(sql, {}, text);
+        if (db::is_would_block(r)) return r.take_error();
+        if (!r.ok()) {
+          st.err = r.take_error();
+          st.phase = 2;
+          continue;
+        }
+        st.rows = std::move(r.value());
+        st.phase = 1;
+      } else if (st.phase == 1) {
+        std::vector<db::Value> row(st.rows.columns().size());
+        auto r = st.rows.next(row);
+        if (db::is_would_block(r)) return r.take_error();
+        if (!r.ok()) {
+          st.err = r.take_error();
+          st.phase = 2;
+          continue;
+        }
+        if (!r.value()) {
+          st.phase = 2;
+          continue;
+        }
+        for (auto& v : row) {
+          st.values.push_back(v.is_null() ? std::nullopt : std::optional<std::string>(v.str));
+        }
+      } else if (st.phase == 2) {
+        if (st.rows.is_open()) {
+          auto c = st.rows.close();
+          if (db::is_would_block(c)) return c;
+        }
+        st.phase = 3;
+      } else {
+        if (st.err) return *st.err;
+        return {};
+      }
+    }
+  });
+  if (result.ok() && st.values.size() == noted_.size()) {
+    for (size_t i = 0; i < noted_.size(); ++i) {
+      if (st.values[i]) {
+        (void)settings_.set(noted_[i], *st.values[i]);
+      } else {
+        (void)settings_.reset(noted_[i]);
+      }
+    }
+    backend_->applied_settings = settings_.overrides();
+    backend_->applied_session = id_;
+    backend_->applied_version = settings_.version();
+  } else {
+    spdlog::warn("database {}: could not read back session settings: {}", pool_->config().name,
+                 result.ok() ? "unexpected answer" : result.error().message);
+  }
+  noted_.clear();
+}
+
+asio::awaitable<db::Status> Session::execute_text(std::string_view sql) {
+  struct Exec {
+    db::Rows rows;
+    int phase = 0;
+    std::optional<db::Error> err;
+  } st;
+  const db::QueryOptions text;
+  co_return co_await run([&](Backend& b) -> db::Status {
+    for (;;) {
+      switch (st.phase) {
+        case 0: {
+          auto r = b.conn.query(sql, {}, text);
+          if (db::is_would_block(r)) return r.take_error();
+          if (!r.ok()) {
+            st.err = r.take_error();
+            st.phase = 3;
+            break;
+          }
+          st.rows = std::move(r.value());
+          st.phase = 1;
+          break;
+        }
+        case 1: {
+          std::vector<db::ValueView> row(st.rows.columns().size());
+          auto r = st.rows.next_borrowed(row);
+          if (db::is_would_block(r)) return r.take_error();
+          if (!r.ok()) {
+            st.err = r.take_error();
+            st.phase = 2;
+          } else if (!r.value()) {
+            st.phase = 4;
+          }
+          break;
+        }
+        case 4: {
+          auto r = st.rows.next_result();
+          if (db::is_would_block(r)) return r.take_error();
+          if (!r.ok()) st.err = r.take_error();
+          st.phase = (r.ok() && r.value()) ? 1 : 2;
+          break;
+        }
+        case 2: {
+          if (st.rows.is_open()) {
+            auto c = st.rows.close();
+            if (db::is_would_block(c)) return c;
+          }
+          st.phase = 3;
+          break;
+        }
+        default:
+          if (st.err) return *st.err;
+          return {};
+      }
+    }
+  });
 }
 
 }  // namespace wirepool::server

@@ -51,7 +51,7 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
 
 enum class CancelReason : uint8_t { none, user, timeout };
 
-class Session {
+class Session : public db::EventSink {
  public:
   Session(DatabasePoolPtr pool, const UserRecord& user, BlockingExecutor& blocking,
           config::Duration query_timeout);
@@ -69,7 +69,33 @@ class Session {
 
   /// Acquires a backend if the session holds none. On failure, an error for the
   /// client (53300 pool timeout, 08006 backend unreachable, 57P01 shutdown).
+  /// A PostgreSQL backend then gets the client's settings (see sync_settings).
   boost::asio::awaitable<std::optional<db::Error>> ensure_backend();
+  /// PostgreSQL backends: make the backend's session settings the client's
+  /// (SET / RESET of what differs from what was last applied to it), so
+  /// settings follow a client to whichever backend serves its next transaction.
+  boost::asio::awaitable<db::Status> sync_settings();
+  /// PostgreSQL backends: the client ran SET or RESET for `names`; read what the
+  /// backend now holds once its transaction is over (a rolled-back SET is undone).
+  void note_set(std::vector<std::string> names);
+  /// Re-reads the noted settings if the backend is idle. Call after statements.
+  boost::asio::awaitable<void> settle_settings();
+  /// Runs SQL text and discards its results (replays, resets). The session must
+  /// hold a backend.
+  boost::asio::awaitable<db::Status> execute_text(std::string_view sql);
+
+  // ---- what the backend reports besides results (db::EventSink)
+
+  void on_notice(const db::Notice& n) override;
+  void on_parameter(const db::ParameterChange& c) override;
+  void on_notification(const db::Notification& n) override;
+  struct Events {
+    std::vector<db::Notice> notices;
+    std::vector<db::ParameterChange> parameters;
+    std::vector<db::Notification> notifications;
+  };
+  /// Reported since the last call (nullptr when nothing was).
+  std::unique_ptr<Events> take_events() { return std::move(events_); }
   Backend* backend() const { return backend_; }
   /// Releases the lease if the pool mode allows it now (`portals_open`: a reader
   /// is still open on the backend, so it must be kept).
@@ -167,7 +193,12 @@ class Session {
   void interrupt(Backend& b);
   boost::asio::awaitable<void> wait_backend_io(Backend& b);
 
+  void give_back(bool healthy);
+  Events& events();
+
   const uint64_t id_;  ///< unique per session: identifies its calls on a backend
+  std::unique_ptr<Events> events_;
+  std::vector<std::string> noted_;  ///< settings SET/RESET since they were last read
   CancelReason cancel_reason_ = CancelReason::none;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   /// statement_timeout parsed once per settings change, not per statement.

@@ -124,7 +124,9 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
     return SettingError{"55P02", "parameter \"" + name + "\" cannot be changed"};
   }
   std::string v(value);
-  if (name == "client_encoding") {
+  if (mirror_) {
+    // The backend has judged it already (or will, at replay).
+  } else if (name == "client_encoding") {
     std::string s = squash(value);
     if (s != "utf8" && s != "unicode" && s != "sqlascii") {
       return SettingError{
@@ -265,6 +267,12 @@ std::optional<std::string> Settings::get(std::string_view name) const {
   if (auto v = overrides_.find(n)) return std::string(*v);
   if (auto b = builtins().find(n); b != builtins().end()) return b->second;
   return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> Settings::overrides() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  overrides_.each([&](std::string_view n, std::string_view v) { out.emplace_back(n, v); });
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> Settings::all() const {

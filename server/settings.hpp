@@ -24,6 +24,13 @@ class Settings {
  public:
   /// Built-in values a PostgreSQL 15 server would report (server_version etc.).
   Settings();
+  /// For a PostgreSQL backend the settings are the backend's: this object only
+  /// mirrors what the client set, to replay it on whichever backend serves it
+  /// next, and does not judge values (the backend does).
+  void mirror_only() { mirror_ = true; }
+  bool is_mirror() const { return mirror_; }
+  /// What the client set (startup parameters and SET), in order.
+  std::vector<std::pair<std::string, std::string>> overrides() const;
 
   /// Sets a value as a startup parameter or SET would. Names are case-insensitive.
   std::optional<SettingError> set(std::string_view name, std::string_view value);
@@ -87,6 +94,7 @@ class Settings {
   std::string local_undo_;
   uint32_t version_ = 0;
   bool started_ = false;
+  bool mirror_ = false;
 };
 
 /// The commands the session layer answers itself for such backends.

@@ -4,8 +4,8 @@
 // ABORT; not ROLLBACK TO SAVEPOINT, COMMIT PREPARED, ROLLBACK PREPARED) for
 // every backend; SET/RESET/SHOW, DISCARD, DEALLOCATE and LISTEN/NOTIFY kept by
 // the session for backends without settings, passed through for those with
-// them; MySQL's SHOW goes to MySQL; comments before the statement; the verb
-// for the command tag.
+// them, except DEALLOCATE and DISCARD ALL, which are always the session's; MySQL's SHOW goes to
+// MySQL; comments before the statement; the verb for the command tag.
 
 #include <gtest/gtest.h>
 
@@ -51,9 +51,15 @@ TEST(Classify, SessionStatementsForBackendsWithoutSettings) {
 }
 
 TEST(Classify, BackendsWithSettingsReceiveThem) {
-  for (auto stmt : {"SET x = 1", "SHOW x", "DISCARD ALL", "DEALLOCATE a", "LISTEN ch"}) {
+  for (auto stmt : {"SET x = 1", "SHOW x", "DISCARD PLANS", "LISTEN ch"}) {
     EXPECT_EQ(kind(stmt, sql::Dialect::postgres, true), StatementKind::backend) << stmt;
   }
+}
+
+TEST(Classify, StatementNamesAndDiscardAllStayWithTheSession) {
+  // The client's statement names are the session's own, for every backend.
+  EXPECT_EQ(kind("DEALLOCATE a", sql::Dialect::postgres, true), StatementKind::deallocate);
+  EXPECT_EQ(kind("DISCARD ALL", sql::Dialect::postgres, true), StatementKind::discard);
 }
 
 TEST(Classify, MysqlShowGoesToMysql) {
