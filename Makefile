@@ -11,7 +11,7 @@ BUILD := build/$(PRESET)
 WERROR ?= 0
 CONFIG ?= deploy/wirepool.yaml
 # Seconds of libFuzzer per target inside `make test`.
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 # `make test` runs every suite a second time on an AddressSanitizer+UBSan build.
 ASAN ?= 1
 JOBS ?= $(shell nproc)
@@ -19,7 +19,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # What building and running need.
 BUILD_PKGS := cmake ninja-build g++ pkg-config libboost1.81-dev libssl-dev libspdlog-dev \
-  libfmt-dev libyaml-cpp-dev libsqlite3-dev libgtest-dev libgmock-dev
+  libfmt-dev libyaml-cpp-dev libsqlite3-dev libpq-dev libgtest-dev libgmock-dev
 # What the tests add: real clients, real servers, the fuzzer's compiler.
 # (pgbench ships in postgresql-15, the server package.)
 TEST_PKGS := clang-14 libclang-rt-14-dev clang-format postgresql-client-15 postgresql-15 \

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "backends/postgresql/postgresql_driver.hpp"
 #include "backends/sqlite/sqlite_driver.hpp"
 
 namespace wirepool::db {
@@ -375,7 +376,7 @@ struct DriverEntry {
 
 constexpr DriverEntry kDrivers[] = {
     {"sqlite", [] { return &sqlite::driver(); }},
-    {"postgresql", nullptr},
+    {"postgresql", [] { return &postgresql::driver(); }},
     {"mysql", nullptr},
     {"odbc", nullptr},
     {"tds", nullptr},

@@ -321,6 +321,10 @@ class CopyStreamImpl {
  public:
   virtual ~CopyStreamImpl() = default;
   virtual bool is_input() const = 0;
+  /// The overall format (0 text, 1 binary) and the per-column formats, as
+  /// PostgreSQL's CopyInResponse / CopyOutResponse carry them.
+  virtual int16_t format() const { return 0; }
+  virtual std::vector<int16_t> column_formats() const { return {}; }
   /// COPY FROM STDIN: send a chunk of data.
   virtual Status write(std::string_view data) = 0;
   /// COPY TO STDOUT: the next chunk, or nullopt at the end.

@@ -723,23 +723,6 @@ void Loader::report_unimplemented(const Config& c) {
       problem(*m.protocol_key, path + ".protocol: the " + std::string(to_string(l.protocol)) +
                                    " listener" + not_implemented);
     }
-    if (l.protocol == Protocol::postgres && m.tls_key && l.tls != TlsMode::off) {
-      problem(*m.tls_key, path + ".tls: TLS on a listener (" + std::string(to_string(l.tls)) + ")" +
-                              not_implemented + "; write off or omit the key");
-    }
-  }
-  if (tls_.certificate) {
-    problem(*tls_.certificate,
-            "tls.certificate: TLS termination" + not_implemented + "; remove the tls section");
-  } else if (c.tls.generate) {
-    problem(*tls_.generate,
-            "tls.generate: TLS termination" + not_implemented + "; remove the tls section");
-  }
-  for (size_t i = 0; i < c.databases.size(); ++i) {
-    if (const auto& key = databases_[i].tls_key) {
-      problem(*key, indexed("databases", i) + ".tls: TLS to the backend" + not_implemented +
-                        "; remove the tls block");
-    }
   }
 }
 // ==== END NOT IMPLEMENTED ==============================================================

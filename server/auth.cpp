@@ -15,6 +15,7 @@ UserStore::UserStore(const std::vector<config::User>& users) {
     r.name = u.name;
     r.admin = u.admin;
     r.databases.insert(u.databases.begin(), u.databases.end());
+    r.client_cert_pins = u.client_cert_pins;
     if (!u.scram.empty()) {
       auto v = pg::scram::parse_verifier(u.scram);
       if (!v) throw std::runtime_error("user \"" + u.name + "\": malformed scram verifier");

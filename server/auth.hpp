@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "config/config.hpp"
 #include "protocol/pg/scram.hpp"
@@ -22,6 +23,9 @@ struct UserRecord {
   pg::scram::Verifier verifier;
   bool admin = false;
   std::set<std::string> databases;  ///< empty = all
+  /// Public-key SHA-256 of accepted client certificates (non-empty = a
+  /// certificate is required).
+  std::vector<std::string> client_cert_pins;
   bool may_use(std::string_view database) const {
     return databases.empty() || databases.count(std::string(database)) > 0;
   }

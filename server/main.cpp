@@ -1,6 +1,7 @@
 // wirepool: a connection-pooling proxy.
 //   wirepool --config FILE          run
 //   wirepool --check-config FILE    validate; exit 0, or 1 with file:line:column errors
+//   wirepool --fingerprint CERT     sha256 of the certificate and of its public key
 //   wirepool --version
 
 #include <spdlog/spdlog.h>
@@ -15,6 +16,7 @@
 #include "config/config.hpp"
 #include "server/log.hpp"
 #include "server/server.hpp"
+#include "tls/tls.hpp"
 #include "wirepool_version.hpp"
 
 namespace {
@@ -23,6 +25,7 @@ void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: wirepool --config FILE        run with this configuration\n"
                "       wirepool --check-config FILE  validate a configuration and exit\n"
+               "       wirepool --fingerprint CERT   print a certificate's SHA-256 fingerprints\n"
                "       wirepool --version\n");
 }
 
@@ -61,6 +64,9 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       usage(stdout);
       return 0;
+    }
+    if (a == "--fingerprint" && i + 1 < argc) {
+      return tls::print_fingerprints(argv[i + 1], stdout, stderr);
     }
     if ((a == "--config" || a == "--check-config") && i + 1 < argc) {
       check_only = a == "--check-config";

@@ -4,12 +4,18 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <cstring>
 
 #include "protocol/pg/scram.hpp"
+#include "tls/tls.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
 
 namespace wirepool::server {
 
@@ -24,6 +30,8 @@ namespace {
 constexpr size_t kFlushBytes = 64 * 1024;
 /// Reads start at this size; larger messages grow the buffer to their length.
 constexpr size_t kReadChunk = 8 * 1024;
+/// How long a failed login waits before it is answered.
+constexpr auto kLoginFailureDelay = std::chrono::milliseconds(250);
 /// A client that stops mid-message or stops reading results for this long is closed.
 constexpr auto kIoTimeout = std::chrono::seconds(60);
 
@@ -121,6 +129,7 @@ struct PgClient::Prepared {
   std::vector<db::ParamInfo> backend_params;
   std::vector<db::Column> columns;  ///< as known before execution (what Describe said)
   std::string show_name;            ///< SHOW x: the column name
+  bool described = false;           ///< backend_params / columns / nparams are known
 };
 
 /// A result being sent: the reader, what was announced to the client for it,
@@ -199,6 +208,11 @@ void describe_columns(std::span<const db::Column> columns, std::span<const int16
 }
 
 }  // namespace
+
+bool PgClient::next_is_sync() const {
+  auto rest = in_.view().subspan(std::min(unconsumed_, in_.size()));
+  return !rest.empty() && rest[0] == 'S';
+}
 
 bool PgClient::to_backend(const Classified& c) const {
   if (c.kind == StatementKind::backend) return true;
@@ -280,20 +294,104 @@ void PgClient::cancel_request() {
 // ---------------------------------------------------------------------------
 // I/O
 
+size_t PgClient::io_read(uint8_t* data, size_t size, boost::system::error_code& ec) {
+  ec.clear();
+  if (!ssl_) {
+    want_write_ = false;
+    return socket_.read_some(asio::buffer(data, size), ec);
+  }
+  size_t got = 0;
+  int r = SSL_read_ex(ssl_.get(), data, size, &got);
+  if (r == 1) return got;
+  return tls_error(r, ec);
+}
+
+size_t PgClient::io_write(const uint8_t* data, size_t size, boost::system::error_code& ec) {
+  ec.clear();
+  if (!ssl_) {
+    want_write_ = true;
+    return socket_.write_some(asio::buffer(data, size), ec);
+  }
+  size_t put = 0;
+  int r = SSL_write_ex(ssl_.get(), data, size, &put);
+  if (r == 1) return put;
+  return tls_error(r, ec);
+}
+
+size_t PgClient::tls_error(int result, boost::system::error_code& ec) {
+  switch (SSL_get_error(ssl_.get(), result)) {
+    case SSL_ERROR_WANT_READ:
+      want_write_ = false;
+      ec = asio::error::would_block;
+      break;
+    case SSL_ERROR_WANT_WRITE:
+      want_write_ = true;
+      ec = asio::error::would_block;
+      break;
+    case SSL_ERROR_ZERO_RETURN:
+      ec = asio::error::eof;
+      break;
+    default:
+      spdlog::debug("client {}: TLS: {}", peer_, tls::last_error(ssl_.get()));
+      ec = asio::error::connection_reset;
+  }
+  ERR_clear_error();
+  return 0;
+}
+
+awaitable<bool> PgClient::tls_handshake(bool direct) {
+  tls_ctx_ = server_.pg_tls();
+  ssl_.reset(tls::new_server_ssl(*tls_ctx_, socket_.native_handle()));
+  if (!ssl_) {
+    spdlog::error("client {}: cannot start TLS: {}", peer_, tls::last_error());
+    co_return false;
+  }
+  for (;;) {
+    int r = SSL_accept(ssl_.get());
+    if (r == 1) break;
+    boost::system::error_code ec;
+    int e = SSL_get_error(ssl_.get(), r);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+      spdlog::warn("client {}: TLS handshake failed: {}", peer_, tls::last_error(ssl_.get()));
+      ERR_clear_error();
+      ssl_.reset();
+      co_return false;
+    }
+    co_await socket_.async_wait(
+        e == SSL_ERROR_WANT_WRITE ? ClientSocket::wait_write : ClientSocket::wait_read,
+        asio::redirect_error(use_awaitable, ec));
+    if (timed_out_) {
+      spdlog::info("client {}: closed at login_timeout during the TLS handshake", peer_);
+      co_return false;
+    }
+    if (ec && ec != asio::error::operation_aborted) co_return false;
+  }
+  // PostgreSQL 17's direct TLS must name the protocol (and a client that
+  // offered another one was refused by the context already).
+  if (direct && !tls::alpn_negotiated(ssl_.get())) {
+    spdlog::warn("client {}: direct TLS without ALPN \"postgresql\": refused", peer_);
+    co_return false;
+  }
+  spdlog::debug("client {}: {} with {}", peer_, tls::tls_version(ssl_.get()),
+                SSL_get_cipher_name(ssl_.get()));
+  co_return true;
+}
+
 awaitable<bool> PgClient::read_more(size_t want) {
   // Used while logging in (the login deadline is armed) and for the rest of a
   // message that is partly here (bounded by the I/O timeout).
   for (;;) {
     in_.reserve_tail(std::max(want, kReadChunk));
     boost::system::error_code ec;
-    size_t n = socket_.read_some(asio::buffer(in_.tail(), in_.space()), ec);
+    size_t n = io_read(in_.tail(), in_.space(), ec);
     if (!ec) {
       in_.commit(n);
       co_return true;
     }
     if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
     if (session_) io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    co_await socket_.async_wait(ClientSocket::wait_read, asio::redirect_error(use_awaitable, ec));
+    co_await socket_.async_wait(want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
+                                asio::redirect_error(use_awaitable, ec));
     if (session_) io_deadline_.reset();
     if (timed_out_) co_return false;
     if (ec && ec != asio::error::operation_aborted) co_return false;
@@ -304,7 +402,7 @@ awaitable<bool> PgClient::flush() {
   size_t off = 0;
   while (off < out_.size()) {
     boost::system::error_code ec;
-    size_t n = socket_.write_some(asio::buffer(out_.data() + off, out_.size() - off), ec);
+    size_t n = io_write(reinterpret_cast<const uint8_t*>(out_.data()) + off, out_.size() - off, ec);
     if (!ec) {
       off += n;
       continue;
@@ -315,7 +413,8 @@ awaitable<bool> PgClient::flush() {
     }
     auto saved = io_deadline_;
     io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    co_await socket_.async_wait(ClientSocket::wait_write, asio::redirect_error(use_awaitable, ec));
+    co_await socket_.async_wait(want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
+                                asio::redirect_error(use_awaitable, ec));
     io_deadline_ = saved;
     if (timed_out_ || (ec && ec != asio::error::operation_aborted)) {
       out_.clear();
@@ -403,6 +502,20 @@ awaitable<void> PgClient::fatal(std::string_view sqlstate, std::string_view mess
 awaitable<bool> PgClient::login() {
   const auto& scfg = server_.config().server;
   io_deadline_ = std::chrono::steady_clock::now() + scfg.login_timeout;
+  const bool tls_on = listener_.tls != config::TlsMode::off && server_.pg_tls();
+  if (tls_on) {
+    // Direct TLS (PostgreSQL 17's sslnegotiation=direct): a ClientHello first.
+    boost::system::error_code ec;
+    co_await socket_.async_wait(ClientSocket::wait_read, asio::redirect_error(use_awaitable, ec));
+    if (timed_out_) {
+      spdlog::info("client {}: closed at login_timeout before sending anything", peer_);
+      co_return false;
+    }
+    uint8_t first = 0;
+    if (::recv(socket_.native_handle(), &first, 1, MSG_PEEK) == 1 && first == 0x16) {
+      if (!co_await tls_handshake(true)) co_return false;
+    }
+  }
   int negotiations = 0;
   uint32_t protocol = 0;
   std::vector<std::pair<std::string, std::string>> params;  // copied: the buffer is reused
@@ -430,12 +543,19 @@ awaitable<bool> PgClient::login() {
     if (std::holds_alternative<pg::SslRequest>(d.message) ||
         std::holds_alternative<pg::GssEncRequest>(d.message)) {
       if (++negotiations > 2 || !in_.empty()) {
+        // Bytes after the request would be read as plaintext (CVE-2021-23214).
         co_await fatal("08P01", "unexpected data after an encryption request");
         co_return false;
       }
-      // TLS termination is not part of this build: the client may go on in plaintext.
-      pg::Encoder(out_).ssl_response('N');
-      if (!co_await flush()) co_return false;
+      bool ssl = std::holds_alternative<pg::SslRequest>(d.message);
+      if (ssl && tls_on && !ssl_) {
+        pg::Encoder(out_).ssl_response('S');
+        if (!co_await flush()) co_return false;
+        if (!co_await tls_handshake(false)) co_return false;
+      } else {
+        pg::Encoder(out_).ssl_response('N');  // GSSAPI, or no TLS on this listener
+        if (!co_await flush()) co_return false;
+      }
       continue;
     }
     auto& sm = std::get<pg::StartupMessage>(d.message);
@@ -474,6 +594,12 @@ awaitable<bool> PgClient::login() {
   }
   if (user.empty()) {
     co_await fatal("28000", "no PostgreSQL user name specified in startup packet");
+    co_return false;
+  }
+  if (listener_.tls == config::TlsMode::required && !ssl_) {
+    // Before any credential is exchanged.
+    spdlog::warn("client {}: refused: TLS is required on this listener (user \"{}\")", peer_, user);
+    co_await fatal("28000", "this wirepool listener requires TLS: connect with sslmode=require");
     co_return false;
   }
   if (database.empty()) database = user;
@@ -515,6 +641,27 @@ awaitable<bool> PgClient::login() {
     std::string msg = "database \"" + database + "\" does not exist";
     co_await fatal("3D000", msg);
     co_return false;
+  }
+  if (!record->client_cert_pins.empty()) {
+    // This user must present a certificate: its public key pinned for the
+    // user, or (with tls.client_ca) signed by that CA for this very user.
+    tls::PeerCertificate peer;
+    if (ssl_) peer = tls::peer_certificate(ssl_.get());
+    bool pinned = peer.present &&
+                  tls::ClientContext::pin_matches(peer.public_key_sha256, record->client_cert_pins);
+    bool by_ca = peer.present && !server_.config().tls.client_ca.empty() && peer.chain_verified &&
+                 peer.common_name == user;
+    if (!pinned && !by_ca) {
+      server_.login_failed();
+      spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, user,
+                   !ssl_           ? "no TLS"
+                   : !peer.present ? "no client certificate"
+                                   : "public key sha256 " + peer.public_key_sha256 +
+                                         " is not pinned for the user");
+      std::string msg = "certificate authentication failed for user \"" + user + "\"";
+      co_await fatal("28000", msg);
+      co_return false;
+    }
   }
   if (!record->may_use(database)) {
     spdlog::warn("client {}: user \"{}\" may not use database \"{}\"", peer_, user, database);
@@ -604,13 +751,24 @@ awaitable<bool> PgClient::login() {
 }
 
 awaitable<bool> PgClient::authenticate(const std::string& user) {
-  std::string_view mechs[] = {pg::scram::kMechanism};
+  // Over TLS, SCRAM-SHA-256-PLUS binds the exchange to this TLS session
+  // (tls-server-end-point), so a man in the middle cannot relay it.
+  std::string binding = ssl_ && tls_ctx_ ? tls_ctx_->channel_binding_data() : std::string();
+  std::vector<std::string_view> mechs;
+  if (!binding.empty()) mechs.push_back(pg::scram::kMechanismPlus);
+  mechs.push_back(pg::scram::kMechanism);
   pg::Encoder(out_).auth_sasl(mechs);
   if (!co_await flush()) co_return false;
 
-  pg::scram::ServerExchange exchange(server_.users().verifier_for(user));
+  pg::scram::ServerExchange exchange(server_.users().verifier_for(user), binding);
   auto fail = [&](std::string_view why) -> awaitable<bool> {
+    // Logged without the password; the same answer for an unknown user and a
+    // wrong password, after the same small delay (it slows guessing down).
+    server_.login_failed();
     spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, why);
+    asio::steady_timer delay(socket_.get_executor(), kLoginFailureDelay);
+    boost::system::error_code ec;
+    co_await delay.async_wait(asio::redirect_error(use_awaitable, ec));
     std::string msg = "password authentication failed for user \"" + user + "\"";
     co_await fatal("28P01", msg);
     co_return false;
@@ -718,8 +876,10 @@ awaitable<void> PgClient::serve() {
           open = false;
           break;
         }
+        unconsumed_ = d.consumed;
         open = co_await handle(d.message);
-        in_.consume(d.consumed);
+        in_.consume(unconsumed_);  // zero if the handler consumed it (COPY)
+        unconsumed_ = 0;
         if (!open) break;
       }
       if (!open) break;
@@ -734,7 +894,7 @@ awaitable<void> PgClient::serve() {
         // no buffer and no timer, only this small wait operation.
         in_.reserve_tail(kReadChunk);
         boost::system::error_code ec;
-        size_t n = socket_.read_some(asio::buffer(in_.tail(), in_.space()), ec);
+        size_t n = io_read(in_.tail(), in_.space(), ec);
         if (!ec) {
           in_.commit(n);
           continue;
@@ -746,7 +906,7 @@ awaitable<void> PgClient::serve() {
         arm_idle_deadline();
         idle_wait_ = true;
         socket_.async_wait(
-            ClientSocket::wait_read,
+            want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
             [self = shared_from_this()](boost::system::error_code e) { self->on_readable(e); });
         co_return;
       }
@@ -792,6 +952,11 @@ awaitable<void> PgClient::end() {
   if (pid_) {
     server_.cancels().remove(pid_);
     pid_ = 0;
+  }
+  if (ssl_) {
+    (void)SSL_shutdown(ssl_.get());  // close_notify, best effort: never waits
+    ERR_clear_error();
+    ssl_.reset();
   }
   boost::system::error_code ec;
   socket_.shutdown(ClientSocket::shutdown_both, ec);
@@ -930,6 +1095,13 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
                "with other statements in one query");
   } else if (session_level) {
     (void)co_await session_statement(stmts[0], cls[0], true);
+  } else if (stmts.size() == 1 && is_copy_with_client(stmts[0])) {
+    if (auto refused = co_await session_->ensure_backend()) {
+      send_error(*refused);
+    } else {
+      std::string sql(stmts[0]);  // the message bytes are released before COPY data arrives
+      co_await copy(sql);
+    }
   } else if (auto refused = co_await session_->ensure_backend()) {
     send_error(*refused);
   } else {
@@ -990,6 +1162,143 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   session_->release_if_idle(portals_open());
   forward_events();
   ready_for_query();
+}
+
+bool PgClient::is_copy_with_client(std::string_view stmt) {
+  auto w = sql::leading_words(stmt, sql::Dialect::postgres, 1);
+  if (w.empty() || w[0] != "COPY") return false;
+  // FROM STDIN / TO STDOUT outside literals and identifiers: look at the
+  // upper-cased words of the statement with its strings blanked by the lexer.
+  std::string upper;
+  for (char c : stmt)
+    upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper.find("STDIN") != std::string::npos || upper.find("STDOUT") != std::string::npos;
+}
+
+awaitable<void> PgClient::copy(const std::string& sql) {
+  // COPY FROM STDIN / TO STDOUT through a PostgreSQL backend. The Query message
+  // is consumed first: COPY data messages follow it in the buffer.
+  in_.consume(unconsumed_);
+  unconsumed_ = 0;
+  std::unique_ptr<db::CopyStreamImpl> stream;
+  db::Error err;
+  auto started = co_await session_->run([&](Backend& b) -> db::Status {
+    auto r = b.conn.impl()->copy(sql);
+    if (db::is_would_block(r)) return r.take_error();
+    if (!r.ok()) {
+      err = r.take_error();
+      return {};
+    }
+    stream = std::move(r.value());
+    return {};
+  });
+  forward_events();
+  if (!started.ok() || !stream) {
+    if (!started.ok()) err = started.take_error();
+    co_await backend_error(std::move(err));
+    co_return;
+  }
+  auto formats = stream->column_formats();
+  std::optional<db::Error> failure;
+  db::CommandInfo info;
+  if (stream->is_input()) {
+    pg::Encoder(out_).copy_in_response(static_cast<int8_t>(stream->format()), formats);
+    if (!co_await flush()) throw ClientGone{};
+    const size_t max_msg = server_.config().server.max_message_size;
+    std::optional<std::string> abort_reason;
+    for (bool more = true; more;) {
+      auto d = pg::decode_frontend(in_.view(), max_msg);
+      if (d.status == pg::DecodeStatus::need_more) {
+        auto len = pg::peek_length(in_.view());
+        size_t want = len ? std::min<size_t>(*len + 1, max_msg + 1) : 5;
+        if (!co_await read_more(want > in_.size() ? want - in_.size() : 1)) {
+          // The client went away mid-COPY: abort it on the backend, then end.
+          auto* s = stream.get();
+          std::optional<std::string> why = std::string("client connection lost");
+          (void)co_await session_->run(
+              [s, &why](Backend&) -> db::Result<db::CommandInfo> { return s->finish(why); });
+          throw ClientGone{};
+        }
+        continue;
+      }
+      if (d.status == pg::DecodeStatus::error) {
+        abort_reason = "protocol error during COPY: " + d.error;
+        break;
+      }
+      if (auto* data = std::get_if<pg::CopyData>(&d.message)) {
+        auto* s = stream.get();
+        std::string_view bytes = data->data;
+        auto st = co_await session_->run([s, bytes](Backend&) { return s->write(bytes); });
+        if (!st.ok()) {
+          failure = st.take_error();
+          more = false;
+        }
+      } else if (std::holds_alternative<pg::CopyDone>(d.message)) {
+        more = false;
+      } else if (auto* fail = std::get_if<pg::CopyFail>(&d.message)) {
+        abort_reason = "COPY from stdin failed: " + std::string(fail->message);
+        more = false;
+      } else if (std::holds_alternative<pg::Flush>(d.message) ||
+                 std::holds_alternative<pg::Sync>(d.message)) {
+        // ignored during COPY IN, as PostgreSQL does
+      } else {
+        abort_reason = "unexpected message during COPY from stdin";
+        more = false;
+      }
+      in_.consume(d.consumed);
+    }
+    if (!failure) {
+      auto* s = stream.get();
+      auto r = co_await session_->run([s, &abort_reason](Backend&) -> db::Result<db::CommandInfo> {
+        return s->finish(abort_reason);
+      });
+      if (r.ok() && !abort_reason) {
+        info = r.value();
+      } else if (!r.ok()) {
+        failure = r.take_error();
+      } else {
+        failure = make_error("57014", *abort_reason, db::Errc::busy);
+      }
+    }
+  } else {
+    pg::Encoder(out_).copy_out_response(static_cast<int8_t>(stream->format()), formats);
+    for (;;) {
+      auto* s = stream.get();
+      std::optional<std::string> chunk;
+      auto r = co_await session_->run([s, &chunk](Backend&) -> db::Status {
+        auto c = s->read();
+        if (db::is_would_block(c)) return c.take_error();
+        if (!c.ok()) return c.take_error();
+        chunk = std::move(c.value());
+        return {};
+      });
+      if (!r.ok()) {
+        failure = r.take_error();
+        break;
+      }
+      if (!chunk) break;
+      pg::Encoder(out_).copy_data(*chunk);
+      if (out_.size() >= kFlushBytes && !co_await flush()) throw ClientGone{};
+    }
+    if (!failure) {
+      auto* s = stream.get();
+      auto r = co_await session_->run(
+          [s](Backend&) -> db::Result<db::CommandInfo> { return s->finish(std::nullopt); });
+      if (r.ok()) {
+        pg::Encoder(out_).copy_done();
+        info = r.value();
+      } else {
+        failure = r.take_error();
+      }
+    }
+  }
+  forward_events();
+  if (failure) {
+    co_await backend_error(std::move(*failure));
+    co_return;
+  }
+  pg::Encoder(out_).command_complete(info.tag.empty() ? "COPY " + std::to_string(info.affected)
+                                                      : info.tag);
 }
 
 void PgClient::forward_events() {
@@ -1495,36 +1804,49 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
       }
     }
   }
-  if (to_backend(p->cls) && !p->blank) {
-    if (auto err = co_await session_->ensure_backend()) {
-      send_error(*err);
-      skip_until_sync_ = true;
-      co_return;
-    }
-    // A PostgreSQL backend takes the client's parameter types as they are;
-    // other backends type parameters themselves.
-    std::vector<db::ParamInfo> hints;
-    if (session_->pool().pg_native()) {
-      for (uint32_t oid : p->param_oids) {
-        db::ParamInfo h;
-        h.native.pg_oid = oid;
-        hints.push_back(h);
-      }
-    }
-    auto stmt = co_await session_->backend_statement(p->key, p->sql, hints);
-    if (!stmt.ok()) {
-      co_await backend_error(stmt.take_error());
-      skip_until_sync_ = true;
-      co_return;
-    }
-    auto params = stmt.value()->params();
-    p->backend_params.assign(params.begin(), params.end());
-    p->nparams = std::max(p->nparams, params.size());
-    auto cols = stmt.value()->columns();
-    p->columns.assign(cols.begin(), cols.end());
-  }
+  // Prepared now, so errors come back at Parse as in PostgreSQL, except for a
+  // Parse followed only by Sync while the session holds no backend: that is a
+  // client waiting for ParseComplete synchronously (libpq's PQprepare, as
+  // pgbench -M prepared does). If its other connections hold every backend in
+  // open transactions, waiting for one would deadlock with them until
+  // acquire_timeout; so it is answered at once and prepared on first use.
+  p->described = !to_backend(p->cls) || p->blank;
+  bool defer = !session_->backend() && next_is_sync();
+  if (!p->described && !defer && !co_await describe(*p)) co_return;
   ext().statements[name] = std::move(p);
   pg::Encoder(out_).parse_complete();
+}
+
+awaitable<bool> PgClient::describe(Prepared& p) {
+  if (p.described) co_return true;
+  if (auto err = co_await session_->ensure_backend()) {
+    send_error(*err);
+    skip_until_sync_ = true;
+    co_return false;
+  }
+  // A PostgreSQL backend takes the client's parameter types as they are;
+  // other backends type parameters themselves.
+  std::vector<db::ParamInfo> hints;
+  if (session_->pool().pg_native()) {
+    for (uint32_t oid : p.param_oids) {
+      db::ParamInfo h;
+      h.native.pg_oid = oid;
+      hints.push_back(h);
+    }
+  }
+  auto stmt = co_await session_->backend_statement(p.key, p.sql, hints);
+  if (!stmt.ok()) {
+    co_await backend_error(stmt.take_error());
+    skip_until_sync_ = true;
+    co_return false;
+  }
+  auto params = stmt.value()->params();
+  p.backend_params.assign(params.begin(), params.end());
+  p.nparams = std::max(p.nparams, params.size());
+  auto cols = stmt.value()->columns();
+  p.columns.assign(cols.begin(), cols.end());
+  p.described = true;
+  co_return true;
 }
 
 awaitable<void> PgClient::on_bind(const pg::Bind& m) {
@@ -1538,7 +1860,8 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
     fail("26000", "prepared statement \"" + std::string(m.statement) + "\" does not exist");
     co_return;
   }
-  const auto& p = it->second;
+  auto p = it->second;  // shared: kept even if the client closes it meanwhile
+  if (!co_await describe(*p)) co_return;
   std::string portal_name(m.portal);
   if (auto existing = ext().portals.find(portal_name); existing != ext().portals.end()) {
     if (!portal_name.empty()) {
@@ -1610,6 +1933,7 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
       co_return;
     }
     p = it->second;
+    if (!co_await describe(*p)) co_return;
     std::vector<uint32_t> oids;
     const bool native = session_->pool().pg_native();
     for (size_t i = 0; i < p->nparams; ++i) {

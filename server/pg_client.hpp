@@ -16,6 +16,7 @@
 #include "protocol/pg/types.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
+#include "tls/tls.hpp"
 
 namespace wirepool::server {
 
@@ -80,6 +81,13 @@ class PgClient final : public Client,
   boost::asio::awaitable<bool> authenticate(const std::string& user);
   /// Reads at least one more byte into in_. `want`: bytes the pending message needs.
   boost::asio::awaitable<bool> read_more(size_t want);
+  /// The client's bytes, through TLS when it negotiated it; never waits: on
+  /// would_block, want_write_ says which readiness to wait for.
+  size_t io_read(uint8_t* data, size_t size, boost::system::error_code& ec);
+  size_t io_write(const uint8_t* data, size_t size, boost::system::error_code& ec);
+  size_t tls_error(int result, boost::system::error_code& ec);
+  /// TLS after SSLRequest, or `direct` (a ClientHello first, ALPN required).
+  boost::asio::awaitable<bool> tls_handshake(bool direct);
   boost::asio::awaitable<bool> flush();
   /// The body of the next 'p' message (authentication only); nullopt after a FATAL.
   boost::asio::awaitable<std::optional<std::string>> read_password_message();
@@ -92,6 +100,9 @@ class PgClient final : public Client,
   /// Sends what the backend reported besides results: notices, parameter
   /// changes, notifications.
   void forward_events();
+  /// COPY ... FROM STDIN / TO STDOUT (PostgreSQL backends).
+  static bool is_copy_with_client(std::string_view stmt);
+  boost::asio::awaitable<void> copy(const std::string& sql);
   /// One statement of a simple query; false after an error (sent).
   boost::asio::awaitable<bool> simple_statement(std::string_view stmt, const Classified& cls);
   /// BEGIN/COMMIT/SET/... answered by the session layer; appends the response
@@ -99,6 +110,9 @@ class PgClient final : public Client,
   boost::asio::awaitable<bool> session_statement(std::string_view stmt, const Classified& cls,
                                                  bool describe_rows);
   boost::asio::awaitable<void> on_parse(const pg::Parse& m);
+  /// Prepares a statement on the backend (once) to learn its parameters and
+  /// columns. False after an error was sent.
+  boost::asio::awaitable<bool> describe(Prepared& p);
   boost::asio::awaitable<void> on_bind(const pg::Bind& m);
   boost::asio::awaitable<void> on_describe(const pg::Describe& m);
   boost::asio::awaitable<void> on_execute(const pg::Execute& m);
@@ -141,6 +155,9 @@ class PgClient final : public Client,
   std::string peer_;
   InBuffer in_;
   std::string out_;
+  tls::SslPtr ssl_;                ///< the client's TLS session, when it has one
+  tls::ServerContextPtr tls_ctx_;  ///< the context it was made from (channel binding)
+  bool want_write_ = false;        ///< what the last would_block waits for
   std::optional<TimePoint> io_deadline_;
   bool timed_out_ = false;
   bool idle_wait_ = false;
@@ -156,12 +173,17 @@ class PgClient final : public Client,
     std::unordered_map<std::string, std::unique_ptr<Portal>> portals;
   };
   Extended& ext();
+  /// The message after the one being handled is Sync (already received).
+  bool next_is_sync() const;
   /// Whether a statement runs on the backend (else the session layer answers it).
   bool to_backend(const Classified& c) const;
   std::unique_ptr<Extended> ext_;
   /// Set when an extended-query message fails. Per the protocol the server then
   /// sends one ErrorResponse and ignores all further messages until the next Sync.
   bool skip_until_sync_ = false;
+  /// Bytes of the message being handled, consumed after its handler returns
+  /// unless the handler consumed them itself (COPY reads the messages after it).
+  size_t unconsumed_ = 0;
 };
 
 }  // namespace wirepool::server

@@ -12,6 +12,7 @@
 
 #include "server/log.hpp"
 #include "server/pg_client.hpp"
+#include "tls/tls.hpp"
 
 namespace wirepool::server {
 
@@ -99,6 +100,7 @@ Server::Server(config::Config cfg)
     throw std::runtime_error("cannot create state_dir " + cfg_.server.state_dir + ": " +
                              ec.message());
   }
+  setup_tls();
   for (size_t i = 0; i < loop_count(cfg_); ++i)
     loops_.push_back(std::make_unique<Loop>());
   for (const auto& d : cfg_.databases) {
@@ -240,11 +242,53 @@ int Server::run() {
   return exit_code_;
 }
 
+void Server::setup_tls() {
+  const auto& t = cfg_.tls;
+  if (!t.present) return;
+  namespace fs = std::filesystem;
+  if (t.generate) {
+    bool cert = fs::exists(t.certificate), key = fs::exists(t.key);
+    if (!cert && !key) {
+      std::string error;
+      if (!tls::generate_self_signed(t.certificate, t.key, &error)) {
+        throw std::runtime_error("cannot generate a TLS certificate: " + error);
+      }
+      spdlog::info("generated a self-signed TLS certificate {} (key {})", t.certificate, t.key);
+    } else if (cert != key) {
+      throw std::runtime_error("tls.generate: only one of " + t.certificate + " and " + t.key +
+                               " exists; remove it or provide both");
+    }
+  }
+  std::string error;
+  auto ctx = tls::ServerContext::create(t, tls::kAlpnPostgresql, &error);
+  if (!ctx) throw std::runtime_error(error);
+  const auto& f = ctx->fingerprints();
+  spdlog::info("TLS certificate {}: sha256 certificate {}, sha256 public-key {}", t.certificate,
+               f.certificate, f.public_key);
+  pg_tls_ = std::make_unique<tls::ServerContextHolder>(std::move(ctx));
+}
+
+void Server::reload_tls() {
+  if (!pg_tls_) {
+    spdlog::info("SIGHUP: no TLS certificate configured; nothing to reload");
+    return;
+  }
+  std::string error;
+  if (pg_tls_->reload(cfg_.tls, &error)) {
+    const auto& f = pg_tls_->current()->fingerprints();
+    spdlog::info(
+        "SIGHUP: TLS certificate reloaded (sha256 public-key {}); established sessions "
+        "keep theirs",
+        f.public_key);
+  } else {
+    spdlog::error("SIGHUP: TLS certificate not reloaded, the current one stays: {}", error);
+  }
+}
+
 void Server::on_signal(int signo) {
   if (signo == SIGHUP) {
-    spdlog::warn(
-        "SIGHUP: configuration reload is not implemented in this version; "
-        "the running configuration stays");
+    // Configuration reload is a later work item; the certificate reloads now.
+    reload_tls();
     return;
   }
   if (++signals_seen_ > 1) {

@@ -22,6 +22,7 @@
 #include "server/auth.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
+#include "tls/tls.hpp"
 
 namespace wirepool::server {
 
@@ -94,15 +95,23 @@ class Server {
   DatabasePoolPtr find_pool(std::string_view name) const;
   BlockingExecutor& blocking() { return blocking_; }
   CancelRegistry& cancels() { return cancels_; }
+  /// The PostgreSQL listeners' TLS context (the current one: SIGHUP may swap
+  /// it), or nullptr without a certificate.
+  tls::ServerContextPtr pg_tls() const { return pg_tls_ ? pg_tls_->current() : nullptr; }
   bool draining() const { return draining_.load(std::memory_order_relaxed); }
   /// Counts clients; false (and nothing counted) beyond max_clients.
   bool admit_client();
   void client_gone();
+  /// A login failed (wrong password, unknown user, refused certificate).
+  void login_failed() { failed_logins_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t failed_logins() const { return failed_logins_.load(); }
   int64_t client_count() const { return clients_.load(); }
   /// The ports actually bound, in listener order (port 0 resolves here).
   std::vector<uint16_t> bound_ports() const;
 
  private:
+  void setup_tls();
+  void reload_tls();
   void start_listeners();
   void accept_loop(size_t listener_index);
   void start_sweep(Loop& loop);
@@ -118,6 +127,7 @@ class Server {
   config::Config cfg_;
   UserStore users_;
   CancelRegistry cancels_;
+  std::unique_ptr<tls::ServerContextHolder> pg_tls_;
   asio::io_context main_{1};
   BlockingExecutor blocking_;
   std::map<std::string, DatabasePoolPtr, std::less<>> pools_;
@@ -125,6 +135,7 @@ class Server {
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> clients_{0};
+  std::atomic<uint64_t> failed_logins_{0};
   std::atomic<size_t> next_loop_{0};
   asio::steady_timer drain_timer_{main_};
   TimePoint drain_deadline_{};

@@ -70,9 +70,22 @@ Session::~Session() {
 
 asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
   if (backend_) co_return std::nullopt;
-  auto got = co_await pool_->acquire();
+  // An idle pooled connection may have died meanwhile (the server restarted,
+  // an administrator terminated it): such ones are discarded here, so clients
+  // do not pay for them with errors.
+  std::variant<Backend*, AcquireError> got;
+  for (int tries = 0;; ++tries) {
+    got = co_await pool_->acquire();
+    auto* b = std::get_if<Backend*>(&got);
+    if (!b || (*b)->conn.alive() || tries > pool_->config().pool.max) break;
+    spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
+                 pool_->config().name, (*b)->id);
+    pool_->release(*b, false);
+  }
   if (auto* b = std::get_if<Backend*>(&got)) {
     backend_ = *b;
+    spdlog::trace("session {}: holds backend {} of database {}", id_, backend_->id,
+                  pool_->config().name);
     (void)backend_->conn.set_event_sink(this);  // Unsupported where there are no events
     if (pool_->pg_native()) {
       auto st = co_await sync_settings();
@@ -111,6 +124,8 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
 
 void Session::give_back(bool healthy) {
   if (!backend_) return;
+  spdlog::trace("session {}: gives backend {} back{}", id_, backend_->id,
+                healthy ? "" : " (unusable)");
   (void)backend_->conn.set_event_sink(nullptr);
   tx_ = db::Transaction();
   pool_->release(backend_, healthy);
@@ -375,12 +390,18 @@ asio::awaitable<db::Status> Session::sync_settings() {
   // After a failed replay nobody knows what the backend holds: start over.
   std::string sql = b.settings_unknown ? "RESET ALL;" : "";
   if (b.settings_unknown) b.applied_settings.clear();
+  // set_config() takes a value in the form current_setting() reads it back in,
+  // which SET would not for lists ("SET search_path TO 'a, b'" names one schema).
+  std::string sets;
   for (const auto& [name, value] : desired) {
     bool same = false;
     for (const auto& [n, v] : b.applied_settings)
       same = same || (n == name && v == value);
-    if (!same) sql += "SET " + quote_name(name) + " TO " + quote_literal(value) + ";";
+    if (same) continue;
+    sets += sets.empty() ? "SELECT " : ", ";
+    sets += "set_config(" + quote_literal(name) + ", " + quote_literal(value) + ", false)";
   }
+  if (!sets.empty()) sql += sets + ";";
   for (const auto& [name, value] : b.applied_settings) {
     bool kept = false;
     for (const auto& [n, v] : desired)

@@ -41,7 +41,10 @@ class Wirepool:
     database `app` in transaction mode. `server` is extra YAML for `server:`.
     """
 
-    def __init__(self, databases=None, users=None, server="", name="wirepool"):
+    def __init__(self, databases=None, users=None, server="", name="wirepool", tls=None,
+                 listener=""):
+        """`tls`: YAML for the top-level tls section (e.g. "{ generate: true }");
+        `listener`: extra fields for the PostgreSQL listener (e.g. "tls: required")."""
         self.dir = tempfile.mkdtemp(prefix=f"{name}-")
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "wirepool.log")
@@ -63,7 +66,11 @@ class Wirepool:
         if "log:" not in server:
             text += "  log: { level: debug }\n"
         text += textwrap.indent(textwrap.dedent(server).strip("\n"), "  ") + "\n" if server else ""
-        text += f"listeners:\n  - {{ protocol: postgres, address: 127.0.0.1, port: {self.port} }}\n"
+        extra = f", {listener}" if listener else ""
+        text += (f"listeners:\n  - {{ protocol: postgres, address: 127.0.0.1, port: {self.port}"
+                 f"{extra} }}\n")
+        if tls:
+            text += f"tls: {tls}\n"
         text += "users:\n" + textwrap.indent(textwrap.dedent(users).strip("\n"), "  ") + "\n"
         text += "databases:\n" + textwrap.indent(textwrap.dedent(databases).strip("\n"), "  ") + "\n"
         with open(self.config_path, "w") as f:
@@ -206,10 +213,13 @@ class WirepoolTestCase(unittest.TestCase):
     databases = None
     users = None
     server = ""
+    tls = None
+    listener = ""
 
     @classmethod
     def setUpClass(cls):
-        cls.wp = Wirepool(cls.databases, cls.users, cls.server, name=cls.__name__)
+        cls.wp = Wirepool(cls.databases, cls.users, cls.server, name=cls.__name__, tls=cls.tls,
+                          listener=cls.listener)
         cls.wp.start()
 
     @classmethod

@@ -407,15 +407,18 @@ TEST(Names, ToStringCoversEveryEnumerator) {
   EXPECT_EQ(sql::to_string(sql::Dialect::tsql), "tsql");
 }
 
-TEST(Drivers, SqliteIsBuiltInAndTheOthersAreNotYet) {
+TEST(Drivers, SqliteAndPostgresqlAreBuiltInAndTheOthersAreNotYet) {
   const Driver* d = find_driver("sqlite");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->name(), "sqlite");
-  EXPECT_EQ(find_driver("postgresql"), nullptr);
+  ASSERT_NE(find_driver("postgresql"), nullptr);
+  EXPECT_EQ(find_driver("postgresql")->name(), "postgresql");
+  EXPECT_EQ(find_driver("mysql"), nullptr);
   EXPECT_EQ(find_driver("nosuch"), nullptr);
   const auto names = driver_names();
-  ASSERT_EQ(names.size(), 1u);
+  ASSERT_EQ(names.size(), 2u);
   EXPECT_EQ(names[0], "sqlite");
+  EXPECT_EQ(names[1], "postgresql");
 }
 
 }  // namespace

@@ -17,8 +17,9 @@
 //    password_env with password_file, non-scalar options, cipher suites;
 //  - TLS: certificate without key, client_ca or listener TLS without a
 //    certificate, the TDS listener without a certificate;
-//  - not implemented in this version: TDS and HTTP listeners, listener TLS,
-//    tls.certificate / tls.generate, a database tls block;
+//  - not implemented in this version: TDS and HTTP listeners;
+//  - accepted TLS settings: listener modes (and their default with a
+//    certificate), tls.certificate, a database tls block with pins;
 //  - the driver validator's answers, located at the option or the entry;
 //  - several problems at once, sorted by position, one per line in what().
 
@@ -501,32 +502,32 @@ listeners:
   EXPECT_TRUE(has_problem(problems, 5, 5,
                           "listeners[2].protocol: the http listener is not implemented in this "
                           "version of wirepool"));
-  EXPECT_TRUE(has_problem(problems, 1, 7, "tls.generate: TLS termination is not implemented"));
-  EXPECT_EQ(problems.size(), 3u) << testing::list(problems);
+  EXPECT_EQ(problems.size(), 2u) << testing::list(problems);
 }
 
-TEST(ConfigNotImplemented, ListenerTlsOtherThanOffIsRefusedAtTheTlsKey) {
-  auto problems = problems_of(
+// ---- TLS ----------------------------------------------------------------------------
+
+TEST(ConfigTls, ListenerTlsModesAreAcceptedWithACertificate) {
+  const Config c = load_string(
       "tls: {generate: true}\nlisteners:\n  - { tls: optional }\n  - { tls: "
-      "required, port: 6433 }\n  - { tls: off, port: 6434 }\n" +
-      kTail);
-  EXPECT_TRUE(has_problem(problems, 3, 7,
-                          "listeners[0].tls: TLS on a listener (optional) is not implemented in "
-                          "this version of wirepool"));
-  EXPECT_TRUE(has_problem(problems, 4, 7, "TLS on a listener (required) is not implemented"));
-  EXPECT_EQ(problems.size(), 3u) << testing::list(problems);  // and tls.generate
+      "required, port: 6433 }\n  - { tls: off, port: 6434 }\n  - { port: 6435 }\n" +
+          kTail,
+      testing::kFile);
+  ASSERT_EQ(c.listeners.size(), 4u);
+  EXPECT_EQ(c.listeners[0].tls, TlsMode::optional);
+  EXPECT_EQ(c.listeners[1].tls, TlsMode::required);
+  EXPECT_EQ(c.listeners[2].tls, TlsMode::off);
+  EXPECT_EQ(c.listeners[3].tls, TlsMode::optional);  // the default with a certificate
 }
 
-TEST(ConfigNotImplemented, TlsCertificateOrGenerateIsRefusedAtTheKey) {
-  EXPECT_TRUE(one_problem("tls:\n  certificate: server.crt\n  key: server.key\n" + kTail, 2, 3,
-                          "tls.certificate: TLS termination is not implemented in this version "
-                          "of wirepool"));
-  EXPECT_TRUE(
-      one_problem("tls:\n  ciphersuites: TLS_AES_128_GCM_SHA256\n  generate: true\n" + kTail, 3, 3,
-                  "tls.generate: TLS termination is not implemented"));
+TEST(ConfigTls, CertificateAndKeyAreAccepted) {
+  const Config c =
+      load_string("tls:\n  certificate: server.crt\n  key: server.key\n" + kTail, testing::kFile);
+  EXPECT_TRUE(c.tls.present);
+  EXPECT_NE(c.tls.certificate.find("server.crt"), std::string::npos);
 }
 
-TEST(ConfigNotImplemented, TlsSectionWithoutACertificateIsAccepted) {
+TEST(ConfigTls, TlsSectionWithoutACertificateLeavesListenersOff) {
   const Config c = load_string(
       "tls:\n  generate: false\n  ciphersuites: TLS_AES_128_GCM_SHA256\n  "
       "certificate: \"\"\n" +
@@ -534,19 +535,23 @@ TEST(ConfigNotImplemented, TlsSectionWithoutACertificateIsAccepted) {
       testing::kFile);
   EXPECT_FALSE(c.tls.present);
   EXPECT_EQ(c.tls.ciphersuites, "TLS_AES_128_GCM_SHA256");
+  EXPECT_EQ(c.listeners[0].tls, TlsMode::off);
 }
 
-TEST(ConfigNotImplemented, DatabaseTlsBlockIsRefusedAtTheTlsKey) {
-  EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
+TEST(ConfigTls, DatabaseTlsBlockIsAccepted) {
+  const Config c = load_string(R"(users: [{name: demo, password: demo}]
 databases:
   - name: pg
     driver: postgresql
     connection: host=db.internal user=app
-    tls: { ca: ca.pem }
+    tls: { ca: ca.pem, pin_sha256: ["AB:CD:ef:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:11:22:33:44:55:66:77:88:99:aa:bb:cc"] }
 )",
-                          6, 5,
-                          "databases[0].tls: TLS to the backend is not implemented in this "
-                          "version of wirepool"));
+                               testing::kFile);
+  ASSERT_TRUE(c.databases[0].tls.present);
+  EXPECT_NE(c.databases[0].tls.ca.find("ca.pem"), std::string::npos);
+  ASSERT_EQ(c.databases[0].tls.pin_sha256.size(), 1u);
+  EXPECT_EQ(c.databases[0].tls.pin_sha256[0],
+            "abcdef00112233445566778899aabbccddeeff00112233445566778899aabbcc");
 }
 
 // ---- the driver validator -----------------------------------------------------------

@@ -1,0 +1,18 @@
+#pragma once
+// PostgreSQL driver internals: the connection, statement, reader and COPY
+// stream objects behind the db handles.
+
+#include "backends/db.hpp"
+
+namespace wirepool::postgresql {
+
+/// Connects (blocking PQconnectdbParams: executor only), checks the TLS pins,
+/// then switches libpq to non-blocking mode. `o` must have passed
+/// validate_options. Failures answer Errc::connection.
+db::Result<db::Connection> open_connection(const db::OpenOptions& o);
+
+/// Test hook: rows held by the result a reader of this driver holds now
+/// (PQntuples of its current PGresult; 0 when none), or -1 for another driver's.
+int held_rows_for_test(const db::RowsImpl& rows);
+
+}  // namespace wirepool::postgresql

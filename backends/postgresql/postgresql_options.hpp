@@ -1,0 +1,42 @@
+#pragma once
+// PostgreSQL driver internals: the database entry's `connection` (a libpq
+// conninfo, key=value or URI) checked and turned into PQconnectdbParams'
+// keyword arrays, and secrets hidden for log lines.
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "backends/db.hpp"
+
+namespace wirepool::postgresql {
+
+/// One (key, message) per problem: an `options` key (this driver takes none
+/// yet), a conninfo libpq cannot parse, a conninfo that sets TLS itself
+/// (sslmode, sslrootcert, ...: TLS comes from the entry's tls block), a pin
+/// that is not 64 hex digits.
+std::vector<std::pair<std::string, std::string>> validate_options(const db::OpenOptions& o);
+
+/// PQconnectdbParams(keywords, values, expand_dbname = 1) arguments: the
+/// conninfo as `dbname` first (expanded by libpq), then what the driver adds
+/// (password, keepalives, connect_timeout, application_name, client_encoding,
+/// and sslmode / sslrootcert from the tls block). Keys the conninfo already
+/// sets keep its values, except the TLS ones, which validate_options refuses.
+struct ConnectParams {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  /// NULL-terminated arrays pointing into `pairs` (valid while it lives).
+  std::vector<const char*> keywords;
+  std::vector<const char*> values;
+};
+ConnectParams connect_params(const db::OpenOptions& o);
+
+/// `conninfo` with password values replaced by "***": `password=...` in the
+/// key=value form (quoted or not), and the userinfo password and `password=`
+/// query parameter of a postgres:// or postgresql:// URI.
+std::string redact_conninfo(std::string_view conninfo);
+
+/// Lower-case hex without colons ("AB:cd" -> "abcd").
+std::string normalize_pin(std::string_view pin);
+
+}  // namespace wirepool::postgresql

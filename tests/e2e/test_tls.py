@@ -1,0 +1,273 @@
+"""TLS 1.3 termination, certificate pinning and hardened authentication.
+
+Covers: the generated self-signed certificate (key mode 0600) serves psql with
+sslmode=verify-full and this certificate as root; sslmode=require with
+channel_binding=require (SCRAM-SHA-256-PLUS, tls-server-end-point); `openssl
+s_client -starttls postgres` refused at TLS 1.2 and served at 1.3; direct TLS
+(a ClientHello first) served with ALPN "postgresql" and refused without it;
+`wirepool --fingerprint` prints both fingerprints, equal to what openssl
+computes; a listener with `tls: required` refuses a plaintext login before any
+credential is exchanged (28000); a client that stalls in the TLS handshake is
+closed at the login timeout; a user with client_cert_pins is served with the
+pinned certificate and refused with another one or none (28000); SIGHUP
+reloads the certificate for new connections while an established session
+goes on; failed logins are logged without the password and answered after a
+small delay; a PostgreSQL backend behind its own CA is reached with the right
+CA and pin and refused, with an error naming the database and no hang, with a
+wrong pin or a wrong CA.
+"""
+
+import json
+import os
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+import psycopg2
+
+from harness import WIREPOOL, Wirepool, WirepoolTestCase, psql, startup_packet
+
+INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
+
+
+def openssl(*args, input=None):
+    return subprocess.run(["openssl", *args], input=input, capture_output=True, timeout=30)
+
+
+def make_client_cert(directory, name):
+    key = os.path.join(directory, f"{name}.key")
+    crt = os.path.join(directory, f"{name}.crt")
+    r = openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                "-nodes", "-keyout", key, "-out", crt, "-days", "2", "-subj", f"/CN={name}")
+    assert r.returncode == 0, r.stderr
+    os.chmod(key, 0o600)
+    out = subprocess.run([WIREPOOL, "--fingerprint", crt], capture_output=True, text=True)
+    pin = out.stdout.split("sha256 public-key: ")[1].strip()
+    return crt, key, pin
+
+
+class TlsTest(WirepoolTestCase):
+    tls = "{ generate: true }"
+    server = "login_timeout: 2s"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.certs = tempfile.mkdtemp(prefix="client-certs-")
+        cls.good_crt, cls.good_key, cls.good_pin = make_client_cert(cls.certs, "carol")
+        cls.bad_crt, cls.bad_key, _ = make_client_cert(cls.certs, "mallory")
+        cls.users = f"""
+          - {{ name: alice, password: wonderland }}
+          - {{ name: carol, password: secret, client_cert_pins: ["{cls.good_pin}"] }}
+        """
+        super().setUpClass()
+        cls.crt = os.path.join(cls.wp.dir, "state", "tls", "server.crt")
+
+    def dsn(self, **kw):
+        params = dict(host="127.0.0.1", port=self.wp.port, user="alice", password="wonderland",
+                      dbname="app")
+        params.update(kw)
+        return " ".join(f"{k}={v}" for k, v in params.items())
+
+    def test_generated_certificate_verify_full(self):
+        key = os.path.join(self.wp.dir, "state", "tls", "server.key")
+        self.assertEqual(os.stat(key).st_mode & 0o777, 0o600)
+        for host in ("127.0.0.1", "localhost"):
+            r = psql(self.dsn(host=host, sslmode="verify-full", sslrootcert=self.crt), "-c",
+                     "SELECT 'ok'")
+            self.assertEqual(r.stdout.strip(), "ok")
+
+    def test_channel_binding_required(self):
+        r = psql(self.dsn(sslmode="require", channel_binding="require"), "-c", "SELECT 'bound'")
+        self.assertEqual(r.stdout.strip(), "bound")
+
+    def test_tls12_refused_tls13_served(self):
+        r12 = openssl("s_client", "-starttls", "postgres", "-tls1_2", "-connect",
+                      f"127.0.0.1:{self.wp.port}", input=b"")
+        # No session: "Cipher is (NONE)", and the server's protocol_version alert.
+        self.assertIn(b"Cipher is (NONE)", r12.stdout)
+        self.assertIn(b"alert protocol version", r12.stderr)
+        r13 = openssl("s_client", "-starttls", "postgres", "-tls1_3", "-connect",
+                      f"127.0.0.1:{self.wp.port}", input=b"")
+        self.assertIn(b"TLSv1.3", r13.stdout)
+
+    def direct_tls(self, alpn):
+        ctx = ssl.create_default_context(cafile=self.crt)
+        if alpn:
+            ctx.set_alpn_protocols(alpn)
+        raw = socket.create_connection(("127.0.0.1", self.wp.port), timeout=10)
+        return ctx.wrap_socket(raw, server_hostname="localhost")
+
+    def test_direct_tls_with_alpn(self):
+        s = self.direct_tls(["postgresql"])
+        self.assertEqual(s.selected_alpn_protocol(), "postgresql")
+        s.sendall(startup_packet())
+        data = s.recv(100)
+        self.assertEqual(data[:1], b"R")  # AuthenticationSASL
+        self.assertIn(b"SCRAM-SHA-256-PLUS", data)
+        s.close()
+
+    def test_direct_tls_without_alpn_refused(self):
+        with self.assertRaises((ssl.SSLError, ConnectionError, OSError)):
+            s = self.direct_tls(None)
+            s.sendall(startup_packet())
+            if not s.recv(100):
+                raise ConnectionError("closed")
+        with self.assertRaises(ssl.SSLError):
+            self.direct_tls(["http/1.1"])
+
+    def test_fingerprint_command(self):
+        out = subprocess.run([WIREPOOL, "--fingerprint", self.crt], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0)
+        lines = out.stdout.strip().split("\n")
+        self.assertEqual(len(lines), 2)
+        cert = openssl("x509", "-in", self.crt, "-noout", "-fingerprint", "-sha256").stdout
+        expected = cert.decode().split("=")[1].strip().replace(":", "").lower()
+        self.assertEqual(lines[0], f"sha256 certificate: {expected}")
+        pub = openssl("x509", "-in", self.crt, "-noout", "-pubkey").stdout
+        der = openssl("pkey", "-pubin", "-outform", "DER", input=pub).stdout
+        import hashlib
+        self.assertEqual(lines[1], f"sha256 public-key: {hashlib.sha256(der).hexdigest()}")
+
+    def test_client_certificate_pins(self):
+        ok = psql(self.dsn(user="carol", password="secret", sslmode="require",
+                           sslcert=self.good_crt, sslkey=self.good_key), "-c", "SELECT 'pinned'")
+        self.assertEqual(ok.stdout.strip(), "pinned")
+        for extra in (dict(sslcert=self.bad_crt, sslkey=self.bad_key),
+                      dict(sslcert="/nonexistent", sslkey="/nonexistent")):
+            r = psql(self.dsn(user="carol", password="secret", sslmode="require", **extra), "-c",
+                     "SELECT 1", check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn('certificate authentication failed for user "carol"', r.stderr)
+        self.assertIn("is not pinned for the user", self.wp.log())
+
+    def test_stalled_handshake_closed_at_login_timeout(self):
+        s = socket.create_connection(("127.0.0.1", self.wp.port), timeout=10)
+        s.sendall(struct.pack("!II", 8, 80877103))  # SSLRequest
+        self.assertEqual(s.recv(1), b"S")
+        s.sendall(b"\x16\x03\x01\x02\x00")  # the start of a ClientHello, then nothing
+        started = time.time()
+        s.settimeout(10)
+        self.assertEqual(s.recv(100), b"")
+        self.assertLess(time.time() - started, 6)
+        s.close()
+
+    def test_failed_login_delayed_and_logged_without_password(self):
+        started = time.time()
+        r = psql(self.dsn(password="wrong-password-xyz", sslmode="require"), "-c", "SELECT 1",
+                 check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertGreaterEqual(time.time() - started, 0.2)
+        log = self.wp.log()
+        self.assertIn('authentication failed for user "alice"', log)
+        self.assertNotIn("wrong-password-xyz", log)
+
+    def test_sighup_reloads_the_certificate(self):
+        held = psycopg2.connect(self.dsn(sslmode="require"))
+        held.autocommit = True
+        state_tls = os.path.join(self.wp.dir, "state", "tls")
+        before = subprocess.run([WIREPOOL, "--fingerprint", self.crt], capture_output=True,
+                                text=True).stdout
+        # A new pair in the same files.
+        key = os.path.join(state_tls, "server.key")
+        r = openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", key + ".new", "-out", self.crt + ".new", "-days", "2",
+                    "-subj", "/CN=wirepool", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.replace(key + ".new", key)
+        os.replace(self.crt + ".new", self.crt)
+        self.wp.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        after = subprocess.run([WIREPOOL, "--fingerprint", self.crt], capture_output=True,
+                               text=True).stdout
+        self.assertNotEqual(before, after)
+        got = openssl("s_client", "-starttls", "postgres", "-connect", f"127.0.0.1:{self.wp.port}",
+                      input=b"")
+        pem = got.stdout.decode().split("-----BEGIN CERTIFICATE-----")[1].split(
+            "-----END CERTIFICATE-----")[0]
+        with open(self.crt) as f:
+            self.assertIn(pem.strip().split("\n")[0], f.read())
+        cur = held.cursor()
+        cur.execute("SELECT 'still here'")
+        self.assertEqual(cur.fetchone()[0], "still here")
+        held.close()
+        self.assertIn("TLS certificate reloaded", self.wp.log())
+
+
+class TlsRequiredTest(WirepoolTestCase):
+    tls = "{ generate: true }"
+    listener = "tls: required"
+
+    def test_plaintext_refused_before_authentication(self):
+        r = psql(f"host=127.0.0.1 port={self.wp.port} user=alice password=wonderland dbname=app "
+                 "sslmode=disable", "-c", "SELECT 1", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("requires TLS", r.stderr)
+        # Refused before any credential was exchanged: no authentication line.
+        self.assertNotIn("authentication failed", self.wp.log())
+        r = psql(f"host=127.0.0.1 port={self.wp.port} user=alice password=wonderland dbname=app "
+                 "sslmode=require", "-c", "SELECT 'tls'")
+        self.assertEqual(r.stdout.strip(), "tls")
+
+
+class BackendTlsTest(unittest.TestCase):
+    """A PostgreSQL backend with TLS and its own CA (the `pg` fixture)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not INFO_PATH or not os.path.exists(INFO_PATH):
+            raise unittest.SkipTest("no PostgreSQL fixture (run through ctest)")
+        with open(INFO_PATH) as f:
+            cls.info = json.load(f)
+        if not cls.info.get("tls"):
+            raise unittest.SkipTest("the PostgreSQL fixture has no TLS")
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
+
+    def run_with(self, tls_block):
+        i = self.info
+        wp = Wirepool(databases=f"""
+          - name: pgtls
+            driver: postgresql
+            connection: "host=localhost port={i['port']} user={i['user']} dbname={i['database']}"
+            password_env: WIREPOOL_TEST_PG_PASSWORD
+            pool: {{ mode: transaction, max: 2, acquire_timeout: 5s }}
+            tls: {tls_block}
+        """, users="- { name: alice, password: wonderland }", name="backend-tls")
+        wp.start()
+        try:
+            started = time.time()
+            r = psql(wp.dsn(database="pgtls"), "-c", "SELECT 'reached'", check=False, timeout=30)
+            return r, time.time() - started, wp.log()
+        finally:
+            wp.cleanup()
+
+    def test_right_ca_and_pin(self):
+        t = self.info["tls"]
+        r, _, log = self.run_with(f"{{ ca: \"{t['ca']}\", pin_sha256: [\"{t['pin_sha256']}\"] }}")
+        self.assertEqual(r.returncode, 0, r.stderr + log[-2000:])
+        self.assertEqual(r.stdout.strip(), "reached")
+
+    def test_wrong_pin_refused(self):
+        t = self.info["tls"]
+        r, took, log = self.run_with(f"{{ ca: \"{t['ca']}\", pin_sha256: [\"{'ab' * 32}\"] }}")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('"pgtls"', r.stderr)
+        self.assertLess(took, 15)
+        self.assertIn("pin_sha256", log)
+
+    def test_wrong_ca_refused(self):
+        other = tempfile.mkdtemp(prefix="other-ca-")
+        crt, _, _ = make_client_cert(other, "other-ca")
+        r, took, log = self.run_with(f"{{ ca: \"{crt}\" }}")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('"pgtls"', r.stderr)
+        self.assertLess(took, 15)
+        self.assertIn("certificate verify failed", log)
+
+
+if __name__ == "__main__":
+    unittest.main()
