@@ -2070,11 +2070,12 @@ awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int6
     co_return;
   }
   pg::Encoder(out_).command_complete(command_tag(s.info, p.cls.verb, s.has_columns, s.sent));
-  portal.open.reset();
+  const bool native = s.native;
+  portal.open.reset();  // `s` is gone from here on
   portal.done = true;
   session_->statement_end();
   session_->sync_tx_state();
-  if (s.native && (p.cls.verb == "SET" || p.cls.verb == "RESET")) {
+  if (native && (p.cls.verb == "SET" || p.cls.verb == "RESET")) {
     if (auto parsed = parse_setting_command(p.sql)) {
       if (auto* cmd = std::get_if<SettingCommand>(&*parsed)) {
         if (auto* set = std::get_if<SetCommand>(cmd); set && !set->local) {

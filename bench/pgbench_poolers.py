@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""pgbench -S through poolers, side by side in one run: PostgreSQL directly,
+PgBouncer (Debian's 1.18, transaction mode, default_pool_size = POOL) and
+wirepool (transaction mode, max: POOL), in alternating rounds (A B C A B C ...)
+after a warm-up, for -M simple, extended and prepared.
+
+Prints one JSON object: every sample (TPS, p50/p99 latency from pgbench's
+per-transaction log, wirepool's CPU seconds), then per target and mode the
+median and the spread, and the ratios wirepool/PgBouncer and wirepool/direct.
+
+Usage: bench/pgbench_poolers.py [--seconds 20] [--rounds 3] [--clients 32] [--pool 10]
+Run with /usr/bin/python3; needs postgresql-15 and pgbouncer. A measurement,
+not a test: the machine is shared and noisy, so only ratios within one run
+mean anything.
+"""
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+from harness import PGBENCH, Wirepool  # noqa: E402
+
+FIXTURE = os.path.join(HERE, "..", "tests", "fixtures", "pgserver.py")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_port(port, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+class PgBouncer:
+    def __init__(self, pg, pool):
+        self.dir = tempfile.mkdtemp(prefix="pgbouncer-")
+        self.port = free_port()
+        ini = os.path.join(self.dir, "pgbouncer.ini")
+        with open(ini, "w") as f:
+            f.write(f"""[databases]
+bench = host={pg['host']} port={pg['port']} dbname={pg['database']} user={pg['user']} password={pg['password']}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {self.port}
+auth_type = trust
+auth_file = {self.dir}/users.txt
+pool_mode = transaction
+default_pool_size = {pool}
+max_client_conn = 2000
+logfile = {self.dir}/pgbouncer.log
+pidfile = {self.dir}/pgbouncer.pid
+unix_socket_dir =
+ignore_startup_parameters = extra_float_digits
+""")
+        with open(os.path.join(self.dir, "users.txt"), "w") as f:
+            f.write('"bench" ""\n')
+        runas = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if runas:
+            shutil.chown(self.dir, "postgres")
+            for p in glob.glob(os.path.join(self.dir, "*")):
+                shutil.chown(p, "postgres")
+        self.proc = subprocess.Popen(
+            ["bash", "-c", f"ulimit -n 20000; exec {' '.join(runas)} /usr/sbin/pgbouncer {ini}"])
+        wait_port(self.port)
+        self.pid = int(subprocess.check_output(["pgrep", "-n", "-f", f"pgbouncer {ini}"]).split()[0])
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        subprocess.run(["pkill", "-f", f"pgbouncer {self.dir}"], check=False)
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def percentile(values, p):
+    values = sorted(values)
+    if not values:
+        return None
+    k = (len(values) - 1) * p
+    f, c = int(k), min(int(k) + 1, len(values) - 1)
+    return values[f] + (values[c] - values[f]) * (k - f)
+
+
+def run_pgbench(port, user, db, mode, seconds, clients, password=None):
+    logdir = tempfile.mkdtemp(prefix="pgbench-log-")
+    env = dict(os.environ, PGPASSWORD=password or "")
+    r = subprocess.run([PGBENCH, "-n", "-S", "-M", mode, "-c", str(clients), "-j", "2", "-T",
+                        str(seconds), "--log", f"--log-prefix={logdir}/tx", "-h", "127.0.0.1",
+                        "-p", str(port), "-U", user, db],
+                       capture_output=True, text=True, env=env, timeout=seconds * 4 + 60)
+    lat = []
+    for path in glob.glob(os.path.join(logdir, "tx*")):
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3:
+                    lat.append(int(parts[2]) / 1000.0)  # microseconds -> ms
+    shutil.rmtree(logdir, ignore_errors=True)
+    tps = None
+    for line in r.stdout.splitlines():
+        if line.startswith("tps = "):
+            tps = float(line.split()[2])
+    failed = r.returncode != 0 or tps is None
+    return {"tps": None if failed else tps, "failed": failed,
+            "error": (r.stderr.strip().splitlines() or [""])[-1] if failed else "",
+            "p50_ms": percentile(lat, 0.5), "p99_ms": percentile(lat, 0.99)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--clients", type=int, default=32)
+    ap.add_argument("--pool", type=int, default=10)
+    ap.add_argument("--scale", type=int, default=10)
+    args = ap.parse_args()
+
+    pgdir = tempfile.mkdtemp(prefix="bench-pg-")
+    subprocess.run(["/usr/bin/python3", FIXTURE, "start", pgdir], check=True)
+    with open(os.path.join(pgdir, "info.json")) as f:
+        pg = json.load(f)
+    direct_env = dict(os.environ, PGPASSWORD=pg["password"])
+    subprocess.run([PGBENCH, "-i", "-q", "-s", str(args.scale), "-h", pg["host"], "-p",
+                    str(pg["port"]), "-U", pg["user"], pg["database"]], check=True,
+                   env=direct_env, capture_output=True)
+    os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
+    wp = Wirepool(databases=f"""
+      - name: bench
+        driver: postgresql
+        connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
+        password_env: WIREPOOL_BENCH_PG_PASSWORD
+        pool: {{ mode: transaction, max: {args.pool} }}
+    """, users="- { name: bench, password: bench }", server="log: { level: warn }",
+                  name="bench-wirepool")
+    wp.start()
+    bouncer = PgBouncer(pg, args.pool)
+    targets = {
+        "direct": lambda mode: run_pgbench(pg["port"], pg["user"], pg["database"], mode,
+                                           args.seconds, args.clients, pg["password"]),
+        "pgbouncer": lambda mode: run_pgbench(bouncer.port, "bench", "bench", mode, args.seconds,
+                                              args.clients),
+        "wirepool": lambda mode: run_pgbench(wp.port, "bench", "bench", mode, args.seconds,
+                                             args.clients, "bench"),
+    }
+    pids = {"pgbouncer": bouncer.pid, "wirepool": wp.proc.pid}
+    samples = []
+    try:
+        # Warm-up, not counted: caches, pools and prepared statements filled.
+        warm = args.seconds
+        args.seconds = 3
+        for mode in ("simple", "extended", "prepared"):
+            for run in targets.values():
+                run(mode)
+        args.seconds = warm
+        for rnd in range(args.rounds):
+            for mode in ("simple", "extended", "prepared"):
+                for name, run in targets.items():
+                    cpu0 = cpu_seconds(pids[name]) if name in pids else None
+                    s = run(mode)
+                    s.update(round=rnd, mode=mode, target=name)
+                    if cpu0 is not None:
+                        s["cpu_s"] = round(cpu_seconds(pids[name]) - cpu0, 2)
+                    samples.append(s)
+                    print(json.dumps(s), file=sys.stderr)
+    finally:
+        bouncer.stop()
+        wp.cleanup()
+        subprocess.run(["/usr/bin/python3", FIXTURE, "stop", pgdir], check=False)
+
+    summary = {}
+    for mode in ("simple", "extended", "prepared"):
+        for name in targets:
+            xs = [s for s in samples if s["mode"] == mode and s["target"] == name]
+            ok = [s for s in xs if not s["failed"]]
+            entry = {"failed_runs": len(xs) - len(ok)}
+            if ok:
+                tps = [s["tps"] for s in ok]
+                entry.update(tps_median=statistics.median(tps), tps_min=min(tps),
+                             tps_max=max(tps),
+                             p50_ms_median=statistics.median(s["p50_ms"] for s in ok),
+                             p99_ms_median=statistics.median(s["p99_ms"] for s in ok))
+                cpus = [s["cpu_s"] for s in ok if "cpu_s" in s]
+                if cpus:
+                    entry["cpu_s_median"] = statistics.median(cpus)
+            else:
+                entry["error"] = xs[0]["error"] if xs else ""
+            summary.setdefault(mode, {})[name] = entry
+        m = summary[mode]
+        w = m["wirepool"].get("tps_median")
+        for other in ("pgbouncer", "direct"):
+            o = m[other].get("tps_median")
+            m[f"wirepool/{other}"] = round(w / o, 3) if w and o else None
+    result = {"seconds": args.seconds, "rounds": args.rounds, "clients": args.clients,
+              "pool": args.pool, "scale": args.scale, "summary": summary, "samples": samples}
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
