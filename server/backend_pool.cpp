@@ -132,10 +132,13 @@ void DatabasePool::release(Backend* backend, bool healthy) {
         tx = pool::TxState::failed;
         break;
     }
-    healthy = backend->conn.alive();
   }
+  // The session just used it (a lost connection is reported as unhealthy);
+  // the next user probes it only if it stayed idle a while (Session::ensure_backend).
+  auto now = pool::Clock::now();
+  backend->released_at = now;
   std::unique_lock lock(mu_);
-  pool_.handle_release(backend->id, healthy, tx, pool::Clock::now());
+  pool_.handle_release(backend->id, healthy, tx, now);
   pump(lock);
 }
 
@@ -300,6 +303,11 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
 void DatabasePool::arm_timer(std::unique_lock<std::mutex>&) {
   auto next = pool_.next_deadline();
   if (!next) return;
+  // Only when it is earlier than what the timer was already asked for: a post
+  // to the timer's thread per acquire and release would wake it twice a
+  // transaction for nothing (later deadlines are picked up when it fires).
+  if (requested_ && *requested_ <= *next) return;
+  requested_ = *next;
   // The timer is only touched on its own executor. Handlers hold a weak
   // reference: a pending wait lives inside timer_, so a strong one would keep
   // the pool alive through its own member.
@@ -321,6 +329,7 @@ void DatabasePool::arm_timer(std::unique_lock<std::mutex>&) {
 
 void DatabasePool::on_timer() {
   std::unique_lock lock(mu_);
+  requested_.reset();
   pool_.handle_timeout(pool::Clock::now());
   pump(lock);
 }

@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -74,6 +75,8 @@ struct Backend {
   uint64_t applied_session = 0;
   uint32_t applied_version = 0;
   bool settings_unknown = false;  ///< a replay failed half-way: RESET ALL next time
+  /// When a session last gave it back (ensure_backend probes it after a while idle).
+  std::chrono::steady_clock::time_point released_at{};
 
   ~Backend();
 };
@@ -139,7 +142,8 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   pool::WaiterId next_waiter_ = 1;
   std::string last_open_error_;
   boost::asio::steady_timer timer_;
-  std::optional<pool::TimePoint> armed_for_;
+  std::optional<pool::TimePoint> armed_for_;  ///< on the timer's thread only
+  std::optional<pool::TimePoint> requested_;  ///< under mu_: asked of the timer, not yet fired
 };
 
 using DatabasePoolPtr = std::shared_ptr<DatabasePool>;

@@ -818,7 +818,7 @@ awaitable<void> PgClient::begin() {
     spdlog::error("client {}: login failed: {}", peer_, e.what());
   }
   if (ok) {
-    co_await serve();
+    co_await serve(false);
   } else {
     co_await end();
   }
@@ -857,14 +857,18 @@ awaitable<void> PgClient::resume(boost::system::error_code ec) {
   if (close) {
     co_await end();
   } else {
-    co_await serve();
+    co_await serve(true);  // the socket said it has something
   }
 }
 
-awaitable<void> PgClient::serve() {
+awaitable<void> PgClient::serve(bool readable) {
   const size_t max_msg = server_.config().server.max_message_size;
   try {
     for (;;) {
+      if (readable) {
+        readable = false;
+        if (!co_await read_more(1)) break;  // EOF or an error: the client left
+      }
       // Handle every complete message in the buffer.
       bool open = true;
       for (;;) {
@@ -889,24 +893,29 @@ awaitable<void> PgClient::serve() {
         break;
       }
       if (in_.empty()) {
-        // Between messages. Anything there already? Otherwise wait for
-        // readability outside any coroutine: an idle client holds no frame,
-        // no buffer and no timer, only this small wait operation.
-        in_.reserve_tail(kReadChunk);
-        boost::system::error_code ec;
-        size_t n = io_read(in_.tail(), in_.space(), ec);
-        if (!ec) {
-          in_.commit(n);
-          continue;
+        // Between messages. Wait for readability outside any coroutine: an
+        // idle client holds no frame, no buffer and no timer, only this small
+        // wait operation. (No read first: a client that waits for its answer
+        // has sent nothing yet, and the wait sees data that is already there.)
+        if (ssl_ && SSL_has_pending(ssl_.get())) {
+          // decrypted bytes buffered in TLS: the socket would not say so
+          in_.reserve_tail(kReadChunk);
+          boost::system::error_code ec;
+          size_t n = io_read(in_.tail(), in_.space(), ec);
+          if (!ec) {
+            in_.commit(n);
+            continue;
+          }
+          if (ec != asio::error::would_block && ec != asio::error::try_again) break;
         }
-        if (ec != asio::error::would_block && ec != asio::error::try_again) break;
         in_.release();
         std::string().swap(out_);  // move-assigning an empty string keeps the capacity
         if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
         arm_idle_deadline();
         idle_wait_ = true;
+        // Readability: everything was written, so TLS wants nothing else.
         socket_.async_wait(
-            want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
+            ClientSocket::wait_read,
             [self = shared_from_this()](boost::system::error_code e) { self->on_readable(e); });
         co_return;
       }

@@ -70,7 +70,8 @@ class PgClient final : public Client,
   boost::asio::awaitable<void> begin();
   /// Handles messages until the client is idle (then waits for it without a
   /// coroutine, see on_readable) or leaves (then ends it).
-  boost::asio::awaitable<void> serve();
+  /// `readable`: the socket has data (after an idle wait): read it first.
+  boost::asio::awaitable<void> serve(bool readable);
   /// The idle wait ended: data, a timeout, the drain, or an error.
   void on_readable(boost::system::error_code ec);
   boost::asio::awaitable<void> resume(boost::system::error_code ec);

@@ -77,7 +77,13 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
   for (int tries = 0;; ++tries) {
     got = co_await pool_->acquire();
     auto* b = std::get_if<Backend*>(&got);
-    if (!b || (*b)->conn.alive() || tries > pool_->config().pool.max) break;
+    // Only a connection idle for a while is probed: one just given back is
+    // known good, and the probe is a system call on the hot path.
+    if (!b || tries > pool_->config().pool.max ||
+        std::chrono::steady_clock::now() - (*b)->released_at < std::chrono::seconds(1) ||
+        (*b)->conn.alive()) {
+      break;
+    }
     spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
                  pool_->config().name, (*b)->id);
     pool_->release(*b, false);

@@ -96,6 +96,13 @@ std::optional<db::Error> Session::poll_result(PGresult*& out) {
     if (PQconsumeInput(conn_) == 0) return lost();
     return would_block(true, true);
   }
+  // Right after a command went out the answer cannot be there yet: wait for it
+  // rather than spend a read on finding nothing (one system call a round trip).
+  if (just_sent_ && PQisBusy(conn_)) {
+    just_sent_ = false;
+    return would_block(true, false);
+  }
+  just_sent_ = false;
   while (PQisBusy(conn_)) {
     if (PQconsumeInput(conn_) == 0) {
       // The link failed; libpq may still hand out the error result it read.

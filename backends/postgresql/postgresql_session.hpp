@@ -155,7 +155,10 @@ class Session {
   /// `check_busy`) a Rows or COPY stream holding the connection.
   std::optional<db::Error> enter(bool check_busy = true);
   /// The call starts a new command: marks it in flight.
-  void sent() { in_flight_ = true; }
+  void sent() {
+    in_flight_ = true;
+    just_sent_ = true;
+  }
   bool in_flight() const { return in_flight_; }
   /// Reads the command in flight to its end, collecting into `x`.
   std::optional<db::Error> collect(Exchange& x);
@@ -200,6 +203,7 @@ class Session {
   bool closed_ = false;
   bool broken_ = false;  // COPY BOTH: only discarding the connection ends it
   bool in_flight_ = false;
+  bool just_sent_ = false;  // nothing read since the last send (see poll_result)
   bool copy_in_abandoned_ = false;
   bool copy_out_draining_ = false;
   const void* holder_ = nullptr;
