@@ -2,7 +2,8 @@
 """Memory per idle authenticated client: RSS of wirepool before and after N
 clients have logged in (SCRAM-SHA-256) and sit idle.
 
-Usage: bench/idle_clients.py [N]   (default 5000; run as /usr/bin/python3)
+Usage: bench/idle_clients.py [N] [--tls]   (default 5000; run as /usr/bin/python3)
+With --tls every client negotiates TLS 1.3 (SSLRequest) first.
 Prints one JSON object. A measurement, not a test: no threshold is asserted.
 """
 
@@ -17,22 +18,27 @@ from harness import Wirepool, raw_login  # noqa: E402
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    tls = "--tls" in sys.argv
+    n = int(args[0]) if args else 5000
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 1000)), hard))
-    wp = Wirepool(server="log: { level: warn }\nmax_clients: 100000\n", name="idle")
+    wp = Wirepool(server="log: { level: warn }\nmax_clients: 100000\n", name="idle",
+                  tls="{ generate: true }" if tls else None)
     wp.start()
+    ca = os.path.join(wp.dir, "state", "tls", "server.crt") if tls else None
     try:
         # Warm up: one client connects and leaves, so one-time allocations are made.
-        raw_login(wp.port).close()
+        raw_login(wp.port, tls_ca=ca).close()
         time.sleep(0.5)
         before = wp.rss_kib()
         started = time.time()
-        socks = [raw_login(wp.port) for _ in range(n)]
+        socks = [raw_login(wp.port, tls_ca=ca) for _ in range(n)]
         login_s = time.time() - started
         time.sleep(2)
         after = wp.rss_kib()
         result = {
+            "tls": tls,
             "clients": n,
             "rss_before_kib": before,
             "rss_after_kib": after,

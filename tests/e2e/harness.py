@@ -153,10 +153,22 @@ def startup_packet(user="alice", database="app"):
     return struct.pack("!I", len(body) + 4) + body
 
 
-def raw_login(port, user="alice", password="wonderland", database="app", timeout=10):
+def raw_login(port, user="alice", password="wonderland", database="app", timeout=10,
+              tls_ca=None):
     """A socket past SCRAM-SHA-256 authentication and the first ReadyForQuery,
-    done by hand (no client library), for tests that then send raw bytes."""
+    done by hand (no client library), for tests that then send raw bytes.
+    With `tls_ca`, TLS is negotiated first (SSLRequest) against that root."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    # As libpq, PgJDBC and node-postgres do: without it the first message after
+    # the TLS handshake waits for the server's delayed ACK (~40 ms, Nagle).
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if tls_ca:
+        import ssl
+        s.sendall(struct.pack("!II", 8, 80877103))
+        if s.recv(1) != b"S":
+            raise AssertionError("the server refused TLS")
+        ctx = ssl.create_default_context(cafile=tls_ca)
+        s = ctx.wrap_socket(s, server_hostname="localhost")
     s.sendall(startup_packet(user, database))
     buf = b""
 
