@@ -214,6 +214,25 @@ class TlsRequiredTest(WirepoolTestCase):
         self.assertEqual(r.stdout.strip(), "tls")
 
 
+class AllowListRefusedTest(WirepoolTestCase):
+    """A listener whose allow-list leaves out the loopback network."""
+    listener = "allow: [10.0.0.0/8, \"fd00::/8\"]"
+
+    def test_refused_before_authentication(self):
+        r = psql(self.wp.dsn(), "-c", "SELECT 1", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("is not allowed", r.stderr)
+        self.assertIn("refused by the listener's allow-list", self.wp.log())
+        self.assertNotIn("authentication failed", self.wp.log())
+
+
+class AllowListAcceptedTest(WirepoolTestCase):
+    listener = "allow: [10.0.0.0/8, 127.0.0.0/8]"
+
+    def test_loopback_accepted(self):
+        self.assertEqual(psql(self.wp.dsn(), "-c", "SELECT 'in'").stdout.strip(), "in")
+
+
 class BackendTlsTest(unittest.TestCase):
     """A PostgreSQL backend with TLS and its own CA (the `pg` fixture)."""
 
