@@ -376,7 +376,8 @@ std::string decode_scalar(const TypeInfo& t, Bytes b, TypedValue& out) {
       if (n == 8) {
         const int64_t days = static_cast<int32_t>(read_le(b.subspan(0, 4)));
         const int64_t ticks = static_cast<int64_t>(read_le(b.subspan(4, 4)));  // 1/300 s
-        if (ticks >= 300LL * 86400) return "DATETIME value out of range";
+        if (ticks >= 300LL * 86400 || days < -53690 || days > 2958463)  // 1753-01-01..9999-12-31
+          return "DATETIME value out of range";
         // 1/300 s to microseconds, rounded to the nearest.
         v = db::Value::time((days - kDaysTo1970From1900) * kMicrosPerDay + (ticks * 10000 + 1) / 3);
       } else if (n == 4) {

@@ -201,6 +201,22 @@ TEST(TdsTypes, ValuesThatDoNotFitAreErrorsNotRounded) {
   fails({.type = type::kInt4, .max_length = 4}, db::Value::null(), "22004");
 }
 
+TEST(TdsTypes, OutOfRangeWireValuesAreErrors) {
+  const TypeInfo dt{.type = type::kDateTimN, .max_length = 8};
+  // Days far beyond 9999-12-31 (found by the fuzzer: it overflowed the conversion).
+  EXPECT_EQ(decode_value(dt, bytes_of(test::unhex("08cd51602f00000000"))).status,
+            DecodeStatus::error);
+  const TypeInfo d{.type = type::kDateN, .max_length = 3};
+  EXPECT_EQ(decode_value(d, bytes_of(test::unhex("03ffffff"))).status, DecodeStatus::error);
+  const TypeInfo tm{.type = type::kTimeN, .scale = 0};
+  EXPECT_EQ(decode_value(tm, bytes_of(test::unhex("0380510100"))).status,
+            DecodeStatus::error);  // 86400 s
+  const TypeInfo dec{.type = type::kDecimalN, .max_length = 5, .precision = 2, .scale = 0};
+  EXPECT_EQ(decode_value(dec, bytes_of(test::unhex("0501e8030000"))).status,
+            DecodeStatus::error);  // 1000 has more digits than precision 2
+  EXPECT_EQ(decode_value(dec, bytes_of(test::unhex("050201000000"))).status, DecodeStatus::error);
+}
+
 TEST(TdsTypes, NbcRowIsChosenWhenSmaller) {
   std::vector<ColumnMeta> cols;
   for (int i = 0; i < 10; ++i)
