@@ -436,6 +436,13 @@ const FeatureExt* Login7::find_feature(uint8_t id) const {
   return nullptr;
 }
 
+std::vector<FeatureExt> feature_acks(const Login7& login, bool utf8_supported) {
+  std::vector<FeatureExt> acks;
+  if (utf8_supported && login.find_feature(feature::kUtf8Support) != nullptr)
+    acks.push_back({feature::kUtf8Support, std::string(1, '\x01')});
+  return acks;
+}
+
 std::string obfuscate_password(std::string_view ucs2) {
   std::string s(ucs2);
   for (char& c : s) {

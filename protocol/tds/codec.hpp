@@ -271,6 +271,13 @@ struct Login7 {
   const FeatureExt* find_feature(uint8_t id) const;
 };
 
+/// The FEATUREEXTACK entries the server sends for `login`: UTF8_SUPPORT (data
+/// 0x01) when the client asked for it and `utf8_supported`; nothing else, since
+/// wirepool offers none of the other features (session recovery, federated
+/// authentication, column encryption, ...). Send the token (even empty) when
+/// the client sent a FeatureExt block.
+std::vector<FeatureExt> feature_acks(const Login7& login, bool utf8_supported);
+
 /// Decodes an assembled LOGIN7 payload. Every offset and length is checked
 /// against the payload; strings must be whole UCS-2; the FeatureExt list must
 /// end with 0xFF. Caps: 128 characters per name (sp_addlogin's limit) and 8000

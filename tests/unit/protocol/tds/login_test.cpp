@@ -102,6 +102,12 @@ TEST(TdsLogin7, DecodesTediousLogin7) {
   // tedious 19 asks for FEDAUTH? no: it sends UTF8_SUPPORT and nothing else by default.
   ASSERT_NE(l.find_feature(feature::kUtf8Support), nullptr);
   EXPECT_EQ(l.client_id, (std::array<uint8_t, 6>{1, 2, 3, 4, 5, 6}));
+  // Only UTF8_SUPPORT is acknowledged, and only when the caller supports it.
+  const auto acks = feature_acks(l, true);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].id, feature::kUtf8Support);
+  EXPECT_EQ(acks[0].data, std::string(1, '\x01'));
+  EXPECT_TRUE(feature_acks(l, false).empty());
 }
 
 TEST(TdsLogin7, RoundTripWithFeaturesAndSspi) {
