@@ -504,6 +504,39 @@ void split_time(int64_t micros, int64_t& days0001, int64_t& tod) {
   days0001 = d + kDaysTo1970From0001;
 }
 
+/// "HH:MM:SS[.f...]" -> units of 10^-scale seconds; extra fraction digits
+/// must be zeros (never rounded).
+bool parse_time_of_day(std::string_view s, uint8_t scale, uint64_t& units) {
+  auto two = [&](size_t at, unsigned max, unsigned& v) {
+    if (at + 2 > s.size() || s[at] < '0' || s[at] > '9' || s[at + 1] < '0' || s[at + 1] > '9')
+      return false;
+    v = static_cast<unsigned>((s[at] - '0') * 10 + (s[at + 1] - '0'));
+    return v <= max;
+  };
+  unsigned h, m, sec;
+  if (!two(0, 23, h) || s.size() < 8 || s[2] != ':' || !two(3, 59, m) || s[5] != ':' ||
+      !two(6, 59, sec))
+    return false;
+  uint64_t frac = 0;
+  if (s.size() > 8) {
+    if (s[8] != '.' || s.size() == 9) return false;
+    for (size_t i = 9; i < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9') return false;
+      const size_t digit = i - 9;
+      if (digit >= scale) {
+        if (s[i] != '0') return false;
+      } else {
+        frac = frac * 10 + static_cast<uint64_t>(s[i] - '0');
+      }
+    }
+    const size_t given = std::min<size_t>(s.size() - 9, scale);
+    for (size_t i = given; i < scale; ++i)
+      frac *= 10;
+  }
+  units = (uint64_t{h} * 3600 + m * 60 + sec) * static_cast<uint64_t>(pow10(scale)) + frac;
+  return true;
+}
+
 void put_plp(std::string& out, std::string_view data) {
   wire::put_u64(out, data.size());
   constexpr size_t kChunk = 8000;
@@ -651,6 +684,17 @@ db::Status encode_non_null(std::string& out, const TypeInfo& t, const db::ValueV
     case type::kTimeN:
     case type::kDateTime2N:
     case type::kDateTimeOffsetN: {
+      if (ty == type::kTimeN && v.kind == db::Kind::Text) {
+        // A time of day as TIMEN decodes it: "HH:MM:SS[.fffffff]".
+        uint64_t units;
+        if (!parse_time_of_day(v.str, t.scale, units))
+          return make_error("22007", "invalid time of day \"" + std::string(v.str) +
+                                         "\" for TIME(" + std::to_string(t.scale) + ")");
+        const size_t tb = time_bytes(t.scale);
+        wire::put_u8(out, static_cast<uint8_t>(tb));
+        put_le(out, units, tb);
+        return {};
+      }
       if (v.kind != db::Kind::Time) return cannot(t, v);
       int64_t days, tod;
       split_time(v.micros, days, tod);

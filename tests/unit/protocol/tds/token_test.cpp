@@ -98,6 +98,12 @@ TEST(TdsTypes, EveryTypeRoundTripsThroughTheTokenDecoder) {
       {{.type = type::kDateTime2N, .scale = 3}, db::Value::time(1000), db::Value::time(1000)},
       {{.type = type::kDateTimeOffsetN, .scale = 7}, db::Value::time(-1), db::Value::time(-1)},
       {{.type = type::kTimeN, .scale = 7}, db::Value::time(t), db::Value::text("13:14:15.6789010")},
+      {{.type = type::kTimeN, .scale = 3},
+       db::Value::text("01:02:03.5"),
+       db::Value::text("01:02:03.500")},
+      {{.type = type::kTimeN, .scale = 0},
+       db::Value::text("23:59:59.000"),
+       db::Value::text("23:59:59")},
       {{.type = type::kDateTimN, .max_length = 8},
        db::Value::time(1000),
        db::Value::time(0)},  // 1/300 s: 1 ms rounds to 0
@@ -199,6 +205,8 @@ TEST(TdsTypes, ValuesThatDoNotFitAreErrorsNotRounded) {
   fails({.type = type::kDateN}, db::Value::time(1), "22008");
   fails({.type = type::kIntN, .max_length = 4}, db::Value::text("12x"), "42804");
   fails({.type = type::kInt4, .max_length = 4}, db::Value::null(), "22004");
+  fails({.type = type::kTimeN, .scale = 3}, db::Value::text("13:14:15.6789"), "22007");
+  fails({.type = type::kTimeN, .scale = 3}, db::Value::text("24:00:00"), "22007");
 }
 
 TEST(TdsTypes, OutOfRangeWireValuesAreErrors) {
