@@ -571,7 +571,6 @@ Decoded<Login7> decode_login7(Bytes payload) {
 }
 
 void encode_login7(std::string& out, const Login7& l) {
-  const size_t start = out.size();
   std::string fixed;
   std::string data;
   auto offset = [&] { return static_cast<uint16_t>(kLoginFixed + data.size()); };
@@ -602,7 +601,9 @@ void encode_login7(std::string& out, const Login7& l) {
   const Field interface = add_text(l.client_interface, false);
   const Field language = add_text(l.language, false);
   const Field database = add_text(l.database, false);
-  const Field sspi{offset(), static_cast<uint16_t>(std::min<size_t>(l.sspi.size(), 0xFFFF))};
+  // SSPI of 64 KiB or more: 0xFFFF here and the real length in cbSSPILong.
+  const bool sspi_long = l.sspi.size() >= 0xFFFF;
+  const Field sspi{offset(), static_cast<uint16_t>(sspi_long ? 0xFFFF : l.sspi.size())};
   data += l.sspi;
   const Field attach = add_text(l.attach_db_file, false);
   const Field change = add_text(l.change_password, true);
@@ -640,10 +641,9 @@ void encode_login7(std::string& out, const Login7& l) {
     wire::put_u16(fixed, f.ib);
     wire::put_u16(fixed, f.cch);
   }
-  wire::put_u32(fixed, 0);  // cbSSPILong
+  wire::put_u32(fixed, sspi_long ? static_cast<uint32_t>(l.sspi.size()) : 0);  // cbSSPILong
   out += fixed;
   out += data;
-  (void)start;
 }
 
 // ---------------------------------------------------------------------------
