@@ -905,6 +905,14 @@ void encode_transaction_request(std::string& out, const TransactionRequest& t) {
 // ---------------------------------------------------------------------------
 // Token encoders
 
+uint16_t current_command(std::string_view verb) {
+  if (verb == "SELECT") return command::kSelect;
+  if (verb == "INSERT") return command::kInsert;
+  if (verb == "DELETE") return command::kDelete;
+  if (verb == "UPDATE") return command::kUpdate;
+  return 0;
+}
+
 void TokenEncoder::login_ack(const LoginAck& a) {
   const size_t at = begin_len_token(out_, token::kLoginAck);
   wire::put_u8(out_, a.interface);
@@ -1016,13 +1024,18 @@ db::Status TokenEncoder::row(std::span<const ColumnMeta> columns,
   if (columns.size() != values.size())
     return row_error("row of " + std::to_string(values.size()) + " values for " +
                      std::to_string(columns.size()) + " columns");
-  // NBCROW when its bitmap is smaller than the NULLs it leaves out.
+  // NBCROW when its bitmap is smaller than the NULLs it leaves out, or when a
+  // fixed-length column (no NULL form of its own) is NULL.
   size_t saved = 0;
+  bool fixed_null = false;
   for (size_t i = 0; i < columns.size(); ++i) {
-    if (values[i].is_null()) saved += null_size(columns[i].type);
+    if (!values[i].is_null()) continue;
+    const size_t n = null_size(columns[i].type);
+    saved += n;
+    fixed_null = fixed_null || (n == 0 && columns[i].type.type != type::kNull);
   }
   const size_t bitmap = (columns.size() + 7) / 8;
-  if (saved <= bitmap) return plain_row(columns, values);
+  if (saved <= bitmap && !fixed_null) return plain_row(columns, values);
   const size_t before = out_.size();
   wire::put_u8(out_, token::kNbcRow);
   const size_t bits_at = out_.size();

@@ -437,6 +437,18 @@ inline constexpr uint16_t kAttn = 0x20;
 inline constexpr uint16_t kSrvError = 0x100;
 }  // namespace done
 
+/// DONE's CurCmd for the common statements (SQL Server's own values; clients
+/// such as tedious ignore it, ODBC drivers report it). 0 for anything else.
+namespace command {
+inline constexpr uint16_t kSelect = 0xC1;
+inline constexpr uint16_t kInsert = 0xC3;
+inline constexpr uint16_t kDelete = 0xC4;
+inline constexpr uint16_t kUpdate = 0xC5;
+}  // namespace command
+/// The CurCmd for a statement verb ("SELECT", "INSERT", ... as
+/// db::CommandInfo::verb has it), 0 when there is none.
+uint16_t current_command(std::string_view verb);
+
 namespace env {
 inline constexpr uint8_t kDatabase = 1;
 inline constexpr uint8_t kLanguage = 2;
@@ -526,8 +538,9 @@ class TokenEncoder {
   void col_metadata(std::span<const ColumnMeta> columns);
   void col_metadata_none();  ///< NoMetaData (0xFFFF)
   /// ROW or NBCROW: NBCROW when the null bitmap is smaller than the NULLs it
-  /// replaces (the sum of null_size() over the NULL columns). Fails (nothing
-  /// appended) when a value does not fit its column's type.
+  /// replaces (the sum of null_size() over the NULL columns), or when a
+  /// fixed-length column (INT4, FLT8, ...: no NULL form) is NULL. Fails
+  /// (nothing appended) when a value does not fit its column's type.
   db::Status row(std::span<const ColumnMeta> columns, std::span<const db::ValueView> values);
   /// ROW always (tests and callers that must avoid NBCROW).
   db::Status plain_row(std::span<const ColumnMeta> columns, std::span<const db::ValueView> values);

@@ -74,18 +74,17 @@ bool same_value(const db::Value& a, const db::Value& b) {
 
 /// A decoded value re-encoded with its own type decodes to the same value.
 void check_value_round_trip(const TypedValue& v) {
+  // NBCROW can carry a NULL of a fixed-length type, which has no value form.
+  if (v.value.is_null() && null_size(v.type) == 0) return;
   std::string out;
   const auto s = encode_value(out, v.type, db::view_of(v.value));
-  // Some decodable values have no exact encoding back into the same type
-  // (a DATETIME's 1/300 s read as microseconds, TIME read as text, a GUID
-  // read as text is fine): only check the ones that encode.
-  if (!s.ok()) return;
-  if (v.type.type == type::kTimeN || v.type.type == type::kDateTime ||
-      v.type.type == type::kDateTimN || v.type.type == type::kDateTim4 ||
-      v.type.type == type::kDateTimeOffsetN)
-    return;  // lossy by design (resolution / the offset is re-sent as UTC)
-  if (v.type.type == type::kDateTime2N && v.type.scale == 7) return;              // 100 ns -> us
-  if (v.type.type == type::kBigVarChar || v.type.type == type::kBigChar) return;  // cp1252 C1
+  // Whatever decodes must encode back into its own type.
+  check(s.ok(), "a decoded value encodes back into its type");
+  // 100 ns units (scale 7) are truncated to microseconds when decoded: those
+  // do not round-trip by design.
+  if ((v.type.type == type::kDateTime2N || v.type.type == type::kDateTimeOffsetN) &&
+      v.type.scale == 7)
+    return;
   const auto d = decode_value(v.type, as_bytes(out), kLimits);
   check(d.status == DecodeStatus::ok, "a re-encoded value decodes");
   check(d.consumed == out.size(), "a re-encoded value is consumed whole");

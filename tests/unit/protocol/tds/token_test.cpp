@@ -248,6 +248,13 @@ TEST(TdsTypes, NbcRowIsChosenWhenSmaller) {
     EXPECT_EQ(r.values[i].value.is_null(), i != 3);
   EXPECT_EQ(r.values[3].value.str, "x");
 
+  // A NULL in a fixed-length column has no ROW form: NBCROW.
+  std::vector<ColumnMeta> fixed = {col({.type = type::kInt4, .max_length = 4})};
+  std::vector<db::ValueView> fnul(1);
+  std::string of;
+  ASSERT_TRUE(TokenEncoder(of).row(fixed, fnul).ok());
+  EXPECT_EQ(test::hex(of), "d201");
+
   // One nullable INTN column: the NULL costs 1 byte, the bitmap 1: ROW.
   std::vector<ColumnMeta> one = {col({.type = type::kIntN, .max_length = 4})};
   std::vector<db::ValueView> nul(1);
@@ -369,6 +376,14 @@ TEST(TdsTokens, StreamDecodingAnswersNeedMoreAtEveryCut) {
     EXPECT_EQ(count, 19u) << step;
     EXPECT_TRUE(buf.empty());
   }
+}
+
+TEST(TdsTokens, CurrentCommandForVerbs) {
+  EXPECT_EQ(current_command("SELECT"), 0xC1);
+  EXPECT_EQ(current_command("INSERT"), 0xC3);
+  EXPECT_EQ(current_command("DELETE"), 0xC4);
+  EXPECT_EQ(current_command("UPDATE"), 0xC5);
+  EXPECT_EQ(current_command("CREATE TABLE"), 0);
 }
 
 TEST(TdsTokens, MalformedTokensAreErrors) {
