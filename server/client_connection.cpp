@@ -71,8 +71,7 @@ size_t ClientConnection::io_read(uint8_t* data, size_t size, boost::system::erro
   return tls_error(r, ec);
 }
 
-size_t ClientConnection::io_write(const uint8_t* data, size_t size,
-                                  boost::system::error_code& ec) {
+size_t ClientConnection::io_write(const uint8_t* data, size_t size, boost::system::error_code& ec) {
   ec.clear();
   if (!ssl_) {
     want_write_ = true;
@@ -106,7 +105,7 @@ size_t ClientConnection::tls_error(int result, boost::system::error_code& ec) {
 }
 
 bool ClientConnection::tls_pending() const {
-  return ssl_ && SSL_has_pending(ssl_.get());
+  return ssl_ && (SSL_has_pending(ssl_.get()) || BIO_pending(SSL_get_rbio(ssl_.get())) > 0);
 }
 
 awaitable<bool> ClientConnection::tls_accept(const tls::ServerContextPtr& context) {
@@ -145,9 +144,12 @@ awaitable<bool> ClientConnection::tls_accept(const tls::ServerContextPtr& contex
   co_return true;
 }
 
-void ClientConnection::adopt_tls(tls::SslPtr ssl) {
+bool ClientConnection::adopt_tls(const tls::ServerContextPtr& context, tls::SslPtr ssl,
+                                 std::string prefix) {
+  if (!tls::attach_socket(ssl.get(), socket_.native_handle(), std::move(prefix))) return false;
+  tls_ctx_ = context;
   ssl_ = std::move(ssl);
-  SSL_set_fd(ssl_.get(), socket_.native_handle());
+  return true;
 }
 
 awaitable<bool> ClientConnection::read_more(size_t want) {
@@ -205,6 +207,39 @@ void ClientConnection::expire_io(TimePoint now) {
     boost::system::error_code ec;
     socket_.cancel(ec);
   }
+}
+
+bool ClientConnection::allowed_by(const config::Listener& listener) const {
+  if (listener.allow.empty()) return true;
+  boost::system::error_code ec;
+  auto addr = socket_.remote_endpoint(ec).address();
+  if (ec) return false;
+  bool ok = false;
+  if (addr.is_v4()) {
+    auto b = addr.to_v4().to_bytes();
+    for (const auto& c : listener.allow)
+      ok = ok || c.contains(b.data(), false);
+  } else {
+    auto b = addr.to_v6().to_bytes();
+    for (const auto& c : listener.allow)
+      ok = ok || c.contains(b.data(), true);
+  }
+  return ok;
+}
+
+std::optional<std::string> ClientConnection::certificate_refusal(const UserRecord& user,
+                                                                 const config::Tls& tls) const {
+  if (user.client_cert_pins.empty()) return std::nullopt;
+  tls::PeerCertificate peer;
+  if (ssl_) peer = tls::peer_certificate(ssl_.get());
+  bool pinned = peer.present &&
+                tls::ClientContext::pin_matches(peer.public_key_sha256, user.client_cert_pins);
+  bool by_ca = peer.present && !tls.client_ca.empty() && peer.chain_verified &&
+               peer.common_name == user.name;
+  if (pinned || by_ca) return std::nullopt;
+  if (!ssl_) return "no TLS";
+  if (!peer.present) return "no client certificate";
+  return "public key sha256 " + peer.public_key_sha256 + " is not pinned for the user";
 }
 
 void ClientConnection::close_transport() {

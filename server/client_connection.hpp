@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "server/auth.hpp"
 #include "server/server.hpp"
 #include "tls/tls.hpp"
 
@@ -65,12 +66,20 @@ class ClientConnection : public Client {
   /// why and ssl_ is reset.
   boost::asio::awaitable<bool> tls_accept(const tls::ServerContextPtr& context);
   /// Adopts a TLS session whose handshake was carried some other way (TDS 7.x
-  /// wraps it in PRELOGIN packets): from now on it reads and writes the socket.
-  void adopt_tls(tls::SslPtr ssl);
+  /// wraps it in PRELOGIN packets): from now on it reads and writes the socket,
+  /// `prefix` (records already read behind the handshake) first.
+  bool adopt_tls(const tls::ServerContextPtr& context, tls::SslPtr ssl, std::string prefix);
   /// True when the socket (or TLS) has bytes to read without waiting.
   bool tls_pending() const;
   /// The deadline passed: cancels the socket's waits and sets timed_out_.
   void expire_io(TimePoint now);
+  /// Whether the client's address is in the listener's allow-list (an empty list allows all).
+  bool allowed_by(const config::Listener& listener) const;
+  /// Why `user`'s certificate requirement refuses this client (nullopt: it does
+  /// not, or the user needs none): a certificate whose public key is pinned for
+  /// the user, or one signed by tls.client_ca whose common name is the user.
+  std::optional<std::string> certificate_refusal(const UserRecord& user,
+                                                 const config::Tls& tls) const;
   /// Sends close_notify (best effort, never waits), shuts the socket down and closes it.
   void close_transport();
 
@@ -81,7 +90,7 @@ class ClientConnection : public Client {
   std::string out_;
   tls::ServerContextPtr tls_ctx_;  ///< the context ssl_ was made from (outlives ssl_)
   tls::SslPtr ssl_;                ///< the client's TLS session, when it has one
-  bool want_write_ = false;  ///< what the last would_block waits for
+  bool want_write_ = false;        ///< what the last would_block waits for
   std::optional<TimePoint> io_deadline_;
   bool timed_out_ = false;
 

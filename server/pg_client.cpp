@@ -441,27 +441,11 @@ awaitable<bool> PgClient::login() {
   }
 
   // The listener's allow-list.
-  if (!listener_.allow.empty()) {
-    boost::system::error_code ec;
-    auto addr = socket_.remote_endpoint(ec).address();
-    bool ok = false;
-    if (!ec) {
-      if (addr.is_v4()) {
-        auto b = addr.to_v4().to_bytes();
-        for (const auto& c : listener_.allow)
-          ok = ok || c.contains(b.data(), false);
-      } else {
-        auto b = addr.to_v6().to_bytes();
-        for (const auto& c : listener_.allow)
-          ok = ok || c.contains(b.data(), true);
-      }
-    }
-    if (!ok) {
-      spdlog::warn("client {}: refused by the listener's allow-list (user \"{}\")", peer_, user);
-      std::string msg = "connection from " + peer_ + " is not allowed";
-      co_await fatal("28000", msg);
-      co_return false;
-    }
+  if (!allowed_by(listener_)) {
+    spdlog::warn("client {}: refused by the listener's allow-list (user \"{}\")", peer_, user);
+    std::string msg = "connection from " + peer_ + " is not allowed";
+    co_await fatal("28000", msg);
+    co_return false;
   }
 
   if (!co_await authenticate(user)) co_return false;
@@ -474,26 +458,12 @@ awaitable<bool> PgClient::login() {
     co_await fatal("3D000", msg);
     co_return false;
   }
-  if (!record->client_cert_pins.empty()) {
-    // This user must present a certificate: its public key pinned for the
-    // user, or (with tls.client_ca) signed by that CA for this very user.
-    tls::PeerCertificate peer;
-    if (ssl_) peer = tls::peer_certificate(ssl_.get());
-    bool pinned = peer.present &&
-                  tls::ClientContext::pin_matches(peer.public_key_sha256, record->client_cert_pins);
-    bool by_ca = peer.present && !server_.config().tls.client_ca.empty() && peer.chain_verified &&
-                 peer.common_name == user;
-    if (!pinned && !by_ca) {
-      server_.login_failed();
-      spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, user,
-                   !ssl_           ? "no TLS"
-                   : !peer.present ? "no client certificate"
-                                   : "public key sha256 " + peer.public_key_sha256 +
-                                         " is not pinned for the user");
-      std::string msg = "certificate authentication failed for user \"" + user + "\"";
-      co_await fatal("28000", msg);
-      co_return false;
-    }
+  if (auto why = certificate_refusal(*record, server_.config().tls)) {
+    server_.login_failed();
+    spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, user, *why);
+    std::string msg = "certificate authentication failed for user \"" + user + "\"";
+    co_await fatal("28000", msg);
+    co_return false;
   }
   if (!record->may_use(database)) {
     spdlog::warn("client {}: user \"{}\" may not use database \"{}\"", peer_, user, database);
@@ -880,7 +850,13 @@ awaitable<void> PgClient::simple_query(std::string_view text) {
       }
     }
     if (implicit && session_->backend() && session_->in_transaction()) {
-      auto st = failed ? co_await session_->rollback() : co_await session_->commit();
+      // if/else, not ?: — GCC 12 evaluates both arms of a ?: whose arms co_await.
+      db::Status st;
+      if (failed) {
+        st = co_await session_->rollback();
+      } else {
+        st = co_await session_->commit();
+      }
       if (!st.ok() && !failed) co_await backend_error(st.take_error());
     }
   }
@@ -1412,7 +1388,12 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
       } else {
         co_await close_portals();
         bool failed_tx = session_->tx_state() == db::TxState::failed;
-        auto st = commit ? co_await session_->commit() : co_await session_->rollback();
+        db::Status st;  // if/else: see above (GCC 12 and co_await in ?:)
+        if (commit) {
+          st = co_await session_->commit();
+        } else {
+          st = co_await session_->rollback();
+        }
         session_->sync_tx_state();
         if (!st.ok()) {
           co_await backend_error(st.take_error());
