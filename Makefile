@@ -26,6 +26,10 @@ BUILD_PKGS := cmake ninja-build g++ pkg-config libboost1.81-dev libssl-dev libsp
 TEST_PKGS := clang-14 libclang-rt-14-dev clang-format postgresql-client-15 postgresql-15 \
   python3-psycopg2 libpostgresql-jdbc-java procps mariadb-server mariadb-client \
   odbc-postgresql odbc-mariadb libsqliteodbc freetds-bin python3-tds pgbouncer
+# What `make bench` adds: gnuplot for the charts of docs/performance.md.
+BENCH_PKGS := gnuplot-nox
+# `make bench QUICK=1`: the short run (under 10 minutes).
+QUICK ?= 0
 # Commands that may come from elsewhere than Debian (NodeSource's nodejs bundles npm):
 # the Debian package is installed only when the command is missing.
 TEST_CMDS := node:nodejs npm:npm javac:openjdk-17-jdk-headless
@@ -45,7 +49,7 @@ define install_missing
 	fi
 endef
 
-.PHONY: deps test-deps configure build run test test-asan unit fuzz clean format format-check
+.PHONY: deps test-deps configure build run test test-asan unit fuzz bench clean format format-check
 
 deps:
 	@$(call install_missing,$(BUILD_PKGS),)
@@ -84,6 +88,15 @@ test-asan: test-deps build/npm/.installed
 	@cmake --preset asan -DWIREPOOL_WERROR=$(if $(filter 1,$(WERROR)),ON,OFF) >/dev/null
 	@cmake --build --preset asan -j $(JOBS)
 	cd build/asan && ctest --output-on-failure --timeout 900 $(CTEST_ARGS)
+
+# wirepool side by side with PgBouncer, direct connections and the raw C APIs:
+# results in bench/results/, then docs/performance.md regenerated from them.
+bench: test-deps configure
+	@$(call install_missing,$(BENCH_PKGS),)
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+	@ln -sf $(PRESET)/wirepool build/wirepool
+	WIREPOOL_BIN=$(CURDIR)/$(BUILD)/wirepool /usr/bin/python3 bench/run.py $(if $(filter 1,$(QUICK)),--quick,)
+	/usr/bin/python3 bench/report.py
 
 unit: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)

@@ -58,7 +58,10 @@ def wait_port(port, timeout=15):
 
 
 class PgBouncer:
-    def __init__(self, pg, pool):
+    """`auth`: "trust", or "scram" (SCRAM-SHA-256 with the password "bench", as
+    wirepool's clients do)."""
+
+    def __init__(self, pg, pool, auth="trust"):
         self.dir = tempfile.mkdtemp(prefix="pgbouncer-")
         self.port = free_port()
         ini = os.path.join(self.dir, "pgbouncer.ini")
@@ -68,7 +71,7 @@ bench = host={pg['host']} port={pg['port']} dbname={pg['database']} user={pg['us
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = {self.port}
-auth_type = trust
+auth_type = {"scram-sha-256" if auth == "scram" else "trust"}
 auth_file = {self.dir}/users.txt
 pool_mode = transaction
 default_pool_size = {pool}
@@ -79,20 +82,20 @@ unix_socket_dir =
 ignore_startup_parameters = extra_float_digits
 """)
         with open(os.path.join(self.dir, "users.txt"), "w") as f:
-            f.write('"bench" ""\n')
+            f.write('"bench" "bench"\n' if auth == "scram" else '"bench" ""\n')
         runas = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         if runas:
             shutil.chown(self.dir, "postgres")
             for p in glob.glob(os.path.join(self.dir, "*")):
                 shutil.chown(p, "postgres")
         self.proc = subprocess.Popen(
-            ["bash", "-c", f"ulimit -n 20000; exec {' '.join(runas)} /usr/sbin/pgbouncer {ini}"])
+            ["bash", "-c", f"ulimit -n 20000; exec {' '.join(runas)} /usr/sbin/pgbouncer -q {ini}"])
         wait_port(self.port)
-        self.pid = int(subprocess.check_output(["pgrep", "-n", "-f", f"pgbouncer {ini}"]).split()[0])
+        self.pid = int(subprocess.check_output(["pgrep", "-n", "-f", f"pgbouncer -q {ini}"]).split()[0])
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
-        subprocess.run(["pkill", "-f", f"pgbouncer {self.dir}"], check=False)
+        subprocess.run(["pkill", "-f", f"pgbouncer -q {self.dir}"], check=False)
         self.proc.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -1,0 +1,431 @@
+#!/usr/bin/python3
+"""`make bench`: wirepool measured side by side, in one run, on this machine.
+
+Starts everything it needs on free loopback ports: a throwaway PostgreSQL 15
+(fsync=off), PgBouncer (Debian's 1.18, transaction mode, SCRAM) and wirepool
+(transaction mode, the same pool size, one event loop like PgBouncer), and runs
+the workloads of docs/performance.md in alternating rounds (A B C A B C ...)
+after an uncounted warm-up:
+
+  poolers    pgbench -S, 32 clients, -M simple / extended / prepared:
+             direct, PgBouncer, wirepool
+  many       the same with 500 clients
+  idle       RSS per idle authenticated client, PgBouncer and wirepool
+  streaming  a 1,000,000-row, 3-column SELECT read by psql, direct and
+             through wirepool; wirepool's peak RSS during it
+  drivers    each driver vs a C program on the raw C API (bench/driver_vs_c.py)
+  embedded   pgbench with a primary-key SELECT script over the SQLite default
+
+Writes every sample, the medians and the spread as one JSON file in
+bench/results/ (named by date and commit), then bench/report.py regenerates
+docs/performance.md from it.
+
+Usage: bench/run.py [--quick] [--rounds N] [--only poolers,idle,...]
+       bench/run.py --self-check   (make test: one short round of each, output parsed)
+Run with /usr/bin/python3 after `make build`. A measurement, not a test: the
+machine is shared and noisy, so only ratios within one run mean anything.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+from harness import PGBENCH, PSQL, Wirepool, raw_login  # noqa: E402
+from pgbench_poolers import FIXTURE, PgBouncer, cpu_seconds, run_pgbench  # noqa: E402
+
+MODES = ("simple", "extended", "prepared")
+PK_SELECT = "\\set aid random(1, 100000)\nSELECT abalance FROM accounts WHERE aid = :aid;\n"
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def summarize(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    med = statistics.median(values)
+    return {"median": med, "min": min(values), "max": max(values), "n": len(values),
+            "spread_pct": round((max(values) - min(values)) * 100.0 / med, 1) if med else None}
+
+
+def ratio(a, b):
+    return round(a / b, 3) if a and b else None
+
+
+class Bench:
+    """The servers every workload shares."""
+
+    def __init__(self, args):
+        self.args = args
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        self.pgdir = tempfile.mkdtemp(prefix="bench-pg-")
+        subprocess.run(["/usr/bin/python3", FIXTURE, "start", self.pgdir,
+                        "--max-connections=700"], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(self.pgdir, "info.json")) as f:
+            self.pg = json.load(f)
+        env = dict(os.environ, PGPASSWORD=self.pg["password"])
+        subprocess.run([PGBENCH, "-i", "-q", "-s", str(args.scale), "-h", self.pg["host"], "-p",
+                        str(self.pg["port"]), "-U", self.pg["user"], self.pg["database"]],
+                       check=True, env=env, capture_output=True)
+        os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = self.pg["password"]
+        pg = self.pg
+        self.wp = Wirepool(databases=f"""
+          - name: bench
+            driver: postgresql
+            connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
+            password_env: WIREPOOL_BENCH_PG_PASSWORD
+            pool: {{ mode: transaction, max: {args.pool} }}
+          - name: app
+            driver: sqlite
+            connection: bench.db
+            options: {{ busy_timeout: 10s }}
+            pool: {{ mode: transaction, max: 4 }}
+        """, users="- { name: bench, password: bench }",
+                           server=f"log: {{ level: warn }}\nthreads: {args.wirepool_threads}\n"
+                                  "max_clients: 100000\n",
+                           name="bench-wirepool")
+        self.wp.start()
+        self.bouncer = PgBouncer(pg, args.pool, auth="scram")
+
+    def stop(self):
+        self.bouncer.stop()
+        self.wp.cleanup()
+        subprocess.run(["/usr/bin/python3", FIXTURE, "stop", self.pgdir], check=False,
+                       stdout=subprocess.DEVNULL)
+
+    def pgbench_targets(self, clients, seconds):
+        pg, bouncer, wp = self.pg, self.bouncer, self.wp
+        return {
+            "direct": (None, lambda mode: run_pgbench(pg["port"], pg["user"], pg["database"], mode,
+                                                      seconds, clients, pg["password"])),
+            "pgbouncer": (bouncer.pid, lambda mode: run_pgbench(bouncer.port, "bench", "bench",
+                                                                mode, seconds, clients, "bench")),
+            "wirepool": (wp.proc.pid, lambda mode: run_pgbench(wp.port, "bench", "bench", mode,
+                                                               seconds, clients, "bench")),
+        }
+
+
+def pooler_rounds(bench, clients, seconds, rounds):
+    targets = bench.pgbench_targets(clients, seconds)
+    warm = bench.pgbench_targets(clients, min(seconds, 3))
+    for mode in MODES:  # warm-up, not counted
+        for _, run in warm.values():
+            run(mode)
+    samples = []
+    for rnd in range(rounds):
+        for mode in MODES:
+            for name, (pid, run) in targets.items():
+                cpu0 = cpu_seconds(pid) if pid else None
+                s = run(mode)
+                s.update(round=rnd, mode=mode, target=name)
+                if cpu0 is not None:
+                    s["cpu_s"] = round(cpu_seconds(pid) - cpu0, 2)
+                samples.append(s)
+                log(f"{clients} clients {mode} {name}: "
+                    f"{'failed' if s['failed'] else round(s['tps'])} tps")
+    summary = {}
+    for mode in MODES:
+        m = summary.setdefault(mode, {})
+        for name in targets:
+            xs = [s for s in samples if s["mode"] == mode and s["target"] == name]
+            ok = [s for s in xs if not s["failed"]]
+            entry = {"failed_runs": len(xs) - len(ok)}
+            if ok:
+                entry["tps"] = summarize([s["tps"] for s in ok])
+                entry["p50_ms"] = summarize([s["p50_ms"] for s in ok])
+                entry["p99_ms"] = summarize([s["p99_ms"] for s in ok])
+                cpu = summarize([s.get("cpu_s") for s in ok])
+                if cpu:
+                    entry["cpu_s"] = cpu
+            else:
+                entry["error"] = xs[0]["error"] if xs else ""
+            m[name] = entry
+        w = (m["wirepool"].get("tps") or {}).get("median")
+        for other in ("pgbouncer", "direct"):
+            o = (m[other].get("tps") or {}).get("median")
+            m[f"wirepool/{other}"] = ratio(w, o)
+    # The target held against: wirepool -M prepared vs PgBouncer -M simple.
+    wp_prep = (summary["prepared"]["wirepool"].get("tps") or {}).get("median")
+    pb_simple = (summary["simple"]["pgbouncer"].get("tps") or {}).get("median")
+    summary["wirepool_prepared/pgbouncer_simple"] = ratio(wp_prep, pb_simple)
+    return {"clients": clients, "seconds": seconds, "rounds": rounds, "summary": summary,
+            "samples": samples}
+
+
+def workload_poolers(bench):
+    a = bench.args
+    return pooler_rounds(bench, 32, a.seconds, a.rounds)
+
+
+def workload_many(bench):
+    a = bench.args
+    return pooler_rounds(bench, a.many_clients, a.seconds, a.rounds)
+
+
+def workload_idle(bench):
+    """RSS before and after N idle clients logged in with SCRAM, per pooler."""
+    a = bench.args
+    n = a.idle_clients
+    targets = {"pgbouncer": (bench.bouncer.port, bench.bouncer.pid),
+               "wirepool": (bench.wp.port, bench.wp.proc.pid)}
+    for port, _ in targets.values():  # warm-up: one-time allocations
+        raw_login(port, "bench", "bench", "bench").close()
+    samples = []
+    for rnd in range(a.idle_rounds):
+        for name, (port, pid) in targets.items():
+            time.sleep(0.5)
+            before = rss_kib(pid)
+            t0 = time.time()
+            socks = [raw_login(port, "bench", "bench", "bench", timeout=30) for _ in range(n)]
+            login_s = time.time() - t0
+            time.sleep(1.5)
+            after = rss_kib(pid)
+            for s in socks:
+                s.close()
+            s = {"round": rnd, "target": name, "clients": n, "rss_before_kib": before,
+                 "rss_after_kib": after,
+                 "bytes_per_client": round((after - before) * 1024 / n),
+                 "logins_per_s": round(n / login_s, 1)}
+            samples.append(s)
+            log(f"idle {name}: {s['bytes_per_client']} B/client")
+            time.sleep(1.5)  # the pooler frees the closed clients
+    summary = {name: {"bytes_per_client": summarize([s["bytes_per_client"] for s in samples
+                                                     if s["target"] == name]),
+                      "logins_per_s": summarize([s["logins_per_s"] for s in samples
+                                                 if s["target"] == name])}
+               for name in targets}
+    summary["wirepool/pgbouncer"] = ratio(
+        summary["wirepool"]["bytes_per_client"]["median"],
+        summary["pgbouncer"]["bytes_per_client"]["median"])
+    return {"clients": n, "rounds": a.idle_rounds, "summary": summary, "samples": samples}
+
+
+class RssSampler(threading.Thread):
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.stop_flag = pid, 0, False
+
+    def run(self):
+        while not self.stop_flag:
+            self.peak = max(self.peak, rss_kib(self.pid))
+            time.sleep(0.02)
+
+
+def workload_streaming(bench):
+    """A N-row, 3-column SELECT read by psql (rows discarded), direct and via wirepool."""
+    a = bench.args
+    rows = a.stream_rows
+    sql = (f"SELECT g, g * 2.5, md5(g::text) FROM generate_series(1, {rows}) g")
+    pg, wp = bench.pg, bench.wp
+    targets = {
+        "direct": (f"postgresql://{pg['user']}:{pg['password']}@{pg['host']}:{pg['port']}/"
+                   f"{pg['database']}"),
+        "wirepool": f"postgresql://bench:bench@127.0.0.1:{wp.port}/bench",
+    }
+    samples = []
+    for rnd in range(a.rounds + 1):
+        for name, dsn in targets.items():
+            base = rss_kib(wp.proc.pid)
+            sampler = RssSampler(wp.proc.pid)
+            sampler.start()
+            t0 = time.time()
+            r = subprocess.run([PSQL, dsn, "-X", "-At", "-c", sql, "-o", "/dev/null"],
+                               capture_output=True, text=True, timeout=600)
+            elapsed = time.time() - t0
+            sampler.stop_flag = True
+            sampler.join()
+            if rnd == 0:
+                continue  # warm-up
+            s = {"round": rnd, "target": name, "rows": rows, "seconds": round(elapsed, 3),
+                 "rows_per_s": round(rows / elapsed) if r.returncode == 0 else None,
+                 "failed": r.returncode != 0, "error": r.stderr.strip()[-300:]}
+            if name == "wirepool":
+                s["wirepool_rss_base_kib"] = base
+                s["wirepool_rss_peak_kib"] = sampler.peak
+                s["wirepool_rss_growth_kib"] = sampler.peak - base
+            samples.append(s)
+            log(f"streaming {name}: {s['rows_per_s']} rows/s")
+    summary = {name: {"rows_per_s": summarize([s["rows_per_s"] for s in samples
+                                               if s["target"] == name])}
+               for name in targets}
+    summary["wirepool"]["rss_growth_kib"] = summarize(
+        [s["wirepool_rss_growth_kib"] for s in samples if s["target"] == "wirepool"])
+    summary["wirepool/direct"] = ratio(summary["wirepool"]["rows_per_s"]["median"],
+                                       summary["direct"]["rows_per_s"]["median"])
+    return {"rows": rows, "rounds": a.rounds, "summary": summary, "samples": samples}
+
+
+def workload_embedded(bench):
+    """pgbench with a primary-key SELECT script through wirepool to SQLite."""
+    a = bench.args
+    wp = bench.wp
+    dsn = f"postgresql://bench:bench@127.0.0.1:{wp.port}/app"
+    init = ("DROP TABLE IF EXISTS accounts;\n"
+            "CREATE TABLE accounts (aid INTEGER PRIMARY KEY, abalance INTEGER NOT NULL);\n"
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)\n"
+            "INSERT INTO accounts SELECT i, 0 FROM n;\n")
+    subprocess.run([PSQL, dsn, "-X", "-q"], input=init, text=True, check=True,
+                   capture_output=True)
+    script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
+    script.write(PK_SELECT)
+    script.close()
+    env = dict(os.environ, PGPASSWORD="bench")
+
+    def run(mode, seconds):
+        r = subprocess.run([PGBENCH, "-n", "-M", mode, "-c", "32", "-j", "2", "-T", str(seconds),
+                            "-f", script.name, "-h", "127.0.0.1", "-p", str(wp.port), "-U",
+                            "bench", "app"], capture_output=True, text=True, env=env,
+                           timeout=seconds * 4 + 60)
+        tps = lat = None
+        for line in r.stdout.splitlines():
+            if line.startswith("tps = "):
+                tps = float(line.split()[2])
+            if line.startswith("latency average = "):
+                lat = float(line.split()[3])
+        return {"tps": tps, "latency_ms": lat, "failed": r.returncode != 0 or tps is None}
+
+    for mode in ("simple", "prepared"):
+        run(mode, min(a.seconds, 3))
+    samples = []
+    for rnd in range(a.rounds):
+        for mode in ("simple", "prepared"):
+            s = run(mode, a.seconds)
+            s.update(round=rnd, mode=mode)
+            samples.append(s)
+            log(f"embedded {mode}: {s['tps']} tps")
+    os.unlink(script.name)
+    summary = {mode: {"tps": summarize([s["tps"] for s in samples if s["mode"] == mode]),
+                      "latency_ms": summarize([s["latency_ms"] for s in samples
+                                               if s["mode"] == mode])}
+               for mode in ("simple", "prepared")}
+    return {"seconds": a.seconds, "rounds": a.rounds, "summary": summary, "samples": samples}
+
+
+def workload_drivers(bench):
+    """Each driver through the contract vs a C program on its raw C API."""
+    script = os.path.join(HERE, "driver_vs_c.py")
+    if not os.path.exists(script):
+        return {"skipped": "bench/driver_vs_c.py is not in this version"}
+    a = bench.args
+    cmd = ["/usr/bin/python3", script, "--rounds", str(a.rounds), "--json"]
+    if a.quick or a.self_check:
+        cmd.append("--quick")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600,
+                       env=dict(os.environ, WIREPOOL_BENCH_PG_INFO=os.path.join(bench.pgdir,
+                                                                                "info.json")))
+    if r.returncode != 0:
+        return {"failed": True, "error": (r.stderr or r.stdout)[-2000:]}
+    return json.loads(r.stdout)
+
+
+WORKLOADS = {
+    "poolers": workload_poolers,
+    "many": workload_many,
+    "idle": workload_idle,
+    "streaming": workload_streaming,
+    "drivers": workload_drivers,
+    "embedded": workload_embedded,
+}
+
+
+def git(*args):
+    r = subprocess.run(["git", "-C", REPO] + list(args), capture_output=True, text=True)
+    return r.stdout.strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="make bench QUICK=1: under 10 minutes")
+    ap.add_argument("--self-check", action="store_true",
+                    help="make test: one short round of each workload, output parsed")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--seconds", type=int)
+    ap.add_argument("--only", default="", help="comma-separated workloads")
+    ap.add_argument("--out", help="result file (default bench/results/DATE-COMMIT.json)")
+    ap.add_argument("--pool", type=int, default=10)
+    ap.add_argument("--scale", type=int, default=10)
+    # One event loop: PgBouncer is single-threaded, and on this 2-core host,
+    # which also runs PostgreSQL and pgbench, one loop costs less CPU per
+    # transaction than one per core.
+    ap.add_argument("--wirepool-threads", type=int, default=1)
+    a = ap.parse_args()
+    if a.self_check:
+        defaults = dict(rounds=1, seconds=1, many_clients=50, idle_clients=50, idle_rounds=1,
+                        stream_rows=20000)
+    elif a.quick:
+        defaults = dict(rounds=5, seconds=2, many_clients=500, idle_clients=1000, idle_rounds=2,
+                        stream_rows=200000)
+    else:
+        defaults = dict(rounds=5, seconds=10, many_clients=500, idle_clients=5000, idle_rounds=3,
+                        stream_rows=1000000)
+    for k, v in defaults.items():
+        if getattr(a, k, None) is None:
+            setattr(a, k, v)
+    only = [w for w in a.only.split(",") if w] or list(WORKLOADS)
+
+    started = time.time()
+    bench = Bench(a)
+    results = {}
+    try:
+        for name in only:
+            log(f"workload {name}")
+            t0 = time.time()
+            results[name] = WORKLOADS[name](bench)
+            results[name]["elapsed_s"] = round(time.time() - t0, 1)
+    finally:
+        bench.stop()
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    now = datetime.datetime.now(datetime.timezone.utc)
+    doc = {
+        "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": commit + ("-dirty" if dirty else ""),
+        "kind": "self-check" if a.self_check else "quick" if a.quick else "full",
+        "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release},
+        "versions": {
+            "pgbouncer": subprocess.run(["/usr/sbin/pgbouncer", "--version"], capture_output=True,
+                                        text=True).stdout.splitlines()[0],
+            "postgresql": subprocess.run([PSQL, "--version"], capture_output=True,
+                                         text=True).stdout.strip(),
+        },
+        "settings": {k: getattr(a, k) for k in ("rounds", "seconds", "pool", "scale",
+                                                 "wirepool_threads", "many_clients",
+                                                 "idle_clients", "idle_rounds", "stream_rows")},
+        "elapsed_s": round(time.time() - started, 1),
+        "workloads": results,
+    }
+    out = a.out
+    if not out:
+        os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+        out = os.path.join(HERE, "results", f"{now.strftime('%Y-%m-%d')}-{doc['commit']}.json")
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+    log(f"wrote {out} after {doc['elapsed_s']} s")
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
