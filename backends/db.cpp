@@ -15,6 +15,7 @@
 
 #include "backends/postgresql/postgresql_driver.hpp"
 #include "backends/sqlite/sqlite_driver.hpp"
+#include "backends/tds/tds_driver.hpp"
 
 namespace wirepool::db {
 
@@ -379,7 +380,7 @@ constexpr DriverEntry kDrivers[] = {
     {"postgresql", [] { return &postgresql::driver(); }},
     {"mysql", nullptr},
     {"odbc", nullptr},
-    {"tds", nullptr},
+    {"tds", [] { return &tdsdrv::driver(); }},
 };
 }  // namespace
 

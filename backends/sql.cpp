@@ -119,7 +119,8 @@ std::string upper(std::string_view s) {
 /// The tokenizer. A small value type: copy it to look ahead.
 class Lexer {
  public:
-  Lexer(std::string_view text, Dialect d) : t_(text), d_(d) {}
+  Lexer(std::string_view text, Dialect d, bool client_markers = false)
+      : t_(text), d_(d), client_markers_(client_markers) {}
 
   /// The next token after whitespace and comments.
   Token next() {
@@ -313,6 +314,18 @@ class Lexer {
 
   size_t lex_dollar(Token& tok) {
     if (d_ == Dialect::sqlite) return lex_sqlite_variable(tok);
+    if (d_ == Dialect::tsql && client_markers_) {
+      // $N as a PostgreSQL client writes it. (T-SQL reads "$1" as a money literal;
+      // a client of the TDS driver that means money writes 1.00 or CAST instead.)
+      size_t i = pos_ + 1;
+      if (!is_digit(at(i))) return i;
+      while (is_digit(at(i)))
+        ++i;
+      tok.type = Tok::marker;
+      tok.marker_type = Marker::Type::dollar;
+      tok.number = parse_number(t_.substr(pos_ + 1, i - pos_ - 1));
+      return i;
+    }
     if (d_ != Dialect::postgres) return pos_ + 1;
     size_t i = pos_ + 1;
     if (is_digit(at(i))) {  // $N
@@ -346,7 +359,7 @@ class Lexer {
       tok.number = i > pos_ + 1 ? parse_number(t_.substr(pos_ + 1, i - pos_ - 1)) : -1;
       return i;
     }
-    if (d_ == Dialect::mysql || d_ == Dialect::ansi) {
+    if (d_ == Dialect::mysql || d_ == Dialect::ansi || (d_ == Dialect::tsql && client_markers_)) {
       tok.type = Tok::marker;
       tok.marker_type = Marker::Type::question;
       tok.number = -1;
@@ -415,6 +428,7 @@ class Lexer {
 
   std::string_view t_;
   Dialect d_;
+  bool client_markers_ = false;  // tsql: also ? and $N (find_client_markers)
   size_t pos_ = 0;
   int exec_depth_ = 0;  // inside MySQL /*! ... */
 };
@@ -849,9 +863,22 @@ std::string command_verb(std::string_view stmt, Dialect d) {
   return verb_from(w, d, t);
 }
 
+namespace {
+std::vector<Marker> find_markers_impl(std::string_view text, Dialect d, bool client_markers);
+}  // namespace
+
 std::vector<Marker> find_markers(std::string_view text, Dialect d) {
+  return find_markers_impl(text, d, false);
+}
+
+std::vector<Marker> find_client_markers(std::string_view text, Dialect d) {
+  return find_markers_impl(text, d, d == Dialect::tsql);
+}
+
+namespace {
+std::vector<Marker> find_markers_impl(std::string_view text, Dialect d, bool client_markers) {
   std::vector<Marker> out;
-  Lexer lex(text, d);
+  Lexer lex(text, d, client_markers);
   int ordinal = 0;
   // SQLite numbers every distinct variable: ? takes the largest index so far + 1,
   // ?NNN takes NNN, and a name keeps the index of its first appearance.
@@ -884,5 +911,6 @@ std::vector<Marker> find_markers(std::string_view text, Dialect d) {
   }
   return out;
 }
+}  // namespace
 
 }  // namespace wirepool::sql

@@ -56,5 +56,10 @@ struct Marker {
 /// Markers recognised in `d`: postgres: $N; sqlite: $N ? ?N :a @a $a; mysql: ?;
 /// tsql: @name; ansi: ?.
 std::vector<Marker> find_markers(std::string_view text, Dialect d);
+/// The markers a client of a backend of dialect `d` may write: for tsql (the
+/// TDS driver, reached by PostgreSQL and other clients) `?` and `$N` as well as
+/// `@name`, each outside strings, [bracketed] and "quoted" identifiers and
+/// comments; for the other dialects the same as find_markers().
+std::vector<Marker> find_client_markers(std::string_view text, Dialect d);
 
 }  // namespace wirepool::sql

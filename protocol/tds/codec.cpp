@@ -2,6 +2,7 @@
 #include "protocol/tds/codec.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "protocol/tds/wire.hpp"
@@ -1188,6 +1189,23 @@ bool parse_message(Bytes body, bool is_error, ServerMessage& m, std::string& e) 
 
 }  // namespace
 
+namespace {
+std::atomic<PlantedDefect> g_defect{PlantedDefect::none};
+}  // namespace
+
+void set_planted_defect_for_test(PlantedDefect d) {
+  g_defect.store(d);
+}
+PlantedDefect planted_defect() {
+  return g_defect.load();
+}
+PlantedDefect planted_defect_from_name(std::string_view name) {
+  if (name == "nbcrow") return PlantedDefect::nbcrow_bitmap_wrong_end;
+  if (name == "brackets") return PlantedDefect::marker_in_brackets;
+  if (name == "select_count") return PlantedDefect::select_count_as_affected;
+  return PlantedDefect::none;
+}
+
 Decoded<Token> TokenDecoder::next(Bytes all) {
   size_t base = 0;
   for (;;) {
@@ -1294,7 +1312,11 @@ Decoded<Token> TokenDecoder::next(Bytes all) {
         Row row;
         row.values.reserve(columns_.size());
         for (size_t i = 0; i < columns_.size(); ++i) {
-          if (!bitmap.empty() && (bitmap[i / 8] & (1 << (i % 8))) != 0) {
+          // Bit i of the bitmap (least significant first) is column i ([MS-TDS] 2.2.7.17).
+          const int bit = g_defect.load() == PlantedDefect::nbcrow_bitmap_wrong_end
+                              ? (0x80 >> (i % 8))
+                              : (1 << (i % 8));
+          if (!bitmap.empty() && (bitmap[i / 8] & bit) != 0) {
             TypedValue null;
             null.type = columns_[i].type;
             row.values.push_back(std::move(null));
