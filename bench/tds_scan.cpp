@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
+  std::signal(SIGPIPE, SIG_IGN);  // as wirepool itself: a vanished peer is an error, not a signal
   const int rounds = argc > 8 ? std::atoi(argv[8]) : 5;
   db::OpenOptions t;
   t.connection = std::string("host=") + argv[1] + ";port=" + argv[2] +

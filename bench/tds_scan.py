@@ -13,6 +13,7 @@ Usage: bench/tds_scan.py [ROUNDS]   (after the release build)
 """
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ FIX = os.path.join(ROOT, "tests", "fixtures")
 def main():
     rounds = sys.argv[1] if len(sys.argv) > 1 else "5"
     tmp = tempfile.mkdtemp(prefix="tds-scan-")
+    os.chmod(tmp, 0o755)  # the postgres user runs the server inside it
     pg_dir, tds_dir = os.path.join(tmp, "pg"), os.path.join(tmp, "tds")
     py = "/usr/bin/python3"
     subprocess.run([py, os.path.join(FIX, "pgserver.py"), "start", pg_dir, "--tls"], check=True)
@@ -52,6 +54,7 @@ def main():
             subprocess.run([py, os.path.join(FIX, "tdsserver.py"), "stop", tds_dir])
     finally:
         subprocess.run([py, os.path.join(FIX, "pgserver.py"), "stop", pg_dir])
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

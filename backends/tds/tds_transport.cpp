@@ -77,8 +77,12 @@ Transport::~Transport() {
 
 void Transport::close() {
   if (ssl_) {
-    // A close_notify without waiting for the peer's: the socket closes next.
-    SSL_set_quiet_shutdown(ssl_.get(), 1);
+    // One close_notify, without waiting for the peer's: the socket closes next.
+    // Not after a failure (the session may be unusable).
+    if (!broken_ && SSL_is_init_finished(ssl_.get())) {
+      ERR_clear_error();
+      (void)SSL_shutdown(ssl_.get());
+    }
     ssl_.reset();
   }
   if (fd_ >= 0) {
