@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
@@ -107,6 +108,8 @@ struct Session {
   std::string database;
   std::string server_version;
   std::string routing;
+  tds::Collation collation;
+  bool has_collation = false;
   db::EventSink* sink = nullptr;
   std::vector<tds::ReturnValue> return_values;
 
@@ -158,6 +161,15 @@ struct Session {
             tx_failed = true;
           }
           descriptor = 0;
+          break;
+        case tds::env::kSqlCollation:
+          // The database's default collation (5 bytes). Result columns carry
+          // their own in COLMETADATA, which is what decoding uses; this one is
+          // reported in server_parameters().
+          if (e->new_value.size() == 5) {
+            std::copy(e->new_value.begin(), e->new_value.end(), collation.bytes.begin());
+            has_collation = true;
+          }
           break;
         case 20:
           routing = routing_target(e->new_value);
@@ -709,7 +721,18 @@ class TdsConnection final : public db::ConnectionImpl {
   }
 
   std::vector<std::pair<std::string, std::string>> server_parameters() const override {
-    return {{"server_version", s_->server_version}, {"database", s_->database}};
+    std::vector<std::pair<std::string, std::string>> out = {{"server_version", s_->server_version},
+                                                            {"database", s_->database}};
+    if (s_->has_collation) {
+      // LCID and whether 8-bit text is UTF-8 (a _UTF8 collation) or a code page.
+      const auto& b = s_->collation.bytes;
+      const unsigned lcid = b[0] | (b[1] << 8) | ((b[2] & 0x0F) << 16);
+      char text[64];
+      std::snprintf(text, sizeof text, "lcid 0x%04x, %s", lcid,
+                    s_->collation.utf8() ? "utf8" : "code page");
+      out.emplace_back("collation", text);
+    }
+    return out;
   }
 
   Status reset(std::string_view reset_query) override {

@@ -19,7 +19,9 @@
 //  - more concurrent connections than the front end's backend connections
 //  - TLS records: one per packet, packets at most 16,383 bytes
 //  - the same against PostgreSQL behind the front end (decimal, timestamptz,
-//    uuid, bytea, bool) when the pg fixture is there
+//    timestamp, date, uuid, bytea, bool, smallint, real, varchar) and its
+//    cancel when the pg fixture is there
+//  - reset(): rollback and RESETCONNECTION on the next request
 
 #include <atomic>
 #include <chrono>
@@ -51,10 +53,14 @@ TEST(TdsConnect, LogsInOverVerifiedTls) {
   EXPECT_TRUE(c.alive());
   EXPECT_EQ(c.capabilities().dialect, sql::Dialect::tsql);
   bool database_seen = false;
+  std::string collation;
   for (const auto& [k, v] : c.impl()->server_parameters()) {
     if (k == "database") database_seen = v == "app";
+    if (k == "collation") collation = v;
   }
   EXPECT_TRUE(database_seen);
+  // SQL_Latin1_General_CP1_CI_AS, the front end's collation ENVCHANGE.
+  EXPECT_EQ(collation, "lcid 0x0409, code page");
   auto t = fetch(c, "SELECT 1 AS one");
   ASSERT_TRUE(t.ok()) << t.error().message;
   ASSERT_EQ(t->rows.size(), 1u);
@@ -203,6 +209,25 @@ TEST(TdsValues, HundredKilobyteValuesAndLongStatements) {
             << after.record_written_max << " B, records read "
             << after.records_read - before.records_read << ", largest record read "
             << after.record_read_max << " B\n";
+}
+
+TEST(TdsValues, LargestPacketsStillFitOneTlsRecord) {
+  TDS_FIXTURE_OR_SKIP();
+  auto o = open_options();
+  o.options["packet_size"] = "16383";
+  auto c = open(o);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const auto before = tdsdrv::record_stats();
+  const std::string text(60000, 'q');
+  auto t = fetch(c.value(), "SELECT ? AS t", {P(T(text))});
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->rows[0][0].str, text);
+  const auto after = tdsdrv::record_stats();
+  EXPECT_EQ(after.packet_max, 16383u);
+  EXPECT_EQ(after.records_written - before.records_written,
+            after.packets_written - before.packets_written);
+  // 16,383 bytes of plaintext + content type + tag: one record, never two.
+  EXPECT_EQ(after.record_written_max, 16383u + 17);
 }
 
 TEST(TdsValues, RowsStream) {
@@ -570,6 +595,64 @@ TEST(TdsPostgres, ErrorsAndTransactions) {
   auto t = fetch(c, "SELECT count(*) AS n FROM tds_pgu");
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ(t->rows[0][0].i64, 0);
+}
+
+TEST(TdsPostgres, WidthsAndTimestampsKeepTheirTypes) {
+  TDS_FIXTURE_OR_SKIP();
+  if (!ServerInfo::get().has_pg()) GTEST_SKIP() << "no PostgreSQL behind the fixture";
+  auto c = connect("pgapp");
+  auto t = fetch(c,
+                 "SELECT 7::int2 AS s, 1.5::float4 AS r, '2024-02-29 12:34:56.5'::timestamp AS ts, "
+                 "'abc'::varchar(20) AS v, 12.5::numeric(5,1) AS n");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->rows.size(), 1u);
+  const auto& r = t->rows[0];
+  EXPECT_EQ(t->columns[0].native.name, "smallint");
+  EXPECT_EQ(r[0].i64, 7);
+  EXPECT_EQ(t->columns[1].native.name, "real");
+  EXPECT_EQ(r[1].f64, 1.5);
+  EXPECT_EQ(t->columns[2].native.time_form, db::TimeForm::timestamp);
+  EXPECT_EQ(r[2].micros, 1709210096500000);  // 2024-02-29T12:34:56.5 read as UTC
+  EXPECT_EQ(t->columns[3].native.name, "nvarchar(40)");
+  EXPECT_EQ(r[3].str, "abc");
+  EXPECT_EQ(t->columns[4].native.name, "decimal(5,1)");
+  EXPECT_EQ(r[4].str, "12.5");
+}
+
+TEST(TdsPostgres, CancelReachesPostgres) {
+  TDS_FIXTURE_OR_SKIP();
+  if (!ServerInfo::get().has_pg()) GTEST_SKIP() << "no PostgreSQL behind the fixture";
+  auto c = connect("pgapp");
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    c.cancel();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto r = c.execute("SELECT pg_sleep(30)");
+  canceller.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().sqlstate, "57014") << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  auto t = fetch(c, "SELECT 5 AS five");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->rows[0][0].i64, 5);
+}
+
+TEST(TdsSession, ResetRollsBackAndResetsTheConnection) {
+  TDS_FIXTURE_OR_SKIP();
+  auto c = connect();
+  exec(c, "DROP TABLE IF EXISTS tds_reset");
+  exec(c, "CREATE TABLE tds_reset (id INTEGER PRIMARY KEY)");
+  auto tx = c.begin();
+  ASSERT_TRUE(tx.ok());
+  exec(c, "INSERT INTO tds_reset VALUES (1)");
+  ASSERT_TRUE(c.reset("").ok());
+  EXPECT_EQ(c.tx_state(), db::TxState::idle);
+  // The next request carries RESETCONNECTION; the server acknowledges it.
+  auto t = fetch(c, "SELECT count(*) AS n FROM tds_reset");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->rows[0][0].i64, 0);
+  EXPECT_TRUE(c.alive());
 }
 
 }  // namespace
