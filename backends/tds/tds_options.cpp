@@ -136,26 +136,26 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
   std::vector<std::pair<std::string, std::string>> pairs;
   std::string error;
   if (!split_connection(o.connection, pairs, &error)) {
-    problems.emplace_back("connection", "connection: " + error);
+    problems.emplace_back("", "connection: " + error);
     return problems;
   }
   bool host = false, user = false;
   for (const auto& [k, v] : pairs) {
     if (!known(kConnectionKeys, k)) {
-      problems.emplace_back("connection", "connection: unknown key \"" + k +
-                                              "\" (host, port, database, user, password, "
-                                              "app_name)");
+      problems.emplace_back("", "connection: unknown key \"" + k +
+                                    "\" (host, port, database, user, password, "
+                                    "app_name)");
       continue;
     }
     const std::string c = canonical(k);
     if (c == "host") host = !v.empty();
     if (c == "user") user = !v.empty();
     if (c == "port" && !parse_uint(v, 65535).value_or(0)) {
-      problems.emplace_back("connection", "connection: port must be 1..65535, got \"" + v + "\"");
+      problems.emplace_back("", "connection: port must be 1..65535, got \"" + v + "\"");
     }
   }
-  if (!host) problems.emplace_back("connection", "connection: host is required");
-  if (!user) problems.emplace_back("connection", "connection: user is required");
+  if (!host) problems.emplace_back("", "connection: host is required");
+  if (!user) problems.emplace_back("", "connection: user is required");
   for (const auto& [k, v] : o.options) {
     if (!known(kOptionKeys, k)) {
       problems.emplace_back(k, "unknown option \"" + k +
@@ -179,7 +179,7 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
   // TDS 8.0 strict encryption: TLS 1.3 before the first TDS byte, the server
   // verified against tls.ca. There is no plaintext or unverified mode.
   if (o.tls_ca.empty()) {
-    problems.emplace_back("tls",
+    problems.emplace_back("",
                           "the tds driver needs tls.ca (strict encryption: the server "
                           "certificate is always verified)");
   }
@@ -188,7 +188,7 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
     if (p.size() != 64 || !std::all_of(p.begin(), p.end(), [](char c) {
           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
         })) {
-      problems.emplace_back("tls", "tls.pin_sha256: \"" + pin + "\" is not 64 hex digits");
+      problems.emplace_back("", "tls.pin_sha256: \"" + pin + "\" is not 64 hex digits");
     }
   }
   return problems;

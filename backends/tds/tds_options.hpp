@@ -47,7 +47,9 @@ bool split_connection(std::string_view s, std::vector<std::pair<std::string, std
 /// One (key, message) per problem: an unknown connection or options key, a
 /// missing host or user, a bad port, duration or packet size, a missing tls.ca
 /// (strict encryption always: the driver never connects without verifying the
-/// server), a pin that is not 64 hex digits.
+/// server), a pin that is not 64 hex digits. The key is the option's for
+/// `options` problems and empty for `connection` and `tls` ones (the loader
+/// then reports them at the entry, not under `options.`).
 std::vector<std::pair<std::string, std::string>> validate_options(const db::OpenOptions& o);
 
 /// The options with their defaults; call after validate_options() found nothing.
