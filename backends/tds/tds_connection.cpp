@@ -763,6 +763,15 @@ class TdsConnection final : public db::ConnectionImpl {
     if (s_->closed) return {};
     s_->closed = true;
     s_->t.close();
+    if (spdlog::should_log(spdlog::level::debug)) {
+      // The record sizes on the wire (issue 7): each packet must be one record.
+      const auto r = record_stats();
+      spdlog::debug(
+          "tds: closed {}:{}; TLS records of all TDS connections: {} packets in {} records "
+          "written (largest packet {} B, largest record {} B), {} records read (largest {} B)",
+          s_->opt.host, s_->opt.port, r.packets_written, r.records_written, r.packet_max,
+          r.record_written_max, r.records_read, r.record_read_max);
+    }
     return {};
   }
 

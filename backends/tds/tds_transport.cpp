@@ -30,6 +30,10 @@ void raise_max(std::atomic<uint64_t>& m, uint64_t v) {
   }
 }
 
+/// Set while SSL_write writes a TDS packet, so that the record counter counts
+/// the records packets produce (not close_notify or other TLS messages).
+thread_local bool t_writing_packet = false;
+
 /// How long one poll(2) slice lasts: the delay before a cancel() is noticed.
 constexpr int kSliceMs = 50;
 
@@ -42,6 +46,7 @@ void on_tls_message(int write_p, int /*version*/, int content_type, const void* 
   if (h[0] != SSL3_RT_APPLICATION_DATA) return;
   const uint64_t length = (uint64_t{h[3]} << 8) | h[4];
   if (write_p) {
+    if (!t_writing_packet) return;
     g_records_written.fetch_add(1);
     raise_max(g_record_written_max, length);
   } else {
@@ -211,7 +216,9 @@ Status Transport::write_record(std::string_view bytes, Clock::time_point deadlin
   for (;;) {
     // One SSL_write of at most 16,384 bytes is one TLS record (no partial
     // writes: SSL_MODE_ENABLE_PARTIAL_WRITE is off, a retry resends the same).
+    t_writing_packet = true;
     const int rc = SSL_write(ssl_.get(), bytes.data(), static_cast<int>(bytes.size()));
+    t_writing_packet = false;
     if (rc > 0) return {};
     const int err = SSL_get_error(ssl_.get(), rc);
     Status w;
