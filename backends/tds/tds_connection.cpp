@@ -531,10 +531,13 @@ Status run_to_end(const SessionPtr& s, tds::PacketType type, std::string_view pa
 
 class TdsStatement final : public db::StatementImpl {
  public:
-  TdsStatement(SessionPtr s, std::string sql) : s_(std::move(s)), sql_(std::move(sql)) {}
+  TdsStatement(SessionPtr s, std::string sql)
+      : s_(std::move(s)), sql_(std::move(sql)), params_(count_parameters(sql_)) {}
   ~TdsStatement() override { (void)close(); }
 
-  std::span<const db::ParamInfo> params() const override { return {}; }
+  /// One untyped (Kind::Null) entry per marker: SQL Server types parameters
+  /// at sp_prepare, which runs at the first execution with the values' types.
+  std::span<const db::ParamInfo> params() const override { return params_; }
   std::span<const db::Column> columns() const override { return {}; }
 
   Result<std::unique_ptr<db::RowsImpl>> query(db::Params params, const db::QueryOptions&) override {
@@ -602,6 +605,7 @@ class TdsStatement final : public db::StatementImpl {
  private:
   SessionPtr s_;
   std::string sql_;
+  std::vector<db::ParamInfo> params_;
   std::map<std::string, int32_t> handles_;
   bool closed_ = false;
 };

@@ -128,6 +128,24 @@ tds::TypeInfo param_type(const db::Value& v, std::string* declaration) {
   return t;
 }
 
+size_t count_parameters(std::string_view sql) {
+  std::vector<sql::Marker> markers = sql::find_client_markers(sql, sql::Dialect::tsql);
+  if (tds::planted_defect() == tds::PlantedDefect::marker_in_brackets) {
+    plant_bracket_markers(sql, markers);
+  }
+  size_t positional = 0;
+  std::vector<std::string_view> names;
+  for (const auto& m : markers) {
+    if (m.type != sql::Marker::Type::named) {
+      if (m.number > 0) positional = std::max(positional, static_cast<size_t>(m.number));
+    } else if (std::none_of(names.begin(), names.end(),
+                            [&](std::string_view n) { return iequal(n, m.name); })) {
+      names.push_back(m.name);
+    }
+  }
+  return positional > 0 ? positional : names.size();
+}
+
 db::Result<Rewritten> rewrite_statement(std::string_view sql, db::Params params) {
   std::vector<sql::Marker> markers = sql::find_client_markers(sql, sql::Dialect::tsql);
   if (tds::planted_defect() == tds::PlantedDefect::marker_in_brackets) {

@@ -36,6 +36,12 @@ struct Rewritten {
 /// the markers is 08P01, as PostgreSQL says it.
 db::Result<Rewritten> rewrite_statement(std::string_view sql, db::Params params);
 
+/// How many positional parameters `sql` takes: the largest `$N`, the number of
+/// `?`s, or (when the text has neither) the number of distinct `@name`s — what
+/// rewrite_statement() binds positional parameters to. For a prepared
+/// statement's params() (a PostgreSQL client's Parse without types).
+size_t count_parameters(std::string_view sql);
+
 /// The TYPE_INFO and T-SQL declaration for a non-NULL value: Bool bit, I64
 /// bigint, U64 bigint or decimal(20,0), F64 float, Text (and untyped) nvarchar(4000)
 /// or nvarchar(max), Bytes varbinary(8000) or varbinary(max), Decimal

@@ -72,6 +72,13 @@ TEST(TdsRewrite, NamedMarkersTakePositionalParametersInOrder) {
   EXPECT_EQ(r.sql, "SELECT @p1, @p2, @p1");
 }
 
+TEST(TdsRewrite, ParameterCountOfAStatement) {
+  EXPECT_EQ(count_parameters("SELECT $2, $1"), 2u);
+  EXPECT_EQ(count_parameters("SELECT ?, [a?], ?"), 2u);
+  EXPECT_EQ(count_parameters("SELECT @a, @b, @A, @@ROWCOUNT"), 2u);
+  EXPECT_EQ(count_parameters("SELECT '?', 1 -- ?"), 0u);
+}
+
 TEST(TdsRewrite, CountMismatchIs08P01) {
   std::vector<db::Param> one{P(db::Value::int64(1))};
   auto r = rewrite_statement("SELECT ?, ?", one);
