@@ -77,20 +77,6 @@ tds::RpcParam int_param(std::string name, std::optional<int64_t> v, bool output 
   return p;
 }
 
-/// The routing ENVCHANGE's target ("host:port"), from its raw value:
-/// length (2), protocol (1), port (2), server name (US_VARCHAR).
-std::string routing_target(std::string_view raw) {
-  if (raw.size() < 7) return "(unreadable)";
-  const auto* b = reinterpret_cast<const uint8_t*>(raw.data());
-  const uint16_t port = static_cast<uint16_t>(b[3] | (b[4] << 8));
-  const size_t chars = static_cast<size_t>(b[5] | (b[6] << 8));
-  std::string name;
-  if (raw.size() >= 7 + chars * 2) {
-    (void)tds::ucs2_to_utf8(tds::as_bytes(raw.substr(7, chars * 2)), name);
-  }
-  return name + ":" + std::to_string(port);
-}
-
 /// The connection state every handle shares.
 struct Session {
   Options opt;
@@ -992,6 +978,21 @@ db::Column column_of(const tds::ColumnMeta& meta) {
       break;
   }
   return c;
+}
+
+std::string routing_target(std::string_view raw) {
+  // RoutingDataValueLength (2), Protocol (1, 0 = TCP), ProtocolProperty (2:
+  // the port), AlternateServer (US_VARCHAR: a 2-byte character count, UCS-2).
+  if (raw.size() < 7) return "(unreadable)";
+  const auto* b = reinterpret_cast<const uint8_t*>(raw.data());
+  const uint16_t port = static_cast<uint16_t>(b[3] | (b[4] << 8));
+  const size_t chars = static_cast<size_t>(b[5] | (b[6] << 8));
+  std::string name;
+  if (raw.size() < 7 + chars * 2 ||
+      !tds::ucs2_to_utf8(tds::as_bytes(raw.substr(7, chars * 2)), name)) {
+    return "(unreadable)";
+  }
+  return name + ":" + std::to_string(port);
 }
 
 db::Result<db::Connection> open_connection(const Options& options) {

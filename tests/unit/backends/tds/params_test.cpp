@@ -192,6 +192,19 @@ TEST(TdsErrorsMap, NumbersToSqlstates) {
   EXPECT_EQ(map_server_error(fatal).code, db::Errc::connection);
 }
 
+TEST(TdsRouting, TargetOfARoutingEnvchange) {
+  // [MS-TDS] 2.2.7.9 type 20: length, protocol 0 (TCP), port 1433, "db2".
+  const std::string raw(
+      "\x0b\x00\x00\x99\x05\x03\x00"
+      "d\x00"
+      "b\x00"
+      "2\x00",
+      13);
+  EXPECT_EQ(routing_target(raw), "db2:1433");
+  EXPECT_EQ(routing_target(raw.substr(0, 9)), "(unreadable)");
+  EXPECT_EQ(routing_target(""), "(unreadable)");
+}
+
 TEST(TdsColumns, TypesAsKinds) {
   auto col = [](uint8_t type, uint32_t len, uint8_t prec = 0, uint8_t scale = 0) {
     tds::ColumnMeta m;
