@@ -239,7 +239,9 @@ TEST(FindMarkers, MysqlQuestionMarksOutsideLiteralsAndComments) {
                                     {"SELECT 'a\\'?', ?", {"?"}},
                                     {"SELECT `?`, ? # ?\n, ?", {"?", "?"}},
                                     {"SELECT 1 --?\n, ?", {"?", "?"}},
-                                    {"SELECT :a, @b, $1", {}},
+                                    {"SELECT :a, @b, $x, a$1", {}},
+                                    // A PostgreSQL client's $N (rewritten to ?).
+                                    {"SELECT $1, '$2', `$3`, $4 # $5", {"$1", "$4"}},
                                 });
   const auto m = find_markers("SELECT ?, ?, ?", Dialect::mysql);
   ASSERT_EQ(m.size(), 3u);
