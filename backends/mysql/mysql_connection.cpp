@@ -135,7 +135,9 @@ struct Session {
     if (e.code == db::Errc::connection) broken = true;
     if (e.sqlstate == "57014")
       e.message = "canceling statement due to user request (" + e.message + ")";
-    if (was_in_trans && !broken && !in_trans()) tx_aborted = true;
+    // A deadlock rolls the whole transaction back. An ERR packet carries no
+    // status flags, so the errno says it, not server_status.
+    if (was_in_trans && e.vendor_code == 1213) tx_aborted = true;
     return e;
   }
 
@@ -404,6 +406,25 @@ struct Prepared {
   ~Prepared() {
     if (stmt) session->close_stmt(stmt);
   }
+  /// The result columns the last execution reported (stmt->fields is the
+  /// connector's copy of the metadata that came with the execution).
+  void describe_executed() {
+    const unsigned n = mysql_stmt_field_count(stmt);
+    if (stmt->fields == nullptr) return describe();
+    types.resize(n);
+    for (unsigned i = 0; i < n; ++i) {
+      const MYSQL_FIELD& f = stmt->fields[i];
+      ColumnType& t = types[i];
+      // Unchanged metadata (the common case) keeps the column as it is.
+      if (t.column.name.size() == f.name_length &&
+          std::memcmp(t.column.name.data(), f.name, f.name_length) == 0 && t.type == f.type &&
+          t.flags == f.flags && t.length == f.length && t.charsetnr == f.charsetnr &&
+          t.decimals == f.decimals) {
+        continue;
+      }
+      t = classify(f);
+    }
+  }
   void describe() {
     types.clear();
     if (MYSQL_RES* meta = mysql_stmt_result_metadata(stmt)) {
@@ -535,7 +556,9 @@ class StmtRows final : public ReaderBase {
       if (info_.verb == "SELECT") info_.affected = -1;
       return std::nullopt;
     }
-    if (p_->types.size() != fields) p_->describe();  // the server re-prepared it
+    // The metadata the execution sent: at prepare time MariaDB types "? + 0" as
+    // DOUBLE and a bare "?" as NULL; the bound values settle them.
+    p_->describe_executed();
     columns_.clear();
     reads_.clear();
     for (const ColumnType& t : p_->types) {
@@ -883,6 +906,7 @@ class MysqlConnection final : public db::ConnectionImpl {
     if (auto e = usable()) return *e;
     if (session_->tx_aborted) {
       session_->tx_aborted = false;
+      (void)session_->exec("ROLLBACK");  // ends what the server may still hold open
       Error e;
       e.code = db::Errc::busy;
       e.sqlstate = "40P01";

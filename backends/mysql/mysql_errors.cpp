@@ -45,6 +45,8 @@ constexpr Rule kRules[] = {
     {1365, "22012", Errc::invalid_query},  // ER_DIVISION_BY_ZERO
     {1292, "22007", Errc::invalid_query},  // ER_TRUNCATED_WRONG_VALUE (bad date/number text)
     {1366, "22P02", Errc::invalid_query},  // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
+    {1792, "25006", Errc::invalid_query},  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+    {1568, "25001", Errc::invalid_query},  // ER_CANT_CHANGE_TX_ISOLATION (in a transaction)
     {1205, "55P03", Errc::busy},           // ER_LOCK_WAIT_TIMEOUT (MariaDB's NOWAIT too)
     {3572, "55P03", Errc::busy},           // ER_LOCK_NOWAIT (MySQL 8)
     {1213, "40P01", Errc::busy},           // ER_LOCK_DEADLOCK

@@ -82,6 +82,11 @@ std::string type_name(enum_field_types type, bool is_unsigned, unsigned long len
 ColumnType classify(std::string_view name, enum_field_types type, unsigned flags,
                     unsigned long length, unsigned charsetnr, unsigned decimals) {
   ColumnType out;
+  out.type = type;
+  out.flags = flags;
+  out.length = length;
+  out.charsetnr = charsetnr;
+  out.decimals = decimals;
   db::Column& c = out.column;
   c.name.assign(name);
   c.nullable = (flags & NOT_NULL_FLAG) == 0;

@@ -48,6 +48,12 @@ constexpr unsigned kBinaryCharset = 63;
 struct ColumnType {
   Read read = Read::text;
   db::Column column;
+  // The metadata it was made from, to tell when it changes.
+  enum_field_types type = MYSQL_TYPE_NULL;
+  unsigned flags = 0;
+  unsigned long length = 0;
+  unsigned charsetnr = 0;
+  unsigned decimals = 0;
 };
 
 /// The mapping of one field's metadata (type, flags, display length, charset,
