@@ -8,7 +8,10 @@ strategy) alternately RUNS times each: insert 20,000 rows of (bigint, text,
 double) through one prepared statement in one transaction, scan them with one
 streaming reader, 5,000 primary-key lookups through one prepared statement.
 Prints (and writes to bench/results/mysql_driver_vs_c.json) the median rows
-per second of each cell and the ratio driver / C.
+per second of each cell and the ratio driver / C. A third program, mysql_raw
+with MYSQL_RAW_NONBLOCK=1, runs the scan and the lookups through MariaDB's
+non-blocking API (poll between calls, as on an event loop): the ratio
+nonblocking / blocking is the measurement behind the driver's blocking design.
 
 Usage: bench/driver_vs_c.py [RUNS] [BUILD_DIR]   (/usr/bin/python3)
 A measurement, not a test: the machine is shared and noisy; do not run it
@@ -40,21 +43,23 @@ def main():
         env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=info["password"])
         conn = (f"host={info['host']} port={info['port']} user={info['user']} "
                 f"dbname={info['database']}")
+        raw = [os.path.join(build, "mysql_raw"), info["host"], str(info["port"]), info["user"],
+               info["database"]]
         programs = {
-            "driver": [os.path.join(build, "driver_bench"), "mysql", conn],
-            "c": [os.path.join(build, "mysql_raw"), info["host"], str(info["port"]),
-                  info["user"], info["database"]],
+            "driver": ([os.path.join(build, "driver_bench"), "mysql", conn], env),
+            "c": (raw, env),
+            "c_nonblock": (raw, dict(env, MYSQL_RAW_NONBLOCK="1")),
         }
-        results = {"driver": [], "c": []}
+        results = {name: [] for name in programs}
         for _ in range(runs):
-            for name, cmd in programs.items():  # alternating, so drift hits both
-                out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+            for name, (cmd, e) in programs.items():  # alternating, so drift hits all
+                out = subprocess.run(cmd, env=e, check=True, capture_output=True, text=True)
                 results[name].append(json.loads(out.stdout))
         table = {}
         for cell in CELLS:
-            drv = statistics.median(r[cell] for r in results["driver"])
-            c = statistics.median(r[cell] for r in results["c"])
-            table[cell] = {"driver": drv, "c": c, "ratio": round(drv / c, 3)}
+            med = {name: statistics.median(r[cell] for r in rs) for name, rs in results.items()}
+            table[cell] = dict(med, ratio=round(med["driver"] / med["c"], 3),
+                               nonblock_ratio=round(med["c_nonblock"] / med["c"], 3))
         report = {"runs": runs, "rows": 20000, "lookups": 5000, "median": table,
                   "all": results}
         os.makedirs(os.path.join(HERE, "results"), exist_ok=True)

@@ -207,10 +207,12 @@ class TextRows final : public ReaderBase {
 
   std::optional<Error> start(std::string_view text) {
     MYSQL* m = session_->mysql;
-    pieces_ = sql::split_statements(text, Dialect::mysql);
+    // The caller's text may be gone before the later results are read: the
+    // verbs of multi-statement text come from a copy.
+    text_.assign(text);
+    pieces_ = sql::split_statements(text_, Dialect::mysql);
     was_in_trans_ = session_->in_trans();
-    if (mysql_real_query(m, text.data(), text.size()) != 0) {
-      done_ = true;
+    if (mysql_real_query(m, text_.data(), text_.size()) != 0) {
       return session_->error(was_in_trans_);
     }
     session_->active = this;
@@ -378,14 +380,14 @@ class TextRows final : public ReaderBase {
   }
 
   SessionPtr session_;
-  std::vector<std::string_view> pieces_;
+  std::string text_;
+  std::vector<std::string_view> pieces_;  // into text_
   size_t index_ = 0;
   MYSQL_RES* res_ = nullptr;
   std::vector<db::Column> columns_;
   std::vector<Read> reads_;
   db::CommandInfo info_;
   bool was_in_trans_ = false;
-  bool done_ = false;
 };
 
 // ---- binary protocol ----------------------------------------------------------

@@ -10,10 +10,17 @@
  * The connection has the driver's options (utf8mb4, multi-statements,
  * found-rows, UTC time zone). Prints one JSON object like driver_bench.
  *
+ * With MYSQL_RAW_NONBLOCK=1 the scan and the lookups use MariaDB's
+ * non-blocking API instead (mysql_real_query_start/_cont,
+ * mysql_fetch_row_start/_cont, mysql_stmt_execute_start/_cont, ...), each wait
+ * a poll(2) on the socket, as a driver on the event loop would run: the
+ * measurement behind the driver's blocking design (docs/mysql.md).
+ *
  * Usage: mysql_raw HOST PORT USER DBNAME [ROWS [LOOKUPS]]; the password comes
  * from $WIREPOOL_BENCH_PASSWORD. */
 
 #include <mysql.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +43,22 @@ static void run(const char* sql) {
   if (mysql_query(db, sql) != 0) die(sql);
 }
 
+/* Waits for what a non-blocking call asked for; answers the status to resume with. */
+static int wait_for(int status) {
+  struct pollfd p;
+  p.fd = (int)mysql_get_socket(db);
+  p.events = (short)(((status & MYSQL_WAIT_READ) ? POLLIN : 0) |
+                     ((status & MYSQL_WAIT_WRITE) ? POLLOUT : 0));
+  p.revents = 0;
+  int timeout = (status & MYSQL_WAIT_TIMEOUT) ? (int)mysql_get_timeout_value_ms(db) : -1;
+  int rc = poll(&p, 1, timeout);
+  if (rc == 0) return MYSQL_WAIT_TIMEOUT;
+  int out = 0;
+  if (p.revents & (POLLIN | POLLHUP | POLLERR)) out |= MYSQL_WAIT_READ;
+  if (p.revents & POLLOUT) out |= MYSQL_WAIT_WRITE;
+  return out;
+}
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -50,7 +73,9 @@ int main(int argc, char** argv) {
   const long long rows = argc > 5 ? atoll(argv[5]) : 20000;
   const long long lookups = argc > 6 ? atoll(argv[6]) : 5000;
   const char* password = getenv("WIREPOOL_BENCH_PASSWORD");
+  const int nonblock = getenv("MYSQL_RAW_NONBLOCK") && atoi(getenv("MYSQL_RAW_NONBLOCK")) != 0;
   db = mysql_init(NULL);
+  if (nonblock) mysql_options(db, MYSQL_OPT_NONBLOCK, 0);
   /* The driver's options (backends/mysql/mysql_connection.cpp). */
   const unsigned connect_timeout = 10, write_timeout = 30, no_local = 0;
   const my_bool off = 0;
@@ -102,13 +127,30 @@ int main(int argc, char** argv) {
 
   /* scan */
   t0 = now();
-  run("SELECT id, name, score FROM wp_bench");
+  const char* scan_sql = "SELECT id, name, score FROM wp_bench";
+  if (nonblock) {
+    int err = 0;
+    int st = mysql_real_query_start(&err, db, scan_sql, strlen(scan_sql));
+    while (st != 0)
+      st = mysql_real_query_cont(&err, db, wait_for(st));
+    if (err != 0) die("scan");
+  } else {
+    run(scan_sql);
+  }
   MYSQL_RES* res = mysql_use_result(db);
   if (res == NULL) die("use_result");
   long long scanned = 0;
   double sum = 0;
   MYSQL_ROW r;
-  while ((r = mysql_fetch_row(res)) != NULL) {
+  for (;;) {
+    if (nonblock) {
+      int st = mysql_fetch_row_start(&r, res);
+      while (st != 0)
+        st = mysql_fetch_row_cont(&r, res, wait_for(st));
+    } else {
+      r = mysql_fetch_row(res);
+    }
+    if (r == NULL) break;
     unsigned long* len = mysql_fetch_lengths(res);
     char* end;
     long long v = strtoll(r[0], &end, 10);
@@ -158,13 +200,36 @@ int main(int argc, char** argv) {
     x ^= x << 17;
     key = (long long)(x % (uint64_t)rows) + 1;
     if (mysql_stmt_bind_param(get, pb) != 0) die_stmt("bind lookup", get);
-    if (mysql_stmt_execute(get) != 0) die_stmt("lookup", get);
+    int rc = 0;
+    if (nonblock) {
+      int st = mysql_stmt_execute_start(&rc, get);
+      while (st != 0)
+        st = mysql_stmt_execute_cont(&rc, get, wait_for(st));
+    } else {
+      rc = mysql_stmt_execute(get);
+    }
+    if (rc != 0) die_stmt("lookup", get);
     if (mysql_stmt_bind_result(get, rb) != 0) die_stmt("bind result", get);
-    int rc;
-    while ((rc = mysql_stmt_fetch(get)) == 0 || rc == MYSQL_DATA_TRUNCATED)
+    for (;;) {
+      if (nonblock) {
+        int st = mysql_stmt_fetch_start(&rc, get);
+        while (st != 0)
+          st = mysql_stmt_fetch_cont(&rc, get, wait_for(st));
+      } else {
+        rc = mysql_stmt_fetch(get);
+      }
+      if (rc != 0 && rc != MYSQL_DATA_TRUNCATED) break;
       ++found;
+    }
     if (rc == 1) die_stmt("fetch", get);
-    mysql_stmt_free_result(get);
+    if (nonblock) {
+      my_bool fr = 0;
+      int st = mysql_stmt_free_result_start(&fr, get);
+      while (st != 0)
+        st = mysql_stmt_free_result_cont(&fr, get, wait_for(st));
+    } else {
+      mysql_stmt_free_result(get);
+    }
   }
   mysql_stmt_close(get);
   const double lookup_s = now() - t0;
@@ -175,10 +240,10 @@ int main(int argc, char** argv) {
   run("DROP TABLE wp_bench");
   mysql_close(db);
   printf(
-      "{\"program\": \"c:mysql_raw\", \"rows\": %lld, \"lookups\": %lld, "
+      "{\"program\": \"c:mysql_raw%s\", \"rows\": %lld, \"lookups\": %lld, "
       "\"insert_rows_per_s\": %.0f, \"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, "
       "\"checksum\": %.1f}\n",
-      rows, lookups, (double)rows / insert_s, (double)rows / scan_s, (double)lookups / lookup_s,
-      sum);
+      nonblock ? "_nonblock" : "", rows, lookups, (double)rows / insert_s, (double)rows / scan_s,
+      (double)lookups / lookup_s, sum);
   return 0;
 }
