@@ -58,8 +58,13 @@ def main():
         table = {}
         for cell in CELLS:
             med = {name: statistics.median(r[cell] for r in rs) for name, rs in results.items()}
+            # Contention from other work only ever slows a run down, so the best
+            # of the runs is reported beside the median.
+            best = {name: max(r[cell] for r in rs) for name, rs in results.items()}
             table[cell] = dict(med, ratio=round(med["driver"] / med["c"], 3),
-                               nonblock_ratio=round(med["c_nonblock"] / med["c"], 3))
+                               nonblock_ratio=round(med["c_nonblock"] / med["c"], 3),
+                               best=best, best_ratio=round(best["driver"] / best["c"], 3),
+                               best_nonblock_ratio=round(best["c_nonblock"] / best["c"], 3))
         report = {"runs": runs, "rows": 20000, "lookups": 5000, "median": table,
                   "all": results}
         os.makedirs(os.path.join(HERE, "results"), exist_ok=True)

@@ -392,6 +392,14 @@ class TextRows final : public ReaderBase {
 
 // ---- binary protocol ----------------------------------------------------------
 
+/// Storage for one bound parameter.
+struct ParamCell {
+  int64_t i = 0;
+  double f = 0;
+  MYSQL_TIME t{};
+  unsigned long length = 0;
+};
+
 /// A server-side prepared statement. Closed when the last owner lets go.
 struct Prepared {
   SessionPtr session;
@@ -401,6 +409,9 @@ struct Prepared {
   int required = 0;        // positional parameters the text uses
   std::string verb;
   std::vector<ColumnType> types;  // result columns as prepared
+  // Parameter buffers, kept between executions (one per ?).
+  std::vector<MYSQL_BIND> param_binds;
+  std::vector<ParamCell> param_cells;
 
   Prepared(SessionPtr s, MYSQL_STMT* st) : session(std::move(s)), stmt(st) {}
   Prepared(const Prepared&) = delete;
@@ -457,15 +468,6 @@ Result<PreparedPtr> prepare_on_server(const SessionPtr& s, sql::QuestionText q,
   p->describe();
   return p;
 }
-
-/// Storage for one bound parameter.
-struct ParamCell {
-  int64_t i = 0;
-  double f = 0;
-  MYSQL_TIME t{};
-  unsigned long length = 0;
-  my_bool is_null = 0;
-};
 
 /// Binds `params` to the ?s of `p` (slot order). Answers an error for a value
 /// the binary protocol cannot carry.
@@ -541,11 +543,14 @@ class StmtRows final : public ReaderBase {
     was_in_trans_ = session_->in_trans();
     // Values in slot order: "$2 $1 $2" binds params 1, 0, 1.
     const size_t n = p_->slots.size();
-    std::vector<MYSQL_BIND> binds(n);
-    std::vector<ParamCell> cells(n);
+    std::vector<MYSQL_BIND>& binds = p_->param_binds;
+    std::vector<ParamCell>& cells = p_->param_cells;
+    binds.resize(n);
+    cells.resize(n);
     for (size_t i = 0; i < n; ++i) {
       bind_param(binds[i], cells[i], params[static_cast<size_t>(p_->slots[i])]);
     }
+    // Bound on every execution: the values live in the caller's parameters.
     if (n > 0 && mysql_stmt_bind_param(stmt, binds.data()) != 0) {
       return session_->stmt_error(stmt, was_in_trans_);
     }
