@@ -555,12 +555,26 @@ class StmtRows final : public ReaderBase {
       return session_->stmt_error(stmt, was_in_trans_);
     }
     if (mysql_stmt_execute(stmt) != 0) return session_->stmt_error(stmt, was_in_trans_);
+    // A CALL can answer several results: the wire stays this reader's until the last.
+    session_->active = this;
+    if (auto e = load()) {
+      drain();
+      return e;
+    }
+    return std::nullopt;
+  }
+
+  /// The current result: bound for fetching, or what a statement without rows did.
+  std::optional<Error> load() {
+    MYSQL_STMT* stmt = p_->stmt;
     const unsigned fields = mysql_stmt_field_count(stmt);
     if (fields == 0) {
       info_.affected = affected_of(mysql_stmt_affected_rows(stmt));
       const my_ulonglong id = mysql_stmt_insert_id(stmt);
       if (id > 0) info_.last_insert_id = static_cast<int64_t>(id);
       if (info_.verb == "SELECT") info_.affected = -1;
+      columns_.clear();
+      if (!mysql_more_results(session_->mysql)) session_->release(this);
       return std::nullopt;
     }
     // The metadata the execution sent: at prepare time MariaDB types "? + 0" as
@@ -577,12 +591,9 @@ class StmtRows final : public ReaderBase {
     for (size_t i = 0; i < fields; ++i)
       bind_column(i, p_->types[i].column.native.length);
     if (mysql_stmt_bind_result(stmt, binds_.data()) != 0) {
-      Error e = session_->stmt_error(stmt, was_in_trans_);
-      mysql_stmt_free_result(stmt);
-      return e;
+      return session_->stmt_error(stmt, was_in_trans_);
     }
     fetching_ = true;
-    session_->active = this;
     return std::nullopt;
   }
 
@@ -604,7 +615,7 @@ class StmtRows final : public ReaderBase {
     }
     if (rc == 1) {
       Error e = session_->stmt_error(stmt, was_in_trans_);
-      finish();
+      drain();
       return e;
     }
     if (rc == MYSQL_DATA_TRUNCATED) {
@@ -619,7 +630,7 @@ class StmtRows final : public ReaderBase {
         binds_[i].buffer_length = static_cast<unsigned long>(c.buf.size());
         if (mysql_stmt_fetch_column(stmt, &binds_[i], static_cast<unsigned>(i), 0) != 0) {
           Error e = session_->stmt_error(stmt, was_in_trans_);
-          finish();
+          drain();
           return e;
         }
         rebind = true;
@@ -634,14 +645,35 @@ class StmtRows final : public ReaderBase {
   Result<bool> next_result() override {
     if (session_->closed) return Error::closed();
     finish();
-    return false;  // a prepared statement has one result
+    if (session_->active != this) return false;
+    if (!mysql_more_results(session_->mysql)) {
+      session_->release(this);
+      return false;
+    }
+    info_ = db::CommandInfo{};
+    info_.verb = p_->verb;
+    const int rc = mysql_stmt_next_result(p_->stmt);
+    if (rc < 0) {
+      session_->release(this);
+      return false;
+    }
+    if (rc > 0) {
+      Error e = session_->stmt_error(p_->stmt, was_in_trans_);
+      drain();
+      return e;
+    }
+    if (auto e = load()) {
+      drain();
+      return *e;
+    }
+    return true;
   }
 
   db::CommandInfo command() const override { return info_; }
 
   Status close() override {
     if (session_->closed) return {};
-    finish();
+    drain();
     return {};
   }
 
@@ -736,11 +768,23 @@ class StmtRows final : public ReaderBase {
     return {};
   }
 
+  /// The current result is exhausted (or dropped): reads what is left of it.
   void finish() {
     if (!fetching_) return;
     fetching_ = false;
     if (session_->closed) return;
     mysql_stmt_free_result(p_->stmt);  // reads and drops the rest of the rows
+    if (!mysql_more_results(session_->mysql)) session_->release(this);
+  }
+
+  /// Drops every result still on the wire and lets the connection go.
+  void drain() {
+    finish();
+    if (session_->closed || session_->active != this) return;
+    while (mysql_more_results(session_->mysql)) {
+      if (mysql_stmt_next_result(p_->stmt) != 0) break;
+      mysql_stmt_free_result(p_->stmt);
+    }
     session_->release(this);
   }
 

@@ -14,7 +14,9 @@
 //    57014; cancel when idle is harmless;
 //  - multi-statement text returns each result in turn (rows, affected counts,
 //    verbs); an error in a later statement surfaces at next_result(); a
-//    prepared statement refuses several commands (42601).
+//    prepared statement refuses several commands (42601);
+//  - a procedure's several results, in turn, through both protocols, and
+//    dropped when the reader is closed early.
 
 #include <chrono>
 #include <thread>
@@ -239,6 +241,46 @@ TEST_F(Session, MultiStatementTextReturnsEachResultInTurn) {
   auto st = c.prepare("SELECT 1; SELECT 2");
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().sqlstate, "42601");
+}
+
+TEST_F(Session, ProcedureResultsInTurnThroughBothProtocols) {
+  Connection c = open();
+  const std::string proc = table("_p");
+  exec(c, "DROP PROCEDURE IF EXISTS " + proc);
+  exec(c, "CREATE PROCEDURE " + proc +
+              "(IN n INT) BEGIN SELECT n AS a; SELECT n * 2 AS b, 'x' AS c; END");
+  for (bool prepared : {false, true}) {
+    SCOPED_TRACE(prepared ? "binary" : "text");
+    auto rows = prepared ? c.query("CALL " + proc + "(?)", std::vector<Param>{P(I(21))})
+                         : c.query("CALL " + proc + "(21)");
+    ASSERT_TRUE(rows.ok()) << rows.error().message;
+    auto first = read_all(rows.value());
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    ASSERT_EQ(first->rows.size(), 1u);
+    EXPECT_EQ(first->rows[0][0].i64, 21);
+    auto more = rows->next_result();
+    ASSERT_TRUE(more.ok() && more.value()) << (more.ok() ? "" : more.error().message);
+    auto second = read_all(rows.value());
+    ASSERT_TRUE(second.ok());
+    ASSERT_EQ(second->rows.size(), 1u);
+    EXPECT_EQ(second->rows[0][0].i64, 42);
+    EXPECT_EQ(second->rows[0][1].str, "x");
+    // The procedure's own status: a result without rows, then none.
+    for (int i = 0; i < 3; ++i) {
+      auto r = rows->next_result();
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      if (!r.value()) break;
+      EXPECT_TRUE(rows->columns().empty());
+    }
+    ASSERT_TRUE(rows->close().ok());
+    EXPECT_EQ(scalar(c, "SELECT 9").i64, 9);
+    // Closed early: the later results are dropped and the connection is free.
+    auto early = prepared ? c.query("CALL " + proc + "(?)", std::vector<Param>{P(I(1))})
+                          : c.query("CALL " + proc + "(1)");
+    ASSERT_TRUE(early.ok());
+    ASSERT_TRUE(early->close().ok());
+    EXPECT_EQ(scalar(c, "SELECT 10").i64, 10);
+  }
 }
 
 }  // namespace
