@@ -10,7 +10,9 @@ SQLSTATEs (42601, 42P01); psycopg2 sees the type OIDs, the constraint errors
 with FOR UPDATE NOWAIT, and SELECT SLEEP(30) cancelled within a second;
 node-postgres's extended protocol with $N parameters (repeated ones too):
 untyped `true` and ISO dates with a zone are refused by MariaDB (22P02, 22007:
-docs/mysql.md), while 1/0 and 'YYYY-MM-DD HH:MM:SS' are accepted; pgbench
+docs/mysql.md), while 1/0 and 'YYYY-MM-DD HH:MM:SS' are accepted; a backend
+connection the server kills gives its client an error and is replaced for the
+next; an entry with a tls block reaches MariaDB over TLS 1.3; pgbench
 with a custom script (BEGIN, SELECT, UPDATE, END) in simple, extended and
 prepared modes with zero failed transactions; 200,000 rows through wirepool
 without growing its memory.
@@ -62,6 +64,9 @@ class MysqlTest(WirepoolTestCase):
         os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = cls.info["password"]
         cls.databases = (database_entry(cls.info, "my", "transaction", 4) +
                          database_entry(cls.info, "mysession", "session", 4))
+        if "tls" in cls.info:
+            cls.databases += (database_entry(cls.info, "mytls", "transaction", 2).rstrip(" ") +
+                              f"        tls: {{ ca: {cls.info['tls']['ca']} }}\n")
         super().setUpClass()
 
     def conn(self, database="my", autocommit=True):
@@ -240,6 +245,38 @@ class MysqlTest(WirepoolTestCase):
         self.assertEqual(out["rows"][0]["s"], "a $1 ?")
         self.assertEqual(out["rows"][1]["b"], False)
         self.assertIsNone(out["rows"][1]["s"])
+
+    # ---- backend connections -------------------------------------------------
+
+    def root_sql(self, sql):
+        r = subprocess.run(["mariadb", "--no-defaults", "-uroot", "--socket=" + self.info["socket"],
+                            "-N", "-e", sql], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.split()
+
+    def test_backend_killed_by_the_server_is_replaced(self):
+        c = self.conn(database="mysession")
+        cur = c.cursor()
+        cur.execute("SELECT CONNECTION_ID()")
+        backend = cur.fetchone()[0]
+        self.root_sql(f"KILL {backend}")
+        # The client of the killed session gets an error, not a hang.
+        with self.assertRaises(psycopg2.Error):
+            cur.execute("SELECT 1")
+            cur.fetchall()
+        c.close()
+        # The pool dropped the connection: the next client is served.
+        c = self.conn(database="mysession")
+        cur = c.cursor()
+        cur.execute("SELECT CONNECTION_ID()")
+        self.assertNotEqual(cur.fetchone()[0], backend)
+        c.close()
+
+    def test_tls_to_the_backend(self):
+        if "tls" not in self.info:
+            self.skipTest("the fixture has no TLS")
+        out = self.q("SHOW SESSION STATUS LIKE 'Ssl_version'", database="mytls")
+        self.assertEqual(out, "Ssl_version|TLSv1.3")
 
     # ---- pgbench --------------------------------------------------------------
 
