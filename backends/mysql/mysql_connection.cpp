@@ -103,8 +103,11 @@ struct Session {
   ConnectInfo info;  // for the cancel side connection
   unsigned long thread_id = 0;
   bool closed = false;
-  bool broken = false;                      // the connection was lost: the pool drops it
-  bool tx_aborted = false;                  // the server rolled the transaction back (deadlock)
+  bool broken = false;      // the connection was lost: the pool drops it
+  bool tx_aborted = false;  // the server rolled the transaction back (deadlock)
+  /// Bumped by reset(): COM_RESET_CONNECTION drops the server's prepared
+  /// statements, and a statement of an older generation is prepared again.
+  uint64_t generation = 0;
   ReaderBase* active = nullptr;             // the reader that owns the wire, if any
   std::vector<MYSQL_STMT*> deferred_close;  // statements closed while a reader was active
   std::mutex cancel_mu;                     // cancel() runs on any thread; close() takes it too
@@ -413,7 +416,10 @@ struct Prepared {
   std::vector<MYSQL_BIND> param_binds;
   std::vector<ParamCell> param_cells;
 
-  Prepared(SessionPtr s, MYSQL_STMT* st) : session(std::move(s)), stmt(st) {}
+  uint64_t generation = 0;  // Session::generation it was prepared in
+
+  Prepared(SessionPtr s, MYSQL_STMT* st)
+      : session(std::move(s)), stmt(st), generation(session->generation) {}
   Prepared(const Prepared&) = delete;
   Prepared& operator=(const Prepared&) = delete;
   ~Prepared() {
@@ -437,6 +443,20 @@ struct Prepared {
       }
       t = classify(f);
     }
+  }
+  /// Prepares the statement again after a reset dropped it on the server (an
+  /// old handle answers 2013 "Lost connection", which is not true).
+  std::optional<Error> refresh() {
+    if (generation == session->generation) return std::nullopt;
+    mysql_stmt_close(stmt);  // the server forgot it already; this frees the handle
+    stmt = mysql_stmt_init(session->mysql);
+    generation = session->generation;
+    if (stmt == nullptr) return session->error(false);
+    if (mysql_stmt_prepare(stmt, text.data(), text.size()) != 0) {
+      return session->stmt_error(stmt, false);
+    }
+    describe();
+    return std::nullopt;
   }
   void describe() {
     types.clear();
@@ -538,6 +558,7 @@ class StmtRows final : public ReaderBase {
   ~StmtRows() override { (void)close(); }
 
   std::optional<Error> start(db::Params params) {
+    if (auto e = p_->refresh()) return e;
     MYSQL_STMT* stmt = p_->stmt;
     info_.verb = p_->verb;
     was_in_trans_ = session_->in_trans();
@@ -1009,10 +1030,15 @@ class MysqlConnection final : public db::ConnectionImpl {
       // A reader left open by the last client: drop what is left of its results.
       (void)session_->active->close();
     }
+    // COM_RESET_CONNECTION: rolls back, drops temporary tables, user variables,
+    // session variables and the server's prepared statements, so the next client
+    // finds a clean session (the statements of this connection are prepared
+    // again when next used). Session variables return to the server's defaults:
+    // the time zone is set to UTC again.
     session_->tx_aborted = false;
-    if (session_->in_trans()) {
-      if (Status st = session_->exec("ROLLBACK"); !st.ok()) return st;
-    }
+    if (mysql_reset_connection(session_->mysql) != 0) return session_->error(false);
+    ++session_->generation;
+    if (Status st = session_->exec("SET time_zone = '+00:00'"); !st.ok()) return st;
     return ConnectionImpl::reset(reset_query);
   }
 

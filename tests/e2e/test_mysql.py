@@ -12,7 +12,8 @@ node-postgres's extended protocol with $N parameters (repeated ones too):
 untyped `true` and ISO dates with a zone are refused by MariaDB (22P02, 22007:
 docs/mysql.md), while 1/0 and 'YYYY-MM-DD HH:MM:SS' are accepted; a backend
 connection the server kills gives its client an error and is replaced for the
-next; an entry with a tls block reaches MariaDB over TLS 1.3; pgbench
+next; in session mode the next client finds no user variable or temporary
+table of the last (COM_RESET_CONNECTION); an entry with a tls block reaches MariaDB over TLS 1.3; pgbench
 with a custom script (BEGIN, SELECT, UPDATE, END) in simple, extended and
 prepared modes with zero failed transactions; 200,000 rows through wirepool
 without growing its memory.
@@ -63,7 +64,8 @@ class MysqlTest(WirepoolTestCase):
         cls.info = mariadb_info()
         os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = cls.info["password"]
         cls.databases = (database_entry(cls.info, "my", "transaction", 4) +
-                         database_entry(cls.info, "mysession", "session", 4))
+                         database_entry(cls.info, "mysession", "session", 4) +
+                         database_entry(cls.info, "mysession1", "session", 1))
         if "tls" in cls.info:
             cls.databases += (database_entry(cls.info, "mytls", "transaction", 2).rstrip(" ") +
                               f"        tls: {{ ca: {cls.info['tls']['ca']} }}\n")
@@ -270,6 +272,24 @@ class MysqlTest(WirepoolTestCase):
         cur = c.cursor()
         cur.execute("SELECT CONNECTION_ID()")
         self.assertNotEqual(cur.fetchone()[0], backend)
+        c.close()
+
+    def test_session_mode_leaves_nothing_for_the_next_client(self):
+        # One backend connection: the second client gets the first one's.
+        c = self.conn(database="mysession1")
+        cur = c.cursor()
+        cur.execute("SELECT CONNECTION_ID()")
+        backend = cur.fetchone()[0]
+        # (SET is a client setting to wirepool's session layer: assign in a SELECT.)
+        cur.execute("SELECT @secret := 'first client'")
+        cur.execute("CREATE TEMPORARY TABLE scratch (a INT)")
+        c.close()
+        c = self.conn(database="mysession1")
+        cur = c.cursor()
+        cur.execute("SELECT CONNECTION_ID(), @secret")
+        self.assertEqual(cur.fetchone(), (backend, None))
+        with self.assertRaises(psycopg2.errors.UndefinedTable):
+            cur.execute("SELECT * FROM scratch")
         c.close()
 
     def test_tls_to_the_backend(self):

@@ -12,6 +12,8 @@
 //  - cancel() from another thread: SELECT SLEEP(30) returns within a second
 //    (MariaDB ends the SLEEP early, without an error), a lock wait answers
 //    57014; cancel when idle is harmless;
+//  - reset() leaves a clean session (no transaction, user variables, temporary
+//    tables; UTC again) and statements prepared before it still run;
 //  - multi-statement text returns each result in turn (rows, affected counts,
 //    verbs); an error in a later statement surfaces at next_result(); a
 //    prepared statement refuses several commands (42601);
@@ -281,6 +283,33 @@ TEST_F(Session, ProcedureResultsInTurnThroughBothProtocols) {
     ASSERT_TRUE(early->close().ok());
     EXPECT_EQ(scalar(c, "SELECT 10").i64, 10);
   }
+}
+
+TEST_F(Session, ResetLeavesACleanSessionAndStatementsStillRun) {
+  Connection c = open();
+  auto st = c.prepare("SELECT ? + 1");
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  exec(c, "SET @left_behind = 5");
+  exec(c, "CREATE TEMPORARY TABLE " + table() + " (a INT)");
+  exec(c, "SET time_zone = '+05:00'");
+  auto tx = c.begin();
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE(c.reset("").ok());
+  EXPECT_EQ(c.tx_state(), db::TxState::idle);
+  EXPECT_TRUE(scalar(c, "SELECT @left_behind").is_null());
+  EXPECT_EQ(error_of(c, "SELECT * FROM " + table()).sqlstate, "42P01");
+  EXPECT_EQ(scalar(c, "SELECT @@session.time_zone").str, "+00:00");
+  // The statement prepared before the reset is prepared again, transparently.
+  auto rows = st->query(std::vector<Param>{P(I(41))});
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  auto t = read_all(rows.value());
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->rows[0][0].i64, 42);
+  ASSERT_TRUE(rows->close().ok());
+  EXPECT_TRUE(c.alive());
+  // The configured reset_query runs after it.
+  ASSERT_TRUE(c.reset("SET @after_reset = 1").ok());
+  EXPECT_EQ(scalar(c, "SELECT @after_reset").i64, 1);
 }
 
 }  // namespace
