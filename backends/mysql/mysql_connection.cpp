@@ -861,8 +861,11 @@ class MysqlStatement final : public db::StatementImpl {
   MysqlStatement(SessionPtr s, PreparedPtr p, std::string text, int required,
                  std::span<const db::ParamInfo> hints)
       : session_(std::move(s)), p_(std::move(p)), text_(std::move(text)), required_(required) {
-    params_.resize(static_cast<size_t>(required_));
-    for (size_t i = 0; i < hints.size() && i < params_.size(); ++i)
+    // As PostgreSQL: a statement has as many parameters as its highest $N or
+    // as the client declared types for, whichever is more; an unused one is
+    // still supplied by every execution.
+    params_.resize(std::max(static_cast<size_t>(required_), hints.size()));
+    for (size_t i = 0; i < hints.size(); ++i)
       params_[i] = hints[i];
     if (p_) {
       for (const auto& t : p_->types)
@@ -876,7 +879,7 @@ class MysqlStatement final : public db::StatementImpl {
   Result<std::unique_ptr<db::RowsImpl>> query(db::Params params, const db::QueryOptions&) override {
     if (session_->closed) return Error::closed();
     if (session_->active) return busy_error();
-    if (auto e = check_params(params, required_)) return *e;
+    if (auto e = check_params(params, static_cast<int>(params_.size()))) return *e;
     // Without parameters, the text protocol (see the file comment).
     if (required_ == 0 || !p_) return run_text(session_, text_);
     return run_prepared(session_, p_, params);

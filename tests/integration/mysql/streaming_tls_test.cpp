@@ -5,7 +5,8 @@
 //  - TLS with the fixture's CA: connects with TLS 1.3 (Ssl_version), TIMESTAMP
 //    values unchanged; a wrong CA is refused with the connector's certificate
 //    error as Errc::connection; a pin is refused at open (the connector cannot
-//    check one).
+//    check one); a TLS connection the server kills answers Connection errors,
+//    never SIGPIPE.
 
 #include <fstream>
 
@@ -95,6 +96,20 @@ TEST_F(Tls, PinIsRefusedAtOpen) {
   auto c = driver().open(o);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message.find("pin_sha256"), std::string::npos) << c.error().message;
+}
+
+TEST_F(Tls, LostTlsConnectionIsAnErrorNotASignal) {
+  // Writing to a TLS socket the server closed must not raise SIGPIPE (the
+  // connector ignores it process-wide when the library is initialised).
+  Connection victim = open(tls_options(info().str("tls.ca")));
+  Connection killer = open();
+  const Value id = scalar(victim, "SELECT CONNECTION_ID()");
+  exec(killer, "KILL " + std::to_string(id.i64));
+  for (int i = 0; i < 3; ++i) {
+    auto r = fetch(victim, "SELECT REPEAT('x', 100000)");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::connection) << r.error().message;
+  }
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 //  - a 100 KB value (the binary protocol's buffer grows on the row that needs it);
 //  - a prepared statement reused with new values; $1 $2 $1 binds $1 twice;
 //  - affected rows (UPDATE counts matched rows) and last insert id;
-//  - parameter count mismatch answers 08P01 before reaching the server.
+//  - parameter count mismatch answers 08P01 before reaching the server;
+//    parameters declared beyond the markers are supplied but unused.
 
 #include "tests/integration/mysql/mysql_fixture.hpp"
 
@@ -224,6 +225,23 @@ TEST_F(Values, ParameterCountMismatch) {
   EXPECT_EQ(e.sqlstate, "42601");
   // The connection is still usable.
   EXPECT_EQ(scalar(c, "SELECT 7").i64, 7);
+}
+
+TEST_F(Values, DeclaredParametersBeyondTheMarkersAreSuppliedButUnused) {
+  Connection c = open();
+  const db::ParamInfo hints[2] = {};
+  auto st = c.prepare("SELECT $1 + 1", hints);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_EQ(st->params().size(), 2u);
+  auto rows = st->query(std::vector<Param>{P(I(1)), P(T("unused"))});
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  auto t = read_all(rows.value());
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->rows[0][0].i64, 2);
+  ASSERT_TRUE(rows->close().ok());
+  auto short_of_one = st->query(std::vector<Param>{P(I(1))});
+  ASSERT_FALSE(short_of_one.ok());
+  EXPECT_EQ(short_of_one.error().sqlstate, "08P01");
 }
 
 }  // namespace
