@@ -5,6 +5,7 @@
 //    (UTF-8) as Text and BLOB/VARBINARY (charset 63, with NUL and 0xff) as
 //    Bytes, DATE / DATETIME(6) / TIMESTAMP(6) as Time with their forms, JSON as
 //    text, TIME as text;
+//  - a zero date reads as NULL; BIT as U64, ENUM and SET as text, YEAR as I64;
 //  - a 100 KB value (the binary protocol's buffer grows on the row that needs it);
 //  - a prepared statement reused with new values; $1 $2 $1 binds $1 twice;
 //  - affected rows (UPDATE counts matched rows) and last insert id;
@@ -242,6 +243,38 @@ TEST_F(Values, DeclaredParametersBeyondTheMarkersAreSuppliedButUnused) {
   auto short_of_one = st->query(std::vector<Param>{P(I(1))});
   ASSERT_FALSE(short_of_one.ok());
   EXPECT_EQ(short_of_one.error().sqlstate, "08P01");
+}
+
+TEST_F(Values, ZeroDatesBitsEnumsAndSetsInBothProtocols) {
+  Connection c = open();
+  exec(c, "DROP TABLE IF EXISTS " + table());
+  exec(c, "SET SESSION sql_mode = ''");  // lets a zero date in
+  exec(c, "CREATE TABLE " + table() +
+              " (id INT, d DATE, dt DATETIME, b BIT(10), e ENUM('red', 'green'), "
+              "s SET('a', 'b', 'c'), y YEAR)");
+  exec(c, "INSERT INTO " + table() +
+              " VALUES (1, '0000-00-00', '0000-00-00 00:00:00', b'1000000001', 'green', 'a,c', "
+              "2024)");
+  for (bool prepared : {false, true}) {
+    SCOPED_TRACE(prepared ? "binary" : "text");
+    auto t = prepared
+                 ? fetch(c, "SELECT d, dt, b, e, s, y FROM " + table() + " WHERE id = ?", {P(I(1))})
+                 : fetch(c, "SELECT d, dt, b, e, s, y FROM " + table());
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    ASSERT_EQ(t->rows.size(), 1u);
+    const auto& v = t->rows[0];
+    EXPECT_EQ(t->columns[0].kind, Kind::Time);
+    EXPECT_TRUE(v[0].is_null());  // no Time holds a zero date
+    EXPECT_TRUE(v[1].is_null());
+    ASSERT_EQ(v[2].kind, Kind::U64);
+    EXPECT_EQ(v[2].u64, 513u);
+    ASSERT_EQ(v[3].kind, Kind::Text);
+    EXPECT_EQ(v[3].str, "green");
+    ASSERT_EQ(v[4].kind, Kind::Text);
+    EXPECT_EQ(v[4].str, "a,c");
+    ASSERT_EQ(v[5].kind, Kind::I64);
+    EXPECT_EQ(v[5].i64, 2024);
+  }
 }
 
 }  // namespace
