@@ -189,11 +189,12 @@ void Session::close() {
   if (closed) return;
   if (active) active->abandon();
   active = nullptr;
+  closed = true;
+  mysql_close(mysql);  // detaches the statements still open
+  // Detached: closing them now frees memory without touching the wire.
   for (MYSQL_STMT* s : deferred_close)
     mysql_stmt_close(s);
   deferred_close.clear();
-  closed = true;
-  mysql_close(mysql);  // detaches the statements still open
 }
 
 int64_t affected_of(my_ulonglong n) {
