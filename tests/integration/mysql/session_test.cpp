@@ -17,6 +17,8 @@
 //  - multi-statement text returns each result in turn (rows, affected counts,
 //    verbs); an error in a later statement surfaces at next_result(); a
 //    prepared statement refuses several commands (42601);
+//  - a connection closed with a reader open: the reader and the statements
+//    answer Closed afterwards;
 //  - a procedure's several results, in turn, through both protocols, and
 //    dropped when the reader is closed early.
 
@@ -310,6 +312,28 @@ TEST_F(Session, ResetLeavesACleanSessionAndStatementsStillRun) {
   // The configured reset_query runs after it.
   ASSERT_TRUE(c.reset("SET @after_reset = 1").ok());
   EXPECT_EQ(scalar(c, "SELECT @after_reset").i64, 1);
+}
+
+TEST_F(Session, HandlesThatOutliveTheirConnectionAnswerClosed) {
+  Connection c = open();
+  auto st = c.prepare("SELECT seq FROM seq_1_to_100000 WHERE seq > ?");
+  ASSERT_TRUE(st.ok());
+  auto other = c.prepare("SELECT ?");
+  ASSERT_TRUE(other.ok());
+  auto rows = st->query(std::vector<Param>{P(I(0))});
+  ASSERT_TRUE(rows.ok());
+  std::vector<Value> row(1);
+  ASSERT_TRUE(rows->next(row).value());
+  ASSERT_TRUE(other->close().ok());  // waits for the wire: the reader holds it
+  ASSERT_TRUE(c.close().ok());       // with the reader open
+  auto more = rows->next(row);
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.error().code, Errc::closed);
+  auto again = st->query(std::vector<Param>{P(I(0))});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, Errc::closed);
+  EXPECT_TRUE(rows->close().ok());
+  EXPECT_TRUE(st->close().ok());
 }
 
 }  // namespace
