@@ -54,8 +54,11 @@ struct Marker {
   std::string_view name;  ///< named markers: the name without its sigil
 };
 /// Markers recognised in `d`: postgres: $N; sqlite: $N ? ?N :a @a $a; mysql: ? $N;
-/// tsql: @name; ansi: ?.
+/// tsql: @name; ansi: ? $N. ($N in mysql and ansi text is a PostgreSQL client's marker.)
 std::vector<Marker> find_markers(std::string_view text, Dialect d);
+
+// ---------------------------------------------------------------------------
+// Rewriting markers for the mysql driver
 
 /// A statement for a backend whose only marker is `?` (MySQL).
 struct QuestionText {

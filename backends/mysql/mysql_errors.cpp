@@ -1,5 +1,7 @@
 #include "backends/mysql/mysql_errors.hpp"
 
+#include "backends/mysql_errno.hpp"
+
 namespace wirepool::mysql {
 
 namespace {
@@ -12,55 +14,19 @@ struct Rule {
   Errc code;
 };
 
-// Error numbers: MySQL's include/mysqld_error.h, MariaDB's include/mysqld_error.h,
-// and the client's errmsg.h (2000+). First match wins.
+// The numbers the shared table (backends/mysql_errno.cpp, also used by the
+// ODBC driver for MariaDB Connector/ODBC) does not have, mostly conditions of
+// the client library, checked first. 1049 is in both: a `USE nosuchdb` on a
+// live session must not mark the connection broken (at login open() makes
+// every error a connection error anyway).
 constexpr Rule kRules[] = {
-    {1062, "23505", Errc::constraint},     // ER_DUP_ENTRY
-    {1586, "23505", Errc::constraint},     // ER_DUP_ENTRY_WITH_KEY_NAME
-    {1451, "23503", Errc::constraint},     // ER_ROW_IS_REFERENCED_2
-    {1452, "23503", Errc::constraint},     // ER_NO_REFERENCED_ROW_2
-    {1216, "23503", Errc::constraint},     // ER_NO_REFERENCED_ROW
-    {1217, "23503", Errc::constraint},     // ER_ROW_IS_REFERENCED
-    {1048, "23502", Errc::constraint},     // ER_BAD_NULL_ERROR
-    {1364, "23502", Errc::constraint},     // ER_NO_DEFAULT_FOR_FIELD (strict mode)
-    {3819, "23514", Errc::constraint},     // ER_CHECK_CONSTRAINT_VIOLATED (MySQL 8)
-    {4025, "23514", Errc::constraint},     // ER_CONSTRAINT_FAILED (MariaDB)
-    {1064, "42601", Errc::invalid_query},  // ER_PARSE_ERROR
-    {1149, "42601", Errc::invalid_query},  // ER_SYNTAX_ERROR
-    {1146, "42P01", Errc::invalid_query},  // ER_NO_SUCH_TABLE
-    {1051, "42P01", Errc::invalid_query},  // ER_BAD_TABLE_ERROR (DROP TABLE of a missing one)
-    {1054, "42703", Errc::invalid_query},  // ER_BAD_FIELD_ERROR
-    {1050, "42P07", Errc::invalid_query},  // ER_TABLE_EXISTS_ERROR
-    {1060, "42701", Errc::invalid_query},  // ER_DUP_FIELDNAME
-    {1052, "42702", Errc::invalid_query},  // ER_NON_UNIQ_ERROR (ambiguous column)
-    {1305, "42883", Errc::invalid_query},  // ER_SP_DOES_NOT_EXIST (unknown function)
     {1049, "3D000", Errc::invalid_query},  // ER_BAD_DB_ERROR
-    {1044, "42501", Errc::invalid_query},  // ER_DBACCESS_DENIED_ERROR
-    {1142, "42501", Errc::invalid_query},  // ER_TABLEACCESS_DENIED_ERROR
-    {1045, "28000", Errc::connection},     // ER_ACCESS_DENIED_ERROR (at login)
+    {1052, "42702", Errc::invalid_query},  // ER_NON_UNIQ_ERROR (ambiguous column)
     {1210, "08P01", Errc::invalid_query},  // ER_WRONG_ARGUMENTS (e.g. bad parameter count)
-    {1406, "22001", Errc::invalid_query},  // ER_DATA_TOO_LONG
-    {1264, "22003", Errc::invalid_query},  // ER_WARN_DATA_OUT_OF_RANGE
-    {1690, "22003", Errc::invalid_query},  // ER_DATA_OUT_OF_RANGE
-    {1365, "22012", Errc::invalid_query},  // ER_DIVISION_BY_ZERO
-    {1292, "22007", Errc::invalid_query},  // ER_TRUNCATED_WRONG_VALUE (bad date/number text)
-    {1366, "22P02", Errc::invalid_query},  // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
     {1792, "25006", Errc::invalid_query},  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
     {1568, "25001", Errc::invalid_query},  // ER_CANT_CHANGE_TX_ISOLATION (in a transaction)
-    {1205, "55P03", Errc::busy},           // ER_LOCK_WAIT_TIMEOUT (MariaDB's NOWAIT too)
-    {3572, "55P03", Errc::busy},           // ER_LOCK_NOWAIT (MySQL 8)
-    {1213, "40P01", Errc::busy},           // ER_LOCK_DEADLOCK
-    {1317, "57014", Errc::busy},           // ER_QUERY_INTERRUPTED (KILL QUERY)
-    {3024, "57014", Errc::busy},           // ER_QUERY_TIMEOUT (MySQL max_execution_time)
-    {1969, "57014", Errc::busy},           // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time)
     {1040, "53300", Errc::connection},     // ER_CON_COUNT_ERROR
     {1053, "57P01", Errc::connection},     // ER_SERVER_SHUTDOWN
-    {1927, "57P01", Errc::connection},     // ER_CONNECTION_KILLED (MariaDB)
-    {2006, "08006", Errc::connection},     // CR_SERVER_GONE_ERROR
-    {2013, "08006", Errc::connection},     // CR_SERVER_LOST
-    {2055, "08006", Errc::connection},     // CR_SERVER_LOST_EXTENDED
-    {2002, "08001", Errc::connection},     // CR_CONNECTION_ERROR
-    {2003, "08001", Errc::connection},     // CR_CONN_HOST_ERROR
     {2005, "08001", Errc::connection},     // CR_UNKNOWN_HOST
     {2026, "08001", Errc::connection},     // CR_SSL_CONNECTION_ERROR
     {2014, "55000", Errc::busy},           // CR_COMMANDS_OUT_OF_SYNC
@@ -89,6 +55,11 @@ db::Error map_error(unsigned errnum, std::string_view sqlstate, std::string_view
       e.sqlstate = std::string(r.sqlstate);
       return e;
     }
+  }
+  if (auto m = mysql_errno::lookup(errnum)) {
+    e.code = m->code;
+    e.sqlstate = std::string(m->sqlstate);
+    return e;
   }
   if (errnum >= 2000 && errnum < 3000) {
     // Other client-side errors (CR_*): the library or the link failed.

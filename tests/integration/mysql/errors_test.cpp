@@ -125,7 +125,7 @@ TEST_F(Errors, WrongPasswordIsAConnectionErrorWithTheServersMessage) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, Errc::connection);
   EXPECT_EQ(c.error().vendor_code, 1045);
-  EXPECT_EQ(c.error().sqlstate, "28000");
+  EXPECT_EQ(c.error().sqlstate, "28P01");  // invalid_password
   EXPECT_NE(c.error().message.find("Access denied"), std::string::npos) << c.error().message;
   EXPECT_EQ(c.error().message.find("wrong"), std::string::npos);
 }

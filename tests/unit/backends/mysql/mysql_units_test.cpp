@@ -9,8 +9,9 @@
 //  - value conversions: datetime text and MYSQL_TIME <-> micros (before 1970,
 //    fractions, zero dates), TIME spelling, BIT bytes, FLOAT widening;
 //  - errno -> SQLSTATE: each row of DESIGN.md's table decided by the errno
-//    whatever generic SQLSTATE the server sent; unknown numbers keep a precise
-//    SQLSTATE; client errors are Connection;
+//    whatever generic SQLSTATE the server sent (the table shared with the ODBC
+//    driver, then the driver's own rows: 1049 is not a lost connection);
+//    unknown numbers keep a precise SQLSTATE; client errors are Connection;
 //  - the connection string: keys, quoting, bad port, unknown and TLS keys,
 //    the entry's password overriding, redaction.
 
@@ -205,6 +206,18 @@ TEST(MysqlErrors, ErrnoDecidesNotTheGenericSqlstate) {
     EXPECT_EQ(e.vendor_code, c.errnum);
     EXPECT_EQ(e.message, "the server's message");
   }
+}
+
+TEST(MysqlErrors, ClientNumbersAndTheDriversOwnRows) {
+  EXPECT_EQ(map_error(1045, "28000", "x").sqlstate, "28P01");  // the shared table
+  EXPECT_EQ(map_error(1045, "28000", "x").code, db::Errc::connection);
+  // USE nosuchdb on a live session: not a lost connection.
+  EXPECT_EQ(map_error(1049, "42000", "x").code, db::Errc::invalid_query);
+  EXPECT_EQ(map_error(1049, "42000", "x").sqlstate, "3D000");
+  EXPECT_EQ(map_error(2014, "HY000", "x").code, db::Errc::busy);
+  EXPECT_EQ(map_error(2026, "HY000", "x").sqlstate, "08001");
+  EXPECT_EQ(map_error(1792, "25006", "x").sqlstate, "25006");
+  EXPECT_EQ(map_error(1136, "21S01", "x").sqlstate, "42601");
 }
 
 TEST(MysqlErrors, UnknownNumbersKeepAPreciseSqlstateOrTheirClass) {
