@@ -722,8 +722,8 @@ void Loader::check_users(const Config& c) {
 }
 
 // ==== NOT IMPLEMENTED IN THIS VERSION ==================================================
-// What the schema accepts but this build cannot serve yet: TLS termination, backend
-// TLS, the TDS listener and the HTTP listener. Each is refused at load time, pointing
+// What the schema accepts but this build cannot serve yet: the HTTP listener. It is
+// refused at load time, pointing
 // at its key, rather than silently ignored. Delete a check when its feature lands,
 // with the matching lines of docs/configuration.md and tests/unit/config/.
 void Loader::report_unimplemented(const Config& c) {
@@ -732,7 +732,7 @@ void Loader::report_unimplemented(const Config& c) {
     const Listener& l = c.listeners[i];
     const ListenerMarks& m = listeners_[i];
     const std::string path = indexed("listeners", i);
-    if (l.protocol != Protocol::postgres && m.protocol_key) {
+    if (l.protocol == Protocol::http && m.protocol_key) {
       problem(*m.protocol_key, path + ".protocol: the " + std::string(to_string(l.protocol)) +
                                    " listener" + not_implemented);
     }

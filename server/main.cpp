@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -53,6 +54,9 @@ std::vector<std::pair<std::string, std::string>> validate_database(
 
 int main(int argc, char** argv) {
   using namespace wirepool;
+  // A client that vanishes makes the next write fail with EPIPE, not kill the
+  // process: OpenSSL's socket BIO writes with send() without MSG_NOSIGNAL.
+  std::signal(SIGPIPE, SIG_IGN);
   std::string config_path;
   bool check_only = false;
   for (int i = 1; i < argc; ++i) {

@@ -25,15 +25,8 @@ using asio::use_awaitable;
 
 namespace {
 
-/// Output is written to the socket once this much is buffered mid-result
-/// (backpressure: the next rows are fetched only after the client took these).
-constexpr size_t kFlushBytes = 64 * 1024;
-/// Reads start at this size; larger messages grow the buffer to their length.
-constexpr size_t kReadChunk = 8 * 1024;
 /// How long a failed login waits before it is answered.
 constexpr auto kLoginFailureDelay = std::chrono::milliseconds(250);
-/// A client that stops mid-message or stops reading results for this long is closed.
-constexpr auto kIoTimeout = std::chrono::seconds(60);
 
 /// Thrown when the client's socket fails while rows are being sent; caught by
 /// serve(), which ends the connection.
@@ -83,36 +76,6 @@ template <class... Ts>
 overloaded(Ts...) -> overloaded<Ts...>;
 
 }  // namespace
-
-// ---------------------------------------------------------------------------
-// InBuffer
-
-void InBuffer::consume(size_t n) {
-  begin_ += n;
-  if (begin_ == end_) begin_ = end_ = 0;
-}
-
-void InBuffer::reserve_tail(size_t n) {
-  if (cap_ - end_ >= n) return;
-  size_t used = end_ - begin_;
-  if (begin_ > 0 && cap_ - used >= n) {
-    std::memmove(data_.get(), data_.get() + begin_, used);
-  } else {
-    size_t cap = std::max({cap_ * 2, used + n, kReadChunk});
-    auto fresh = std::make_unique_for_overwrite<uint8_t[]>(cap);
-    if (used) std::memcpy(fresh.get(), data_.get() + begin_, used);
-    data_ = std::move(fresh);
-    cap_ = cap;
-  }
-  begin_ = 0;
-  end_ = used;
-}
-
-void InBuffer::release() {
-  if (!empty()) return;
-  data_.reset();
-  begin_ = end_ = cap_ = 0;
-}
 
 // ---------------------------------------------------------------------------
 // Extended-protocol state
@@ -234,14 +197,7 @@ PgClient::Extended& PgClient::ext() {
 
 PgClient::PgClient(Server& server, Loop& loop, ClientSocket socket,
                    const config::Listener& listener)
-    : server_(server), loop_(loop), socket_(std::move(socket)), listener_(listener) {
-  boost::system::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
-  if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
-  socket_.non_blocking(true, ec);
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  loop_.clients.push_back(*this);
-}
+    : ClientConnection(loop, std::move(socket)), server_(server), listener_(listener) {}
 
 PgClient::~PgClient() {
   if (pid_) server_.cancels().remove(pid_);
@@ -254,12 +210,7 @@ void PgClient::start(std::shared_ptr<PgClient> client) {
 }
 
 void PgClient::sweep(TimePoint now) {
-  if (io_deadline_ && now >= *io_deadline_) {
-    timed_out_ = true;
-    io_deadline_.reset();
-    boost::system::error_code ec;
-    socket_.cancel(ec);
-  }
+  expire_io(now);
   if (session_) {
     if (auto d = session_->statement_deadline(); d && now >= *d) {
       session_->cancel(CancelReason::timeout);
@@ -294,134 +245,15 @@ void PgClient::cancel_request() {
 // ---------------------------------------------------------------------------
 // I/O
 
-size_t PgClient::io_read(uint8_t* data, size_t size, boost::system::error_code& ec) {
-  ec.clear();
-  if (!ssl_) {
-    want_write_ = false;
-    return socket_.read_some(asio::buffer(data, size), ec);
-  }
-  size_t got = 0;
-  int r = SSL_read_ex(ssl_.get(), data, size, &got);
-  if (r == 1) return got;
-  return tls_error(r, ec);
-}
-
-size_t PgClient::io_write(const uint8_t* data, size_t size, boost::system::error_code& ec) {
-  ec.clear();
-  if (!ssl_) {
-    want_write_ = true;
-    return socket_.write_some(asio::buffer(data, size), ec);
-  }
-  size_t put = 0;
-  int r = SSL_write_ex(ssl_.get(), data, size, &put);
-  if (r == 1) return put;
-  return tls_error(r, ec);
-}
-
-size_t PgClient::tls_error(int result, boost::system::error_code& ec) {
-  switch (SSL_get_error(ssl_.get(), result)) {
-    case SSL_ERROR_WANT_READ:
-      want_write_ = false;
-      ec = asio::error::would_block;
-      break;
-    case SSL_ERROR_WANT_WRITE:
-      want_write_ = true;
-      ec = asio::error::would_block;
-      break;
-    case SSL_ERROR_ZERO_RETURN:
-      ec = asio::error::eof;
-      break;
-    default:
-      spdlog::debug("client {}: TLS: {}", peer_, tls::last_error(ssl_.get()));
-      ec = asio::error::connection_reset;
-  }
-  ERR_clear_error();
-  return 0;
-}
-
 awaitable<bool> PgClient::tls_handshake(bool direct) {
-  tls_ctx_ = server_.pg_tls();
-  ssl_.reset(tls::new_server_ssl(*tls_ctx_, socket_.native_handle()));
-  if (!ssl_) {
-    spdlog::error("client {}: cannot start TLS: {}", peer_, tls::last_error());
-    co_return false;
-  }
-  for (;;) {
-    int r = SSL_accept(ssl_.get());
-    if (r == 1) break;
-    boost::system::error_code ec;
-    int e = SSL_get_error(ssl_.get(), r);
-    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-      spdlog::warn("client {}: TLS handshake failed: {}", peer_, tls::last_error(ssl_.get()));
-      ERR_clear_error();
-      ssl_.reset();
-      co_return false;
-    }
-    co_await socket_.async_wait(
-        e == SSL_ERROR_WANT_WRITE ? ClientSocket::wait_write : ClientSocket::wait_read,
-        asio::redirect_error(use_awaitable, ec));
-    if (timed_out_) {
-      spdlog::info("client {}: closed at login_timeout during the TLS handshake", peer_);
-      co_return false;
-    }
-    if (ec && ec != asio::error::operation_aborted) co_return false;
-  }
+  tls::ServerContextPtr context = server_.pg_tls();
+  if (!co_await tls_accept(context)) co_return false;
   // PostgreSQL 17's direct TLS must name the protocol (and a client that
   // offered another one was refused by the context already).
   if (direct && !tls::alpn_negotiated(ssl_.get())) {
     spdlog::warn("client {}: direct TLS without ALPN \"postgresql\": refused", peer_);
     co_return false;
   }
-  spdlog::debug("client {}: {} with {}", peer_, tls::tls_version(ssl_.get()),
-                SSL_get_cipher_name(ssl_.get()));
-  co_return true;
-}
-
-awaitable<bool> PgClient::read_more(size_t want) {
-  // Used while logging in (the login deadline is armed) and for the rest of a
-  // message that is partly here (bounded by the I/O timeout).
-  for (;;) {
-    in_.reserve_tail(std::max(want, kReadChunk));
-    boost::system::error_code ec;
-    size_t n = io_read(in_.tail(), in_.space(), ec);
-    if (!ec) {
-      in_.commit(n);
-      co_return true;
-    }
-    if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
-    if (session_) io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    co_await socket_.async_wait(want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
-                                asio::redirect_error(use_awaitable, ec));
-    if (session_) io_deadline_.reset();
-    if (timed_out_) co_return false;
-    if (ec && ec != asio::error::operation_aborted) co_return false;
-  }
-}
-
-awaitable<bool> PgClient::flush() {
-  size_t off = 0;
-  while (off < out_.size()) {
-    boost::system::error_code ec;
-    size_t n = io_write(reinterpret_cast<const uint8_t*>(out_.data()) + off, out_.size() - off, ec);
-    if (!ec) {
-      off += n;
-      continue;
-    }
-    if (ec != asio::error::would_block && ec != asio::error::try_again) {
-      out_.clear();
-      co_return false;
-    }
-    auto saved = io_deadline_;
-    io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
-    co_await socket_.async_wait(want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
-                                asio::redirect_error(use_awaitable, ec));
-    io_deadline_ = saved;
-    if (timed_out_ || (ec && ec != asio::error::operation_aborted)) {
-      out_.clear();
-      co_return false;
-    }
-  }
-  out_.clear();
   co_return true;
 }
 
@@ -609,27 +441,11 @@ awaitable<bool> PgClient::login() {
   }
 
   // The listener's allow-list.
-  if (!listener_.allow.empty()) {
-    boost::system::error_code ec;
-    auto addr = socket_.remote_endpoint(ec).address();
-    bool ok = false;
-    if (!ec) {
-      if (addr.is_v4()) {
-        auto b = addr.to_v4().to_bytes();
-        for (const auto& c : listener_.allow)
-          ok = ok || c.contains(b.data(), false);
-      } else {
-        auto b = addr.to_v6().to_bytes();
-        for (const auto& c : listener_.allow)
-          ok = ok || c.contains(b.data(), true);
-      }
-    }
-    if (!ok) {
-      spdlog::warn("client {}: refused by the listener's allow-list (user \"{}\")", peer_, user);
-      std::string msg = "connection from " + peer_ + " is not allowed";
-      co_await fatal("28000", msg);
-      co_return false;
-    }
+  if (!allowed_by(listener_)) {
+    spdlog::warn("client {}: refused by the listener's allow-list (user \"{}\")", peer_, user);
+    std::string msg = "connection from " + peer_ + " is not allowed";
+    co_await fatal("28000", msg);
+    co_return false;
   }
 
   if (!co_await authenticate(user)) co_return false;
@@ -642,26 +458,12 @@ awaitable<bool> PgClient::login() {
     co_await fatal("3D000", msg);
     co_return false;
   }
-  if (!record->client_cert_pins.empty()) {
-    // This user must present a certificate: its public key pinned for the
-    // user, or (with tls.client_ca) signed by that CA for this very user.
-    tls::PeerCertificate peer;
-    if (ssl_) peer = tls::peer_certificate(ssl_.get());
-    bool pinned = peer.present &&
-                  tls::ClientContext::pin_matches(peer.public_key_sha256, record->client_cert_pins);
-    bool by_ca = peer.present && !server_.config().tls.client_ca.empty() && peer.chain_verified &&
-                 peer.common_name == user;
-    if (!pinned && !by_ca) {
-      server_.login_failed();
-      spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, user,
-                   !ssl_           ? "no TLS"
-                   : !peer.present ? "no client certificate"
-                                   : "public key sha256 " + peer.public_key_sha256 +
-                                         " is not pinned for the user");
-      std::string msg = "certificate authentication failed for user \"" + user + "\"";
-      co_await fatal("28000", msg);
-      co_return false;
-    }
+  if (auto why = certificate_refusal(*record, server_.config().tls)) {
+    server_.login_failed();
+    spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, user, *why);
+    std::string msg = "certificate authentication failed for user \"" + user + "\"";
+    co_await fatal("28000", msg);
+    co_return false;
   }
   if (!record->may_use(database)) {
     spdlog::warn("client {}: user \"{}\" may not use database \"{}\"", peer_, user, database);
@@ -897,7 +699,7 @@ awaitable<void> PgClient::serve(bool readable) {
         // idle client holds no frame, no buffer and no timer, only this small
         // wait operation. (No read first: a client that waits for its answer
         // has sent nothing yet, and the wait sees data that is already there.)
-        if (ssl_ && SSL_has_pending(ssl_.get())) {
+        if (tls_pending()) {
           // decrypted bytes buffered in TLS: the socket would not say so
           in_.reserve_tail(kReadChunk);
           boost::system::error_code ec;
@@ -962,15 +764,7 @@ awaitable<void> PgClient::end() {
     server_.cancels().remove(pid_);
     pid_ = 0;
   }
-  if (ssl_) {
-    (void)SSL_shutdown(ssl_.get());  // close_notify, best effort: never waits
-    ERR_clear_error();
-    ssl_.reset();
-  }
-  boost::system::error_code ec;
-  socket_.shutdown(ClientSocket::shutdown_both, ec);
-  socket_.close(ec);
-  unlink();  // leaves the loop's client list
+  close_transport();
 }
 
 awaitable<bool> PgClient::handle(const pg::FrontendMessage& msg) {
@@ -1056,7 +850,13 @@ awaitable<void> PgClient::simple_query(std::string_view text) {
       }
     }
     if (implicit && session_->backend() && session_->in_transaction()) {
-      auto st = failed ? co_await session_->rollback() : co_await session_->commit();
+      // if/else, not ?: — GCC 12 evaluates both arms of a ?: whose arms co_await.
+      db::Status st;
+      if (failed) {
+        st = co_await session_->rollback();
+      } else {
+        st = co_await session_->commit();
+      }
       if (!st.ok() && !failed) co_await backend_error(st.take_error());
     }
   }
@@ -1588,7 +1388,12 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
       } else {
         co_await close_portals();
         bool failed_tx = session_->tx_state() == db::TxState::failed;
-        auto st = commit ? co_await session_->commit() : co_await session_->rollback();
+        db::Status st;  // if/else: see above (GCC 12 and co_await in ?:)
+        if (commit) {
+          st = co_await session_->commit();
+        } else {
+          st = co_await session_->rollback();
+        }
         session_->sync_tx_state();
         if (!st.ok()) {
           co_await backend_error(st.take_error());

@@ -14,33 +14,14 @@
 
 #include "protocol/pg/codec.hpp"
 #include "protocol/pg/types.hpp"
+#include "server/client_connection.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {
 
-/// The read buffer: allocated while a message is arriving, released while the
-/// client is idle so that an idle client holds no buffer.
-class InBuffer {
- public:
-  bool empty() const { return begin_ == end_; }
-  size_t size() const { return end_ - begin_; }
-  pg::Bytes view() const { return {data_.get() + begin_, end_ - begin_}; }
-  void consume(size_t n);
-  /// Makes room for at least `n` more bytes (compacting first).
-  void reserve_tail(size_t n);
-  uint8_t* tail() { return data_.get() + end_; }
-  size_t space() const { return cap_ - end_; }
-  void commit(size_t n) { end_ += n; }
-  void release();
-
- private:
-  std::unique_ptr<uint8_t[]> data_;
-  size_t begin_ = 0, end_ = 0, cap_ = 0;
-};
-
-class PgClient final : public Client,
+class PgClient final : public ClientConnection,
                        public CancelTarget,
                        public std::enable_shared_from_this<PgClient> {
  public:
@@ -80,16 +61,8 @@ class PgClient final : public Client,
   void arm_idle_deadline();
   boost::asio::awaitable<bool> login();
   boost::asio::awaitable<bool> authenticate(const std::string& user);
-  /// Reads at least one more byte into in_. `want`: bytes the pending message needs.
-  boost::asio::awaitable<bool> read_more(size_t want);
-  /// The client's bytes, through TLS when it negotiated it; never waits: on
-  /// would_block, want_write_ says which readiness to wait for.
-  size_t io_read(uint8_t* data, size_t size, boost::system::error_code& ec);
-  size_t io_write(const uint8_t* data, size_t size, boost::system::error_code& ec);
-  size_t tls_error(int result, boost::system::error_code& ec);
   /// TLS after SSLRequest, or `direct` (a ClientHello first, ALPN required).
   boost::asio::awaitable<bool> tls_handshake(bool direct);
-  boost::asio::awaitable<bool> flush();
   /// The body of the next 'p' message (authentication only); nullopt after a FATAL.
   boost::asio::awaitable<std::optional<std::string>> read_password_message();
 
@@ -150,17 +123,7 @@ class PgClient final : public Client,
   std::string cache_key(const std::string& sql, const std::vector<uint32_t>& oids) const;
 
   Server& server_;
-  Loop& loop_;
-  ClientSocket socket_;
   const config::Listener& listener_;
-  std::string peer_;
-  InBuffer in_;
-  std::string out_;
-  tls::SslPtr ssl_;                ///< the client's TLS session, when it has one
-  tls::ServerContextPtr tls_ctx_;  ///< the context it was made from (channel binding)
-  bool want_write_ = false;        ///< what the last would_block waits for
-  std::optional<TimePoint> io_deadline_;
-  bool timed_out_ = false;
   bool idle_wait_ = false;
   bool draining_ = false;
   bool terminating_ = false;  ///< shutdown_grace is over

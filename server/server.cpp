@@ -12,6 +12,7 @@
 
 #include "server/log.hpp"
 #include "server/pg_client.hpp"
+#include "server/tds_client.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {
@@ -189,8 +190,11 @@ void Server::accept_loop(size_t index) {
     } else {
       const auto& l = cfg_.listeners[index];
       asio::post(loop.io, [this, &loop, &l, sock] {
-        auto client = std::make_shared<PgClient>(*this, loop, std::move(*sock), l);
-        PgClient::start(std::move(client));
+        if (l.protocol == config::Protocol::tds) {
+          TdsClient::start(std::make_shared<TdsClient>(*this, loop, std::move(*sock), l));
+        } else {
+          PgClient::start(std::make_shared<PgClient>(*this, loop, std::move(*sock), l));
+        }
       });
     }
     accept_loop(index);
@@ -266,6 +270,9 @@ void Server::setup_tls() {
   spdlog::info("TLS certificate {}: sha256 certificate {}, sha256 public-key {}", t.certificate,
                f.certificate, f.public_key);
   pg_tls_ = std::make_unique<tls::ServerContextHolder>(std::move(ctx));
+  auto tds = tls::ServerContext::create(t, tls::kAlpnTds, &error);
+  if (!tds) throw std::runtime_error(error);
+  tds_tls_ = std::make_unique<tls::ServerContextHolder>(std::move(tds));
 }
 
 void Server::reload_tls() {
@@ -274,7 +281,7 @@ void Server::reload_tls() {
     return;
   }
   std::string error;
-  if (pg_tls_->reload(cfg_.tls, &error)) {
+  if (pg_tls_->reload(cfg_.tls, &error) && tds_tls_->reload(cfg_.tls, &error)) {
     const auto& f = pg_tls_->current()->fingerprints();
     spdlog::info(
         "SIGHUP: TLS certificate reloaded (sha256 public-key {}); established sessions "

@@ -98,6 +98,8 @@ class Server {
   /// The PostgreSQL listeners' TLS context (the current one: SIGHUP may swap
   /// it), or nullptr without a certificate.
   tls::ServerContextPtr pg_tls() const { return pg_tls_ ? pg_tls_->current() : nullptr; }
+  /// The TDS listeners' TLS context (ALPN tds/8.0), or nullptr without a certificate.
+  tls::ServerContextPtr tds_tls() const { return tds_tls_ ? tds_tls_->current() : nullptr; }
   bool draining() const { return draining_.load(std::memory_order_relaxed); }
   /// Counts clients; false (and nothing counted) beyond max_clients.
   bool admit_client();
@@ -128,6 +130,7 @@ class Server {
   UserStore users_;
   CancelRegistry cancels_;
   std::unique_ptr<tls::ServerContextHolder> pg_tls_;
+  std::unique_ptr<tls::ServerContextHolder> tds_tls_;
   asio::io_context main_{1};
   BlockingExecutor blocking_;
   std::map<std::string, DatabasePoolPtr, std::less<>> pools_;

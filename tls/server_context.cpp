@@ -4,12 +4,15 @@
 // once and stay, so resumption saves little, and a resumed TLS 1.3 session skips the
 // certificate verification whose outcome peer_certificate() reports.
 
+#include <sys/socket.h>
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -221,6 +224,103 @@ SSL* new_server_ssl(const ServerContext& context, int fd) {
   }
   SSL_set_accept_state(ssl);
   return ssl;
+}
+
+SSL* new_server_ssl_memory(const ServerContext& context) {
+  SSL* ssl = SSL_new(context.native());
+  if (ssl == nullptr) return nullptr;
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  if (in == nullptr || out == nullptr) {
+    BIO_free(in);
+    BIO_free(out);
+    SSL_free(ssl);
+    return nullptr;
+  }
+  BIO_set_mem_eof_return(in, -1);  // empty = "retry", not EOF
+  BIO_set_mem_eof_return(out, -1);
+  SSL_set_bio(ssl, in, out);
+  SSL_set_accept_state(ssl);
+  return ssl;
+}
+
+namespace {
+
+// A socket BIO that first returns bytes already read from the socket.
+struct PrefixedSocket {
+  int fd;
+  std::string prefix;
+  size_t pos = 0;
+};
+
+int prefixed_read(BIO* bio, char* data, int size) {
+  auto* p = static_cast<PrefixedSocket*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  if (p->pos < p->prefix.size()) {
+    size_t n = std::min(p->prefix.size() - p->pos, static_cast<size_t>(size));
+    std::memcpy(data, p->prefix.data() + p->pos, n);
+    p->pos += n;
+    if (p->pos == p->prefix.size()) std::string().swap(p->prefix), p->pos = 0;
+    return static_cast<int>(n);
+  }
+  ssize_t n = ::recv(p->fd, data, static_cast<size_t>(size), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    BIO_set_retry_read(bio);
+    return -1;
+  }
+  return static_cast<int>(n);
+}
+
+int prefixed_write(BIO* bio, const char* data, int size) {
+  auto* p = static_cast<PrefixedSocket*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  ssize_t n = ::send(p->fd, data, static_cast<size_t>(size), MSG_NOSIGNAL);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    BIO_set_retry_write(bio);
+    return -1;
+  }
+  return static_cast<int>(n);
+}
+
+long prefixed_ctrl(BIO* bio, int cmd, long, void*) {
+  auto* p = static_cast<PrefixedSocket*>(BIO_get_data(bio));
+  switch (cmd) {
+    case BIO_CTRL_FLUSH:
+      return 1;
+    case BIO_CTRL_PENDING:
+      return p ? static_cast<long>(p->prefix.size() - p->pos) : 0;
+    default:
+      return 0;
+  }
+}
+
+int prefixed_destroy(BIO* bio) {
+  delete static_cast<PrefixedSocket*>(BIO_get_data(bio));
+  BIO_set_data(bio, nullptr);
+  return 1;
+}
+
+BIO_METHOD* prefixed_method() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "prefixed socket");
+    BIO_meth_set_read(m, prefixed_read);
+    BIO_meth_set_write(m, prefixed_write);
+    BIO_meth_set_ctrl(m, prefixed_ctrl);
+    BIO_meth_set_destroy(m, prefixed_destroy);
+    return m;
+  }();
+  return method;
+}
+
+}  // namespace
+
+bool attach_socket(SSL* ssl, int fd, std::string prefix) {
+  BIO* bio = BIO_new(prefixed_method());
+  if (bio == nullptr) return false;
+  BIO_set_data(bio, new PrefixedSocket{fd, std::move(prefix)});
+  BIO_set_init(bio, 1);
+  SSL_set_bio(ssl, bio, bio);  // one BIO both ways: SSL_set_bio takes one reference
+  return true;
 }
 
 bool alpn_negotiated(SSL* ssl) {

@@ -153,6 +153,16 @@ class ServerContext {
 /// caller drives SSL_accept and frees it (SslPtr). nullptr when OpenSSL fails (last_error()).
 SSL* new_server_ssl(const ServerContext& context, int fd);
 
+/// A new server-side SSL object whose handshake is carried by the caller (TDS 7.x wraps
+/// it in PRELOGIN packets): feed the client's bytes with BIO_write(SSL_get_rbio()), drive
+/// SSL_do_handshake, and send what BIO_read(SSL_get_wbio()) yields. nullptr on failure.
+SSL* new_server_ssl_memory(const ServerContext& context);
+/// Moves a session made by new_server_ssl_memory() onto the socket `fd` once its handshake
+/// is done: reads return `prefix` first (records the client sent right behind its last
+/// handshake message, already received), then the socket's bytes; writes go to the socket.
+/// BIO_pending(SSL_get_rbio()) counts the prefix still unread. False on failure.
+bool attach_socket(SSL* ssl, int fd, std::string prefix);
+
 /// True when ALPN selected a protocol during the handshake.
 bool alpn_negotiated(SSL* ssl);
 /// The ALPN protocol selected during the handshake, empty when none.

@@ -42,9 +42,10 @@ class Wirepool:
     """
 
     def __init__(self, databases=None, users=None, server="", name="wirepool", tls=None,
-                 listener=""):
+                 listener="", tds=False):
         """`tls`: YAML for the top-level tls section (e.g. "{ generate: true }");
-        `listener`: extra fields for the PostgreSQL listener (e.g. "tls: required")."""
+        `listener`: extra fields for the PostgreSQL listener (e.g. "tls: required");
+        `tds`: also listen for TDS clients on `tds_port` (needs `tls`)."""
         self.dir = tempfile.mkdtemp(prefix=f"{name}-")
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "wirepool.log")
@@ -69,6 +70,9 @@ class Wirepool:
         extra = f", {listener}" if listener else ""
         text += (f"listeners:\n  - {{ protocol: postgres, address: 127.0.0.1, port: {self.port}"
                  f"{extra} }}\n")
+        self.tds_port = free_port() if tds else None
+        if tds:
+            text += f"  - {{ protocol: tds, address: 127.0.0.1, port: {self.tds_port} }}\n"
         if tls:
             text += f"tls: {tls}\n"
         text += "users:\n" + textwrap.indent(textwrap.dedent(users).strip("\n"), "  ") + "\n"
@@ -135,6 +139,10 @@ class Wirepool:
         """libpq key=value form (psycopg2)."""
         return (f"host=127.0.0.1 port={self.port} user={user} password={password} "
                 f"dbname={database} sslmode=disable")
+
+    def certificate(self):
+        """The generated certificate (tls: { generate: true })."""
+        return os.path.join(self.dir, "state", "tls", "server.crt")
 
     def rss_kib(self):
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -232,11 +240,12 @@ class WirepoolTestCase(unittest.TestCase):
     server = ""
     tls = None
     listener = ""
+    tds = False
 
     @classmethod
     def setUpClass(cls):
         cls.wp = Wirepool(cls.databases, cls.users, cls.server, name=cls.__name__, tls=cls.tls,
-                          listener=cls.listener)
+                          listener=cls.listener, tds=cls.tds)
         cls.wp.start()
 
     @classmethod

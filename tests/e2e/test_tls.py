@@ -30,7 +30,7 @@ import unittest
 
 import psycopg2
 
-from harness import WIREPOOL, Wirepool, WirepoolTestCase, psql, startup_packet
+from harness import WIREPOOL, Wirepool, WirepoolTestCase, psql, raw_login, startup_packet
 
 INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
 
@@ -84,6 +84,22 @@ class TlsTest(WirepoolTestCase):
     def test_channel_binding_required(self):
         r = psql(self.dsn(sslmode="require", channel_binding="require"), "-c", "SELECT 'bound'")
         self.assertEqual(r.stdout.strip(), "bound")
+
+    def test_client_vanishes_mid_result_over_tls(self):
+        # The write that finds the socket closed fails with EPIPE; it must not
+        # kill wirepool with SIGPIPE (OpenSSL writes with send() without MSG_NOSIGNAL).
+        crt = os.path.join(self.wp.dir, "state", "tls", "server.crt")
+        s = raw_login(self.wp.port, tls_ca=crt)
+        q = (b"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300000) "
+             b"SELECT x, printf('%200d', x) FROM n\0")
+        s.sendall(b"Q" + struct.pack("!I", len(q) + 4) + q)
+        s.recv(1024)
+        s.close()
+        deadline = time.time() + 10
+        while "connection lost in the middle of a result" not in self.wp.log():
+            self.assertLess(time.time(), deadline, self.wp.log()[-3000:])
+            time.sleep(0.1)
+        raw_login(self.wp.port, tls_ca=crt).close()  # still serving
 
     def test_tls12_refused_tls13_served(self):
         r12 = openssl("s_client", "-starttls", "postgres", "-tls1_2", "-connect",

@@ -1,0 +1,257 @@
+#include "server/client_connection.hpp"
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+namespace wirepool::server {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+
+// ---------------------------------------------------------------------------
+// InBuffer
+
+void InBuffer::consume(size_t n) {
+  begin_ += n;
+  if (begin_ == end_) begin_ = end_ = 0;
+}
+
+void InBuffer::reserve_tail(size_t n) {
+  if (cap_ - end_ >= n) return;
+  size_t used = end_ - begin_;
+  if (begin_ > 0 && cap_ - used >= n) {
+    std::memmove(data_.get(), data_.get() + begin_, used);
+  } else {
+    size_t cap = std::max({cap_ * 2, used + n, kReadChunk});
+    auto fresh = std::make_unique_for_overwrite<uint8_t[]>(cap);
+    if (used) std::memcpy(fresh.get(), data_.get() + begin_, used);
+    data_ = std::move(fresh);
+    cap_ = cap;
+  }
+  begin_ = 0;
+  end_ = used;
+}
+
+void InBuffer::release() {
+  if (!empty()) return;
+  data_.reset();
+  begin_ = end_ = cap_ = 0;
+}
+
+// ---------------------------------------------------------------------------
+// ClientConnection
+
+ClientConnection::ClientConnection(Loop& loop, ClientSocket socket)
+    : loop_(loop), socket_(std::move(socket)) {
+  boost::system::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  socket_.non_blocking(true, ec);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  loop_.clients.push_back(*this);
+}
+
+size_t ClientConnection::io_read(uint8_t* data, size_t size, boost::system::error_code& ec) {
+  ec.clear();
+  if (!ssl_) {
+    want_write_ = false;
+    return socket_.read_some(asio::buffer(data, size), ec);
+  }
+  size_t got = 0;
+  int r = SSL_read_ex(ssl_.get(), data, size, &got);
+  if (r == 1) return got;
+  return tls_error(r, ec);
+}
+
+size_t ClientConnection::io_write(const uint8_t* data, size_t size, boost::system::error_code& ec) {
+  ec.clear();
+  if (!ssl_) {
+    want_write_ = true;
+    return socket_.write_some(asio::buffer(data, size), ec);
+  }
+  size_t put = 0;
+  int r = SSL_write_ex(ssl_.get(), data, size, &put);
+  if (r == 1) return put;
+  return tls_error(r, ec);
+}
+
+size_t ClientConnection::tls_error(int result, boost::system::error_code& ec) {
+  switch (SSL_get_error(ssl_.get(), result)) {
+    case SSL_ERROR_WANT_READ:
+      want_write_ = false;
+      ec = asio::error::would_block;
+      break;
+    case SSL_ERROR_WANT_WRITE:
+      want_write_ = true;
+      ec = asio::error::would_block;
+      break;
+    case SSL_ERROR_ZERO_RETURN:
+      ec = asio::error::eof;
+      break;
+    default:
+      spdlog::debug("client {}: TLS: {}", peer_, tls::last_error(ssl_.get()));
+      ec = asio::error::connection_reset;
+  }
+  ERR_clear_error();
+  return 0;
+}
+
+bool ClientConnection::tls_pending() const {
+  return ssl_ && (SSL_has_pending(ssl_.get()) || BIO_pending(SSL_get_rbio(ssl_.get())) > 0);
+}
+
+awaitable<bool> ClientConnection::tls_accept(const tls::ServerContextPtr& context) {
+  tls_ctx_ = context;
+  ssl_.reset(tls::new_server_ssl(*tls_ctx_, socket_.native_handle()));
+  if (!ssl_) {
+    spdlog::error("client {}: cannot start TLS: {}", peer_, tls::last_error());
+    co_return false;
+  }
+  for (;;) {
+    int r = SSL_accept(ssl_.get());
+    if (r == 1) break;
+    boost::system::error_code ec;
+    int e = SSL_get_error(ssl_.get(), r);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+      spdlog::warn("client {}: TLS handshake failed: {}", peer_, tls::last_error(ssl_.get()));
+      ERR_clear_error();
+      ssl_.reset();
+      co_return false;
+    }
+    co_await socket_.async_wait(
+        e == SSL_ERROR_WANT_WRITE ? ClientSocket::wait_write : ClientSocket::wait_read,
+        asio::redirect_error(use_awaitable, ec));
+    if (timed_out_) {
+      spdlog::info("client {}: closed at login_timeout during the TLS handshake", peer_);
+      ssl_.reset();
+      co_return false;
+    }
+    if (ec && ec != asio::error::operation_aborted) {
+      ssl_.reset();
+      co_return false;
+    }
+  }
+  spdlog::debug("client {}: {} with {}", peer_, tls::tls_version(ssl_.get()),
+                SSL_get_cipher_name(ssl_.get()));
+  co_return true;
+}
+
+bool ClientConnection::adopt_tls(const tls::ServerContextPtr& context, tls::SslPtr ssl,
+                                 std::string prefix) {
+  if (!tls::attach_socket(ssl.get(), socket_.native_handle(), std::move(prefix))) return false;
+  tls_ctx_ = context;
+  ssl_ = std::move(ssl);
+  return true;
+}
+
+awaitable<bool> ClientConnection::read_more(size_t want) {
+  for (;;) {
+    in_.reserve_tail(std::max(want, kReadChunk));
+    boost::system::error_code ec;
+    size_t n = io_read(in_.tail(), in_.space(), ec);
+    if (!ec) {
+      in_.commit(n);
+      co_return true;
+    }
+    if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
+    // The login deadline, when armed, bounds the wait; else the I/O timeout.
+    const bool bounded_here = !io_deadline_;
+    if (bounded_here) io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
+    co_await socket_.async_wait(want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
+                                asio::redirect_error(use_awaitable, ec));
+    if (bounded_here) io_deadline_.reset();
+    if (timed_out_) co_return false;
+    if (ec && ec != asio::error::operation_aborted) co_return false;
+  }
+}
+
+awaitable<bool> ClientConnection::flush() {
+  size_t off = 0;
+  while (off < out_.size()) {
+    boost::system::error_code ec;
+    size_t n = io_write(reinterpret_cast<const uint8_t*>(out_.data()) + off, out_.size() - off, ec);
+    if (!ec) {
+      off += n;
+      continue;
+    }
+    if (ec != asio::error::would_block && ec != asio::error::try_again) {
+      out_.clear();
+      co_return false;
+    }
+    auto saved = io_deadline_;
+    io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
+    co_await socket_.async_wait(want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
+                                asio::redirect_error(use_awaitable, ec));
+    io_deadline_ = saved;
+    if (timed_out_ || (ec && ec != asio::error::operation_aborted)) {
+      out_.clear();
+      co_return false;
+    }
+  }
+  out_.clear();
+  co_return true;
+}
+
+void ClientConnection::expire_io(TimePoint now) {
+  if (io_deadline_ && now >= *io_deadline_) {
+    timed_out_ = true;
+    io_deadline_.reset();
+    boost::system::error_code ec;
+    socket_.cancel(ec);
+  }
+}
+
+bool ClientConnection::allowed_by(const config::Listener& listener) const {
+  if (listener.allow.empty()) return true;
+  boost::system::error_code ec;
+  auto addr = socket_.remote_endpoint(ec).address();
+  if (ec) return false;
+  bool ok = false;
+  if (addr.is_v4()) {
+    auto b = addr.to_v4().to_bytes();
+    for (const auto& c : listener.allow)
+      ok = ok || c.contains(b.data(), false);
+  } else {
+    auto b = addr.to_v6().to_bytes();
+    for (const auto& c : listener.allow)
+      ok = ok || c.contains(b.data(), true);
+  }
+  return ok;
+}
+
+std::optional<std::string> ClientConnection::certificate_refusal(const UserRecord& user,
+                                                                 const config::Tls& tls) const {
+  if (user.client_cert_pins.empty()) return std::nullopt;
+  tls::PeerCertificate peer;
+  if (ssl_) peer = tls::peer_certificate(ssl_.get());
+  bool pinned = peer.present &&
+                tls::ClientContext::pin_matches(peer.public_key_sha256, user.client_cert_pins);
+  bool by_ca = peer.present && !tls.client_ca.empty() && peer.chain_verified &&
+               peer.common_name == user.name;
+  if (pinned || by_ca) return std::nullopt;
+  if (!ssl_) return "no TLS";
+  if (!peer.present) return "no client certificate";
+  return "public key sha256 " + peer.public_key_sha256 + " is not pinned for the user";
+}
+
+void ClientConnection::close_transport() {
+  if (ssl_) {
+    (void)SSL_shutdown(ssl_.get());  // close_notify, best effort: never waits
+    ERR_clear_error();
+    ssl_.reset();
+  }
+  boost::system::error_code ec;
+  socket_.shutdown(ClientSocket::shutdown_both, ec);
+  socket_.close(ec);
+  unlink();  // leaves the loop's client list
+}
+
+}  // namespace wirepool::server

@@ -1,0 +1,101 @@
+#pragma once
+// What every client connection has, whatever protocol it speaks (PostgreSQL,
+// TDS): the socket, TLS once negotiated, the read buffer, the output buffer,
+// and the I/O deadline that the loop's sweep enforces. The protocol classes
+// derive from it and keep only their protocol.
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "server/auth.hpp"
+#include "server/server.hpp"
+#include "tls/tls.hpp"
+
+namespace wirepool::server {
+
+/// Reads start at this size; larger messages grow the buffer to their length.
+inline constexpr size_t kReadChunk = 8 * 1024;
+/// Output is written to the socket once this much is buffered mid-result
+/// (backpressure: the next rows are fetched only after the client took these).
+inline constexpr size_t kFlushBytes = 64 * 1024;
+/// A client that stops mid-message or stops reading results for this long is closed.
+inline constexpr auto kIoTimeout = std::chrono::seconds(60);
+
+/// The read buffer: allocated while a message is arriving, released while the
+/// client is idle so that an idle client holds no buffer.
+class InBuffer {
+ public:
+  bool empty() const { return begin_ == end_; }
+  size_t size() const { return end_ - begin_; }
+  std::span<const uint8_t> view() const { return {data_.get() + begin_, end_ - begin_}; }
+  void consume(size_t n);
+  /// Makes room for at least `n` more bytes (compacting first).
+  void reserve_tail(size_t n);
+  uint8_t* tail() { return data_.get() + end_; }
+  size_t space() const { return cap_ - end_; }
+  void commit(size_t n) { end_ += n; }
+  void release();
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t begin_ = 0, end_ = 0, cap_ = 0;
+};
+
+class ClientConnection : public Client {
+ protected:
+  ClientConnection(Loop& loop, ClientSocket socket);
+
+  /// The client's bytes, through TLS once negotiated; never waits: on
+  /// would_block, want_write_ says which readiness to wait for.
+  size_t io_read(uint8_t* data, size_t size, boost::system::error_code& ec);
+  size_t io_write(const uint8_t* data, size_t size, boost::system::error_code& ec);
+  /// Reads at least one more byte into in_ (`want`: bytes the pending message
+  /// needs, a sizing hint). Waits are bounded by io_deadline_ when one is set
+  /// (the login deadline), else by kIoTimeout. False on EOF, error or timeout.
+  boost::asio::awaitable<bool> read_more(size_t want);
+  /// Writes all of out_ (bounded by kIoTimeout) and clears it. False if the
+  /// client is gone.
+  boost::asio::awaitable<bool> flush();
+  /// The TLS handshake on the socket with `context` (SSL_accept, bounded by
+  /// io_deadline_). On success ssl_ is the session; on failure a log line says
+  /// why and ssl_ is reset.
+  boost::asio::awaitable<bool> tls_accept(const tls::ServerContextPtr& context);
+  /// Adopts a TLS session whose handshake was carried some other way (TDS 7.x
+  /// wraps it in PRELOGIN packets): from now on it reads and writes the socket,
+  /// `prefix` (records already read behind the handshake) first.
+  bool adopt_tls(const tls::ServerContextPtr& context, tls::SslPtr ssl, std::string prefix);
+  /// True when the socket (or TLS) has bytes to read without waiting.
+  bool tls_pending() const;
+  /// The deadline passed: cancels the socket's waits and sets timed_out_.
+  void expire_io(TimePoint now);
+  /// Whether the client's address is in the listener's allow-list (an empty list allows all).
+  bool allowed_by(const config::Listener& listener) const;
+  /// Why `user`'s certificate requirement refuses this client (nullopt: it does
+  /// not, or the user needs none): a certificate whose public key is pinned for
+  /// the user, or one signed by tls.client_ca whose common name is the user.
+  std::optional<std::string> certificate_refusal(const UserRecord& user,
+                                                 const config::Tls& tls) const;
+  /// Sends close_notify (best effort, never waits), shuts the socket down and closes it.
+  void close_transport();
+
+  Loop& loop_;
+  ClientSocket socket_;
+  std::string peer_;  ///< "address:port", for log lines
+  InBuffer in_;
+  std::string out_;
+  tls::ServerContextPtr tls_ctx_;  ///< the context ssl_ was made from (outlives ssl_)
+  tls::SslPtr ssl_;                ///< the client's TLS session, when it has one
+  bool want_write_ = false;        ///< what the last would_block waits for
+  std::optional<TimePoint> io_deadline_;
+  bool timed_out_ = false;
+
+ private:
+  size_t tls_error(int result, boost::system::error_code& ec);
+};
+
+}  // namespace wirepool::server
