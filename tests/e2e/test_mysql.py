@@ -16,7 +16,10 @@ next; in session mode the next client finds no user variable or temporary
 table of the last (COM_RESET_CONNECTION); an entry with a tls block reaches MariaDB over TLS 1.3; pgbench
 with a custom script (BEGIN, SELECT, UPDATE, END) in simple, extended and
 prepared modes with zero failed transactions; 200,000 rows through wirepool
-without growing its memory.
+without growing its memory. And a SQL Server client: tedious (TDS 8.0 strict)
+through the TDS front end with @name parameters (rewritten to $n, then ?),
+NULLs, NVARCHAR, DECIMAL and VARBINARY values, errors as SQL Server numbers
+(2627 for a duplicate key, 102 for a syntax error) and a two-result batch.
 """
 
 import json
@@ -325,6 +328,86 @@ class MysqlTest(WirepoolTestCase):
         finally:
             os.unlink(script)
         self.assertEqual(self.q("SELECT SUM(v) FROM bench"), "2400")
+
+
+TEDIOUS_SCRIPT = r"""
+const fs = require('fs');
+const assert = require('assert');
+const { Connection, Request, TYPES } = require('tedious');
+const cfg = JSON.parse(process.argv[1]);
+function connect() {
+  const conn = new Connection({
+    server: '127.0.0.1',
+    authentication: { type: 'default', options: { userName: 'alice', password: 'wonderland' } },
+    options: { port: cfg.port, database: 'my', encrypt: 'strict', serverName: 'localhost',
+               cryptoCredentialsDetails: { ca: fs.readFileSync(cfg.ca) },
+               trustServerCertificate: false, connectTimeout: 15000, requestTimeout: 60000 },
+  });
+  return new Promise((ok, ko) => { conn.on('error', () => {}); conn.connect((e) => e ? ko(e) : ok(conn)); });
+}
+function run(conn, sql, params = [], how = 'execSql') {
+  return new Promise((ok, ko) => {
+    const rows = [];
+    const req = new Request(sql, (e, n) => e ? ko(e) : ok({ rows, n }));
+    for (const p of params) req.addParameter(p[0], p[1], p[2], p[3]);
+    req.on('row', (cols) => rows.push(cols.map((c) => c.value)));
+    conn[how](req);
+  });
+}
+(async () => {
+  const c = await connect();
+  const out = {};
+  await run(c, 'DROP TABLE IF EXISTS tds_t', [], 'execSqlBatch');
+  await run(c, 'CREATE TABLE tds_t (id INT PRIMARY KEY, s VARCHAR(20), d DECIMAL(10,2), b BLOB)', [], 'execSqlBatch');
+  out.insert = (await run(c, 'INSERT INTO tds_t VALUES (@id, @s, @d, @b)',
+      [['id', TYPES.Int, 1], ['s', TYPES.NVarChar, 'grüße'], ['d', TYPES.Decimal, 12.5, { precision: 10, scale: 2 }],
+       ['b', TYPES.VarBinary, Buffer.from([0, 255])]])).n;
+  await run(c, 'INSERT INTO tds_t VALUES (@id, @s, NULL, NULL)', [['id', TYPES.Int, 2], ['s', TYPES.NVarChar, null]]);
+  const r = await run(c, 'SELECT id, s, d, b FROM tds_t WHERE id >= @min ORDER BY id', [['min', TYPES.Int, 1]]);
+  out.rows = r.rows.map((row) => row.map((v) => Buffer.isBuffer(v) ? v.toString('hex') : v));
+  try { await run(c, 'INSERT INTO tds_t VALUES (@id, NULL, NULL, NULL)', [['id', TYPES.Int, 1]]); out.dup = 'none'; }
+  catch (e) { out.dup = e.number; }
+  try { await run(c, 'SELEC 1', [], 'execSqlBatch'); out.syntax = 'none'; }
+  catch (e) { out.syntax = e.number; }
+  const b = await run(c, 'SELECT 1 AS a; SELECT 2 AS b', [], 'execSqlBatch');
+  out.batch = b.rows;
+  c.close();
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+class MysqlTdsTest(WirepoolTestCase):
+    """tedious (TDS 8.0 strict) through wirepool's TDS front end to MariaDB."""
+
+    users = "- { name: alice, password: wonderland }"
+    tls = "{ generate: true }"
+    tds = True
+
+    @classmethod
+    def setUpClass(cls):
+        cls.info = mariadb_info()
+        os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = cls.info["password"]
+        cls.databases = database_entry(cls.info, "my", "transaction", 2)
+        super().setUpClass()
+
+    def test_tedious_parameters_errors_and_batches(self):
+        node22 = os.path.join(NODE_PATH, ".bin", "node")
+        if not os.path.isdir(os.path.join(NODE_PATH, "tedious")):
+            self.skipTest("tedious is not installed (make test installs it)")
+        cfg = json.dumps({"port": self.wp.tds_port, "ca": self.wp.certificate()})
+        r = subprocess.run([node22, "-e", TEDIOUS_SCRIPT, cfg], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, NODE_PATH=NODE_PATH))
+        self.assertEqual(r.returncode, 0, r.stderr + self.wp.log()[-3000:])
+        out = json.loads(r.stdout)
+        self.assertEqual(out["insert"], 1)
+        self.assertEqual(out["rows"][0][:2], [1, "grüße"])
+        self.assertEqual(str(out["rows"][0][2]), "12.5")
+        self.assertEqual(out["rows"][0][3], "00ff")
+        self.assertEqual(out["rows"][1], [2, None, None, None])
+        self.assertEqual(out["dup"], 2627)  # 23505 as SQL Server's number
+        self.assertEqual(out["syntax"], 102)  # 42601
+        self.assertEqual(out["batch"], [[1], [2]])
 
 
 if __name__ == "__main__":
