@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "backends/mysql/mysql_driver.hpp"
 #include "backends/postgresql/postgresql_driver.hpp"
 #include "backends/sqlite/sqlite_driver.hpp"
 
@@ -377,7 +378,7 @@ struct DriverEntry {
 constexpr DriverEntry kDrivers[] = {
     {"sqlite", [] { return &sqlite::driver(); }},
     {"postgresql", [] { return &postgresql::driver(); }},
-    {"mysql", nullptr},
+    {"mysql", [] { return &mysql::driver(); }},
     {"odbc", nullptr},
     {"tds", nullptr},
 };
