@@ -1,25 +1,32 @@
 #!/usr/bin/python3
-"""The mysql driver against the same work written directly in C.
+"""Each driver against the same work written directly in C on its raw C API.
 
-Starts a throwaway MariaDB (tests/fixtures/mariadbserver.py), then runs
-build/release/driver_bench (through the driver contract) and
-build/release/mysql_raw (bench/c/mysql_raw.c, libmysqlclient with the driver's
-strategy) alternately RUNS times each: insert 20,000 rows of (bigint, text,
-double) through one prepared statement in one transaction, scan them with one
-streaming reader, 5,000 primary-key lookups through one prepared statement.
-Prints (and writes to bench/results/mysql_driver_vs_c.json) the median rows
-per second of each cell and the ratio driver / C. A third program, mysql_raw
-with MYSQL_RAW_NONBLOCK=1, runs the scan and the lookups through MariaDB's
-non-blocking API (poll between calls, as on an event loop): the ratio
-nonblocking / blocking is the measurement behind the driver's blocking design.
+For every driver of this build: build/release/driver_bench (through the
+driver contract, bench/driver_bench.cpp) and the C program of bench/c/ with the
+driver's strategy, alternately (A B A B ...) ROUNDS times after a warm-up run
+each: insert N rows of (bigint, text, double) through one prepared statement in
+one transaction, scan them with one streaming reader, M primary-key lookups
+through one prepared statement.
 
-Usage: bench/driver_vs_c.py [RUNS] [BUILD_DIR]   (/usr/bin/python3)
-A measurement, not a test: the machine is shared and noisy; do not run it
-while something compiles.
+  sqlite      bench/c/sqlite.c   on a file          N = 100,000, M = 20,000
+  postgresql  bench/c/libpq.c    throwaway PG 15    N = 20,000,  M = 5,000
+  mysql       bench/c/mysql.c    throwaway MariaDB  N = 20,000,  M = 5,000
+  odbc        bench/c/odbc.c     when this build has it (see bench/odbc_vs_c.py)
+
+(--quick: a fifth of N and M.) Prints one JSON object: every sample, per driver
+and cell the median and best rows per second of each program, and the driver
+as a percentage of C (above 100%: the driver was faster). Also writes
+bench/results/driver_vs_c.json unless --no-save.
+
+Usage: bench/driver_vs_c.py [--rounds 5] [--quick] [--only sqlite,mysql]
+The PostgreSQL server of `make bench` is reused when $WIREPOOL_BENCH_PG_INFO
+names its info.json; else one is started. A measurement, not a test.
 """
 
+import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,52 +34,132 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-FIXTURE = os.path.join(REPO, "tests", "fixtures", "mariadbserver.py")
-CELLS = ("insert_rows_per_s", "scan_rows_per_s", "lookup_rows_per_s")
+FIXTURES = os.path.join(REPO, "tests", "fixtures")
+CELLS = ("insert", "scan", "lookup")
+
+
+def log(msg):
+    print(f"[driver_vs_c] {msg}", file=sys.stderr, flush=True)
+
+
+class Server:
+    """A throwaway server from tests/fixtures (pgserver.py / mariadbserver.py)."""
+
+    def __init__(self, script):
+        self.script = os.path.join(FIXTURES, script)
+        self.dir = tempfile.mkdtemp(prefix="wp-driver-bench-")
+        shutil.rmtree(self.dir)
+        subprocess.run(["/usr/bin/python3", self.script, "start", self.dir], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(os.path.join(self.dir, "info.json")) as f:
+            self.info = json.load(f)
+
+    def stop(self):
+        subprocess.run(["/usr/bin/python3", self.script, "stop", self.dir],
+                       stdout=subprocess.DEVNULL)
+
+
+def setups(build, quick, only):
+    """(name, n, m, {program: (cmd, env)}, cleanup) per driver: programs "driver", "c",
+    and for mysql "c_nonblock" (MariaDB's non-blocking API, the measurement behind
+    the driver's blocking design: docs/mysql.md)."""
+    scale = 5 if quick else 1
+    out = []
+    if "sqlite" in only:
+        d = tempfile.mkdtemp(prefix="wp-sqlite-bench-")
+        n, m = 100000 // scale, 20000 // scale
+        env = dict(os.environ)
+        out.append(("sqlite", n, m, {
+            "driver": ([os.path.join(build, "driver_bench"), "sqlite", os.path.join(d, "d.db"),
+                        str(n), str(m)], env),
+            "c": ([os.path.join(build, "sqlite_raw"), os.path.join(d, "c.db"), str(n), str(m)],
+                  env)}, lambda: shutil.rmtree(d, ignore_errors=True)))
+    if "postgresql" in only:
+        n, m = 20000 // scale, 5000 // scale
+        info_path = os.environ.get("WIREPOOL_BENCH_PG_INFO")
+        server = None
+        if info_path and os.path.exists(info_path):
+            with open(info_path) as f:
+                info = json.load(f)
+        else:
+            server = Server("pgserver.py")
+            info = server.info
+        conn = (f"host={info['host']} port={info['port']} user={info['user']} "
+                f"dbname={info['database']}")
+        env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=info["password"])
+        out.append(("postgresql", n, m, {
+            "driver": ([os.path.join(build, "driver_bench"), "postgresql", conn, str(n), str(m)],
+                       env),
+            "c": ([os.path.join(build, "libpq_raw"), conn, str(n), str(m)], env)},
+            server.stop if server else (lambda: None)))
+    if "mysql" in only:
+        n, m = 20000 // scale, 5000 // scale
+        server = Server("mariadbserver.py")
+        info = server.info
+        conn = (f"host={info['host']} port={info['port']} user={info['user']} "
+                f"dbname={info['database']}")
+        env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=info["password"])
+        raw = [os.path.join(build, "mysql_raw"), info["host"], str(info["port"]), info["user"],
+               info["database"], str(n), str(m)]
+        out.append(("mysql", n, m, {
+            "driver": ([os.path.join(build, "driver_bench"), "mysql", conn, str(n), str(m)], env),
+            "c": (raw, env),
+            "c_nonblock": (raw, dict(env, MYSQL_RAW_NONBLOCK="1"))}, server.stop))
+    return out
 
 
 def main():
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    build = sys.argv[2] if len(sys.argv) > 2 else os.path.join(REPO, "build", "release")
-    d = tempfile.mkdtemp(prefix="wp-mysql-bench-")
-    subprocess.run(["/usr/bin/python3", FIXTURE, "start", d], check=True,
-                   stdout=subprocess.DEVNULL)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="sqlite,postgresql,mysql")
+    ap.add_argument("--build", default=os.path.join(REPO, "build", "release"))
+    ap.add_argument("--json", action="store_true", help="(default) print the JSON result")
+    ap.add_argument("--no-save", action="store_true")
+    a = ap.parse_args()
+    only = [d for d in a.only.split(",") if d]
+    samples = []
+    table = []
+    cleanups = []
     try:
-        with open(os.path.join(d, "info.json")) as f:
-            info = json.load(f)
-        env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=info["password"])
-        conn = (f"host={info['host']} port={info['port']} user={info['user']} "
-                f"dbname={info['database']}")
-        raw = [os.path.join(build, "mysql_raw"), info["host"], str(info["port"]), info["user"],
-               info["database"]]
-        programs = {
-            "driver": ([os.path.join(build, "driver_bench"), "mysql", conn], env),
-            "c": (raw, env),
-            "c_nonblock": (raw, dict(env, MYSQL_RAW_NONBLOCK="1")),
-        }
-        results = {name: [] for name in programs}
-        for _ in range(runs):
-            for name, (cmd, e) in programs.items():  # alternating, so drift hits all
-                out = subprocess.run(cmd, env=e, check=True, capture_output=True, text=True)
-                results[name].append(json.loads(out.stdout))
-        table = {}
-        for cell in CELLS:
-            med = {name: statistics.median(r[cell] for r in rs) for name, rs in results.items()}
-            # Contention from other work only ever slows a run down, so the best
-            # of the runs is reported beside the median.
-            best = {name: max(r[cell] for r in rs) for name, rs in results.items()}
-            table[cell] = dict(med, ratio=round(med["driver"] / med["c"], 3),
-                               nonblock_ratio=round(med["c_nonblock"] / med["c"], 3),
-                               best=best, best_ratio=round(best["driver"] / best["c"], 3),
-                               best_nonblock_ratio=round(best["c_nonblock"] / best["c"], 3))
-        report = {"runs": runs, "rows": 20000, "lookups": 5000, "median": table,
-                  "all": results}
-        os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-        with open(os.path.join(HERE, "results", "mysql_driver_vs_c.json"), "w") as f:
-            json.dump(report, f, indent=2)
-        print(json.dumps({"runs": runs, "median": table}, indent=2))
+        for name, n, m, programs, cleanup in setups(a.build, a.quick, only):
+            cleanups.append(cleanup)
+            for cmd, env in programs.values():  # warm-up: caches, files, server buffers
+                subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+            results = {p: [] for p in programs}
+            for rnd in range(a.rounds):
+                for p, (cmd, env) in programs.items():
+                    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+                    if r.returncode != 0:
+                        raise SystemExit(f"{name} {p}: {r.stderr.strip()[-500:]}")
+                    s = json.loads(r.stdout)
+                    s.update(driver=name, program=p, round=rnd)
+                    results[p].append(s)
+                    samples.append(s)
+            row = {"driver": name, "n": n, "lookups": m}
+            for cell in CELLS:
+                key = f"{cell}_rows_per_s"
+                med = {p: statistics.median(s[key] for s in rs) for p, rs in results.items()}
+                best = {p: max(s[key] for s in rs) for p, rs in results.items()}
+                row[f"{cell}_driver"] = med["driver"]
+                row[f"{cell}_c"] = med["c"]
+                row[f"{cell}_pct"] = round(med["driver"] * 100.0 / med["c"], 1)
+                row[f"{cell}_best_pct"] = round(best["driver"] * 100.0 / best["c"], 1)
+                if "c_nonblock" in med:
+                    row[f"{cell}_c_nonblock_pct_of_c"] = round(
+                        med["c_nonblock"] * 100.0 / med["c"], 1)
+            table.append(row)
+            log(f"{name}: insert {row['insert_pct']}%, scan {row['scan_pct']}%, "
+                f"lookup {row['lookup_pct']}% of C")
     finally:
-        subprocess.run(["/usr/bin/python3", FIXTURE, "stop", d], stdout=subprocess.DEVNULL)
+        for c in cleanups:
+            c()
+    doc = {"rounds": a.rounds, "quick": a.quick, "table": table, "samples": samples}
+    if not a.no_save:
+        os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+        with open(os.path.join(HERE, "results", "driver_vs_c.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+    print(json.dumps(doc, indent=1))
 
 
 if __name__ == "__main__":

@@ -330,7 +330,7 @@ def workload_drivers(bench):
     if not os.path.exists(script):
         return {"skipped": "bench/driver_vs_c.py is not in this version"}
     a = bench.args
-    cmd = ["/usr/bin/python3", script, "--rounds", str(a.rounds), "--json"]
+    cmd = ["/usr/bin/python3", script, "--rounds", str(a.rounds), "--json", "--no-save"]
     if a.quick or a.self_check:
         cmd.append("--quick")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600,
