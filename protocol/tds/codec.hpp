@@ -475,8 +475,9 @@ struct LoginAck {
   std::array<uint8_t, 4> prog_version{};  ///< major, minor, build high, build low
 };
 
-/// ENVCHANGE. String types (database, language, packet size) carry UTF-8 text;
-/// binary types (collation, transactions) raw bytes.
+/// ENVCHANGE. String types (database, language, packet size, ...) carry UTF-8
+/// text; binary types (collation, transactions) raw bytes; routing (20),
+/// promote transaction (15) and unknown types their whole body in new_value.
 struct EnvChange {
   uint8_t type = 0;
   std::string new_value;

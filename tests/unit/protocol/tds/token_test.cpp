@@ -386,6 +386,16 @@ TEST(TdsTokens, CurrentCommandForVerbs) {
   EXPECT_EQ(current_command("CREATE TABLE"), 0);
 }
 
+TEST(TdsTokens, RoutingAndUnknownEnvChangesAreKeptRaw) {
+  // ENVCHANGE 20 (routing): a 2-byte length and its own structure, kept raw.
+  const std::string routing = test::unhex("e3090014070000050000ab00");
+  TokenDecoder dec;
+  auto d = dec.next(bytes_of(routing));
+  ASSERT_EQ(d.status, DecodeStatus::ok) << d.error;
+  EXPECT_EQ(std::get<EnvChange>(d.message).type, 20);
+  EXPECT_EQ(std::get<EnvChange>(d.message).new_value.size(), 8u);
+}
+
 TEST(TdsTokens, MalformedTokensAreErrors) {
   TokenDecoder dec;
   EXPECT_EQ(dec.next(bytes_of(std::string("\xD1", 1))).status, DecodeStatus::error);  // no meta
