@@ -11,7 +11,8 @@
 // - TDS 8.0 ("strict", tedious `encrypt: 'strict'`, ALPN tds/8.0): the client
 //   starts TLS 1.3 at once; its first byte is a TLS handshake record (0x16, see
 //   looks_like_tls()). After the handshake everything below runs inside TLS:
-//   PRELOGIN (the answer's ENCRYPTION is informative), LOGIN7, requests.
+//   PRELOGIN (the answer's ENCRYPTION is informative; tedious 19 sends
+//   ENCRYPTION = NOT_SUP there, see the strict_* captures), LOGIN7, requests.
 // - TDS 7.x (FreeTDS, pytds, ODBC without strict): the client sends a cleartext
 //   PRELOGIN; when both sides agree on encryption the TLS handshake records then
 //   travel *inside* PRELOGIN packets (type 18) until TLS is established, and
