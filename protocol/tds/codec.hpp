@@ -22,6 +22,9 @@
 //   TDS listener speaks only TDS 8.0; this is here for completeness.)
 // - A message's packets are assembled by header length and the EOM bit, never
 //   by read boundaries; ATTENTION is an empty message of type 6.
+// - The decoders of assembled messages (PRELOGIN, LOGIN7, SQL batch, RPC,
+//   transaction manager) answer ok or error, never need_more: a message cut
+//   short is malformed. Only TokenDecoder and decode_value stream.
 
 #include <array>
 #include <cstddef>
