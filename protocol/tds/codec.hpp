@@ -22,6 +22,11 @@
 //   TDS listener speaks only TDS 8.0; this is here for completeness.)
 // - A message's packets are assembled by header length and the EOM bit, never
 //   by read boundaries; ATTENTION is an empty message of type 6.
+// - Cancel: tedious 19 reads the cancelled request's response as one message
+//   (up to EOM) and expects the attention acknowledgement — DONE with
+//   done::kAttn — in the *next* message; an acknowledgement inside the same
+//   message leaves it waiting until its cancel timeout (checked by
+//   integration_tds_tedious).
 // - The decoders of assembled messages (PRELOGIN, LOGIN7, SQL batch, RPC,
 //   transaction manager) answer ok or error, never need_more: a message cut
 //   short is malformed. Only TokenDecoder and decode_value stream.
