@@ -495,6 +495,7 @@ TEST(TdsErrors, SqlstateToNumberAndBack) {
   EXPECT_EQ(error_for_sqlstate("28000").severity, 14);
   EXPECT_EQ(error_for_sqlstate("3D000").number, 4060);
   EXPECT_EQ(error_for_sqlstate("53300").number, 17809);
+  EXPECT_EQ(error_for_sqlstate("57014").severity, 16);  // the connection stays usable
   EXPECT_EQ(error_for_sqlstate("XX000").number, 50000);
   EXPECT_EQ(error_for_sqlstate("XX000").severity, 16);
   EXPECT_EQ(sqlstate_for_error(2627), "23505");
