@@ -1167,8 +1167,7 @@ TypeInfo column_type(const db::Column& c, const Collation& collation, const db::
     case db::Kind::I64:
       t.type = type::kIntN;
       t.max_length = 8;
-      if (n.pg_oid == 23 || base == "int4" || base == "integer" || base == "int" ||
-          base == "mediumint")
+      if (n.pg_oid == 23 || base == "int4" || base == "int" || base == "mediumint")
         t.max_length = 4;
       else if (n.pg_oid == 21 || base == "int2" || base == "smallint" || base == "tinyint")
         t.max_length = 2;  // MySQL's tinyint is signed: SQL Server's TINYINT is not

@@ -418,6 +418,7 @@ TEST(TdsTypes, ColumnMapping) {
   EXPECT_EQ(map(db::Kind::Bool).type, type::kBitN);
   EXPECT_EQ(map(db::Kind::I64).max_length, 8u);
   EXPECT_EQ(map(db::Kind::I64, {.pg_oid = 23}).max_length, 4u);
+  EXPECT_EQ(map(db::Kind::I64, {.name = "INTEGER"}).max_length, 8u);  // SQLite: 64-bit
   EXPECT_EQ(map(db::Kind::I64, {.name = "SMALLINT"}).max_length, 2u);
   const TypeInfo u = map(db::Kind::U64);
   EXPECT_EQ(u.type, type::kDecimalN);
