@@ -51,7 +51,8 @@ static void put_be64(char* out, uint64_t v) {
 
 static uint64_t get_be64(const char* in) {
   uint64_t v = 0;
-  for (int k = 0; k < 8; ++k) v = (v << 8) | (unsigned char)in[k];
+  for (int k = 0; k < 8; ++k)
+    v = (v << 8) | (unsigned char)in[k];
   return v;
 }
 
@@ -144,8 +145,7 @@ int main(int argc, char** argv) {
     x ^= x >> 7;
     x ^= x << 17;
     put_be64(id_be, x % (uint64_t)rows + 1);
-    if (!PQsendQueryPrepared(db, "get", 1, get_values, get_lengths, get_formats, 1))
-      die("lookup");
+    if (!PQsendQueryPrepared(db, "get", 1, get_values, get_lengths, get_formats, 1)) die("lookup");
     if (!PQsetSingleRowMode(db)) die("single-row mode");
     while ((r = PQgetResult(db)) != NULL) {
       ExecStatusType st = PQresultStatus(r);
@@ -166,9 +166,10 @@ int main(int argc, char** argv) {
   }
   exec("DROP TABLE wp_bench");
   PQfinish(db);
-  printf("{\"program\": \"c:libpq\", \"rows\": %lld, \"lookups\": %lld, \"insert_rows_per_s\": "
-         "%.0f, \"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"checksum\": %.1f}\n",
-         (long long)rows, (long long)lookups, (double)rows / insert_s, (double)rows / scan_s,
-         (double)lookups / lookup_s, sum);
+  printf(
+      "{\"program\": \"c:libpq\", \"rows\": %lld, \"lookups\": %lld, \"insert_rows_per_s\": "
+      "%.0f, \"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"checksum\": %.1f}\n",
+      (long long)rows, (long long)lookups, (double)rows / insert_s, (double)rows / scan_s,
+      (double)lookups / lookup_s, sum);
   return 0;
 }

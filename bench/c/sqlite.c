@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   const int64_t rows = argc > 2 ? atoll(argv[2]) : 100000;
   const int64_t lookups = argc > 3 ? atoll(argv[3]) : 20000;
   if (sqlite3_open_v2(argv[1], &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
-      SQLITE_OK)
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      NULL) != SQLITE_OK)
     die("open");
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 5000);
@@ -139,9 +139,10 @@ int main(int argc, char** argv) {
   }
   exec("DROP TABLE wp_bench");
   sqlite3_close(db);
-  printf("{\"program\": \"c:sqlite\", \"rows\": %lld, \"lookups\": %lld, \"insert_rows_per_s\": "
-         "%.0f, \"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"checksum\": %.1f}\n",
-         (long long)rows, (long long)lookups, (double)rows / insert_s, (double)rows / scan_s,
-         (double)lookups / lookup_s, sum);
+  printf(
+      "{\"program\": \"c:sqlite\", \"rows\": %lld, \"lookups\": %lld, \"insert_rows_per_s\": "
+      "%.0f, \"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"checksum\": %.1f}\n",
+      (long long)rows, (long long)lookups, (double)rows / insert_s, (double)rows / scan_s,
+      (double)lookups / lookup_s, sum);
   return 0;
 }
