@@ -387,6 +387,9 @@ def main():
     only = [w for w in a.only.split(",") if w] or list(WORKLOADS)
 
     started = time.time()
+    # The commit measured: read before the run (HEAD may move while it runs).
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     bench = Bench(a)
     results = {}
     try:
@@ -397,8 +400,6 @@ def main():
             results[name]["elapsed_s"] = round(time.time() - t0, 1)
     finally:
         bench.stop()
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     now = datetime.datetime.now(datetime.timezone.utc)
     doc = {
         "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
