@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "backends/odbc/odbc_driver.hpp"
 #include "backends/postgresql/postgresql_driver.hpp"
 #include "backends/sqlite/sqlite_driver.hpp"
 
@@ -378,7 +379,7 @@ constexpr DriverEntry kDrivers[] = {
     {"sqlite", [] { return &sqlite::driver(); }},
     {"postgresql", [] { return &postgresql::driver(); }},
     {"mysql", nullptr},
-    {"odbc", nullptr},
+    {"odbc", [] { return &odbc::driver(); }},
     {"tds", nullptr},
 };
 }  // namespace

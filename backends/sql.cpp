@@ -313,8 +313,12 @@ class Lexer {
 
   size_t lex_dollar(Token& tok) {
     if (d_ == Dialect::sqlite) return lex_sqlite_variable(tok);
-    if (d_ != Dialect::postgres) return pos_ + 1;
+    // $N is also a marker in mysql and ansi text: PostgreSQL clients write it,
+    // and the mysql and odbc drivers rewrite it to ? (neither dialect has any
+    // other use for a '$' that starts a token). tsql keeps '$' as code.
+    if (d_ == Dialect::tsql) return pos_ + 1;
     size_t i = pos_ + 1;
+    if (d_ != Dialect::postgres && !is_digit(at(i))) return pos_ + 1;
     if (is_digit(at(i))) {  // $N
       while (is_digit(at(i)))
         ++i;

@@ -53,8 +53,8 @@ struct Marker {
   int number = 0;         ///< $N's N, or the 1-based ordinal of a ?; 0 for named
   std::string_view name;  ///< named markers: the name without its sigil
 };
-/// Markers recognised in `d`: postgres: $N; sqlite: $N ? ?N :a @a $a; mysql: ?;
-/// tsql: @name; ansi: ?.
+/// Markers recognised in `d`: postgres: $N; sqlite: $N ? ?N :a @a $a; mysql: ? $N;
+/// tsql: @name; ansi: ? $N. ($N in mysql and ansi text is a PostgreSQL client's marker.)
 std::vector<Marker> find_markers(std::string_view text, Dialect d);
 
 }  // namespace wirepool::sql

@@ -1,0 +1,1097 @@
+// The ODBC connection, statement and reader.
+//
+// Every call goes through unixODBC's wide (W) entry points: statement text,
+// column names and diagnostics cross as UTF-16 and are converted here
+// (odbc_text.hpp), so nothing depends on the process locale.
+//
+// Results are read with block cursors: columns bound column-wise into arrays
+// sized from their widths, SQL_ATTR_ROW_ARRAY_SIZE rows per SQLFetch. A column
+// the driver calls unbounded (TEXT, LONGVARCHAR) is bound at `long_bytes`;
+// a cell longer than that is re-read whole with SQLSetPos + SQLGetData, so one
+// wide column does not shrink the rowset to a row per fetch. The rowset size
+// is settled before the cursor's first fetch and never changed on it (the
+// bridge seed: Oracle's driver crashes when it moves): a prepared statement
+// sets it before SQLExecute; a direct query sets it after SQLExecDirectW,
+// before the first fetch, which the verified drivers accept; an unknown
+// driver's query goes through SQLPrepare so its rowset is also set before
+// execution. A driver without SQL_GD_BLOCK | SQL_GD_BOUND cannot re-read a
+// cell of a rowset: a result with an unbounded column is then read one row a
+// fetch, every cell with SQLGetData.
+//
+// Every object a connection hands out shares its Session: SQLDisconnect
+// frees the statements of a connection, so a reader or statement that
+// outlives Connection::close() answers closed instead of touching a freed
+// handle.
+
+#include "backends/odbc/odbc_connection.hpp"
+
+#include <sql.h>
+#include <sqlext.h>
+#include <sqlucode.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "backends/odbc/odbc_errors.hpp"
+#include "backends/odbc/odbc_text.hpp"
+#include "backends/odbc/odbc_types.hpp"
+#include "backends/sql.hpp"
+
+namespace wirepool::odbc {
+
+namespace {
+
+using db::Error;
+using db::Result;
+using db::Status;
+
+static_assert(sizeof(SQLWCHAR) == sizeof(char16_t), "unixODBC's SQLWCHAR is a UTF-16 unit");
+
+bool ok(SQLRETURN rc) {
+  return rc == SQL_SUCCESS || rc == SQL_SUCCESS_WITH_INFO;
+}
+
+SQLWCHAR* wide(std::u16string& s) {
+  return reinterpret_cast<SQLWCHAR*>(s.data());
+}
+
+/// The one environment of the process (ODBC 3 behaviour), created on first use.
+SQLHENV environment() {
+  static SQLHENV env = [] {
+    SQLHENV h = SQL_NULL_HENV;
+    if (!ok(SQLAllocHandle(SQL_HANDLE_ENV, SQL_NULL_HANDLE, &h))) return SQLHENV{SQL_NULL_HENV};
+    SQLSetEnvAttr(h, SQL_ATTR_ODBC_VERSION, reinterpret_cast<SQLPOINTER>(SQL_OV_ODBC3), 0);
+    return h;
+  }();
+  return env;
+}
+
+/// The first diagnostic record of a handle, in UTF-8.
+Diagnostic diagnostic(SQLSMALLINT type, SQLHANDLE handle) {
+  Diagnostic d;
+  SQLWCHAR state[6] = {};
+  SQLINTEGER native = 0;
+  std::u16string msg(1024, u'\0');
+  SQLSMALLINT len = 0;
+  SQLRETURN rc = SQLGetDiagRecW(type, handle, 1, state, &native, wide(msg),
+                                static_cast<SQLSMALLINT>(msg.size()), &len);
+  if (rc == SQL_SUCCESS_WITH_INFO && len >= static_cast<SQLSMALLINT>(msg.size())) {
+    msg.assign(static_cast<size_t>(len) + 1, u'\0');
+    rc = SQLGetDiagRecW(type, handle, 1, state, &native, wide(msg),
+                        static_cast<SQLSMALLINT>(msg.size()), &len);
+  }
+  if (!ok(rc)) {
+    d.sqlstate = "HY000";
+    d.message = "the ODBC driver reported an error without a diagnostic record";
+    return d;
+  }
+  d.sqlstate = to_utf8(reinterpret_cast<const char16_t*>(state), 5);
+  d.native = native;
+  d.message = to_utf8(reinterpret_cast<const char16_t*>(msg.data()),
+                      std::min(static_cast<size_t>(std::max<SQLSMALLINT>(len, 0)), msg.size()));
+  return d;
+}
+
+Error protocol_error(std::string sqlstate, std::string message) {
+  Error e;
+  e.code = db::Errc::invalid_query;
+  e.sqlstate = std::move(sqlstate);
+  e.message = std::move(message);
+  return e;
+}
+
+std::string get_info(SQLHDBC dbc, SQLUSMALLINT what) {
+  std::u16string buf(256, u'\0');
+  SQLSMALLINT len = 0;
+  if (!ok(SQLGetInfoW(dbc, what, buf.data(), static_cast<SQLSMALLINT>(buf.size() * 2), &len))) {
+    return {};
+  }
+  return to_utf8(buf.data(),
+                 std::min(buf.size(), static_cast<size_t>(std::max<SQLSMALLINT>(len, 0)) / 2));
+}
+
+// ---- session ------------------------------------------------------------------
+
+/// The connection handle, shared by a connection and everything it hands out.
+struct Session {
+  SQLHDBC dbc = SQL_NULL_HDBC;
+  Options options;
+  Flavor flavor = Flavor::generic;
+  sql::Dialect dialect = sql::Dialect::ansi;
+  DriverInfo info;
+  /// SQL_GETDATA_EXTENSIONS has SQL_GD_BLOCK and SQL_GD_BOUND: a cell of a
+  /// rowset can be re-read with SQLSetPos + SQLGetData.
+  bool reread = false;
+  bool closed = false;
+  bool broken = false;  // the backend went away: alive() answers false
+  bool in_tx = false;
+  FetchStats stats;
+  /// cancel() runs on any thread: it takes `mu` to read `running`, and a
+  /// statement handle is freed only under it.
+  std::mutex mu;
+  SQLHSTMT running = SQL_NULL_HSTMT;
+
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() { close(); }
+
+  /// Rolls back an open transaction first: SQLite ODBC refuses SQLDisconnect
+  /// with one open (25000), and a handle left behind keeps its locks (the
+  /// bridge seed's lock leak).
+  void close() {
+    std::lock_guard lock(mu);
+    if (closed) return;
+    closed = true;
+    if (dbc == SQL_NULL_HDBC) return;
+    if (in_tx && !broken) {
+      SQLEndTran(SQL_HANDLE_DBC, dbc, SQL_ROLLBACK);
+      in_tx = false;
+    }
+    SQLRETURN rc = SQLDisconnect(dbc);
+    if (!ok(rc)) {
+      const Diagnostic d = diagnostic(SQL_HANDLE_DBC, dbc);
+      if (d.sqlstate == "25000") {
+        SQLEndTran(SQL_HANDLE_DBC, dbc, SQL_ROLLBACK);
+        rc = SQLDisconnect(dbc);
+      }
+      if (!ok(rc)) spdlog::debug("odbc: SQLDisconnect: {} {}", d.sqlstate, d.message);
+    }
+    SQLFreeHandle(SQL_HANDLE_DBC, dbc);
+    dbc = SQL_NULL_HDBC;
+  }
+
+  Error error(SQLSMALLINT type, SQLHANDLE handle) {
+    Error e = map_diagnostic(flavor, diagnostic(type, handle));
+    if (e.code == db::Errc::connection) broken = true;
+    return e;
+  }
+  Error stmt_error(SQLHSTMT h) { return error(SQL_HANDLE_STMT, h); }
+  Error dbc_error() { return error(SQL_HANDLE_DBC, dbc); }
+
+  Status set_autocommit(bool on) {
+    const SQLRETURN rc = SQLSetConnectAttrW(
+        dbc, SQL_ATTR_AUTOCOMMIT,
+        reinterpret_cast<SQLPOINTER>(on ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF), SQL_IS_UINTEGER);
+    if (!ok(rc)) return dbc_error();
+    return {};
+  }
+};
+using SessionPtr = std::shared_ptr<Session>;
+
+/// Marks `h` as the statement a cancel() interrupts while it lives.
+class Running {
+ public:
+  Running(Session& s, SQLHSTMT h) : s_(s) {
+    std::lock_guard lock(s_.mu);
+    s_.running = h;
+  }
+  ~Running() {
+    std::lock_guard lock(s_.mu);
+    s_.running = SQL_NULL_HSTMT;
+  }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+ private:
+  Session& s_;
+};
+
+/// One bound column: its row array and length/indicator array.
+struct Bound {
+  ColumnPlan plan;
+  std::unique_ptr<unsigned char[]> data;  // rowset * plan.width
+  std::unique_ptr<SQLLEN[]> ind;          // rowset
+};
+
+/// A described result: its columns and how each is read.
+struct Shape {
+  std::vector<db::Column> columns;
+  std::vector<ColumnPlan> plans;
+  size_t rowset = 1;
+  bool get_data_only = false;  // read every cell with SQLGetData, one row a fetch
+};
+
+/// A statement handle owned by a reader or a prepared statement.
+struct Handle {
+  SessionPtr session;
+  SQLHSTMT h = SQL_NULL_HSTMT;
+  /// The bound result (kept across executions of a prepared statement).
+  std::unique_ptr<Shape> shape;
+  std::vector<Bound> bound;
+  SQLULEN fetched = 0;
+  /// `shape` is bound and its rowset set: the next execution may reuse them.
+  bool settled = false;
+
+  explicit Handle(SessionPtr s) : session(std::move(s)) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { free(); }
+
+  Status alloc() {
+    if (!ok(SQLAllocHandle(SQL_HANDLE_STMT, session->dbc, &h))) {
+      h = SQL_NULL_HSTMT;
+      return session->dbc_error();
+    }
+    if (session->options.query_timeout.count() > 0) {
+      SQLSetStmtAttrW(h, SQL_ATTR_QUERY_TIMEOUT,
+                      reinterpret_cast<SQLPOINTER>(
+                          static_cast<SQLULEN>(session->options.query_timeout.count())),
+                      SQL_IS_UINTEGER);
+    }
+    return {};
+  }
+  void free() {
+    std::lock_guard lock(session->mu);
+    // SQLDisconnect freed the statements of a closed connection already.
+    if (h != SQL_NULL_HSTMT && !session->closed) SQLFreeHandle(SQL_HANDLE_STMT, h);
+    h = SQL_NULL_HSTMT;
+  }
+};
+using HandlePtr = std::shared_ptr<Handle>;
+
+// ---- parameters -----------------------------------------------------------------
+
+/// The buffers bound with SQLBindParameter: they must stay where they are
+/// until the statement has executed.
+struct ParamBuffers {
+  struct Slot {
+    std::string bytes;  // text (UTF-16 bytes), binary, decimal digits
+    int64_t i64 = 0;
+    double f64 = 0;
+    unsigned char bit = 0;
+    SQL_TIMESTAMP_STRUCT ts{};
+    SQLLEN ind = 0;
+  };
+  std::vector<Slot> slots;
+};
+
+/// Binds `params` to the ? markers of a statement; `binds` says which
+/// parameter each marker takes (a repeated $N binds its value again).
+///
+/// Every value is bound with an explicit C type and SQL type, NULL included
+/// (never SQL_C_DEFAULT: the bridge seed's Firebird driver retyped an integer
+/// parameter after a NULL bound that way). A NULL is a VARCHAR NULL: every
+/// verified driver converts it to the column's type.
+Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<size_t>& binds,
+                   ParamBuffers& buf) {
+  SQLFreeStmt(h, SQL_RESET_PARAMS);
+  buf.slots.assign(binds.size(), {});
+  for (size_t i = 0; i < binds.size(); ++i) {
+    const db::Param& p = params[binds[i]];
+    if (p.pg_format >= 0) {
+      return Error::unsupported("the odbc driver takes no native PostgreSQL parameters");
+    }
+    const db::Value& v = p.value;
+    auto& slot = buf.slots[i];
+    SQLSMALLINT c_type = SQL_C_CHAR;
+    SQLSMALLINT sql_type = SQL_VARCHAR;
+    SQLULEN column_size = 1;
+    SQLSMALLINT digits = 0;
+    SQLPOINTER data = nullptr;
+    SQLLEN buffer_length = 0;
+    switch (v.kind) {
+      case db::Kind::Null:
+        slot.ind = SQL_NULL_DATA;
+        data = slot.bytes.data();
+        break;
+      case db::Kind::Bool:
+        slot.bit = v.b ? 1 : 0;
+        c_type = SQL_C_BIT;
+        sql_type = SQL_BIT;
+        data = &slot.bit;
+        break;
+      case db::Kind::I64:
+        slot.i64 = v.i64;
+        c_type = SQL_C_SBIGINT;
+        sql_type = SQL_BIGINT;
+        column_size = 19;
+        data = &slot.i64;
+        break;
+      case db::Kind::U64:
+        // Beyond INT64_MAX a BIGINT parameter cannot carry it: exact digits.
+        slot.bytes = std::to_string(v.u64);
+        slot.ind = static_cast<SQLLEN>(slot.bytes.size());
+        sql_type = SQL_DECIMAL;
+        column_size = 20;
+        data = slot.bytes.data();
+        buffer_length = slot.ind;
+        break;
+      case db::Kind::F64:
+        slot.f64 = v.f64;
+        c_type = SQL_C_DOUBLE;
+        sql_type = SQL_DOUBLE;
+        column_size = 15;
+        data = &slot.f64;
+        break;
+      case db::Kind::Decimal: {
+        slot.bytes = v.str;
+        slot.ind = static_cast<SQLLEN>(slot.bytes.size());
+        const size_t point = v.str.find('.');
+        size_t ndigits = 0;
+        for (char c : v.str)
+          ndigits += c >= '0' && c <= '9';
+        sql_type = SQL_NUMERIC;
+        column_size = std::max<size_t>(ndigits, 1);
+        digits =
+            point == std::string::npos ? 0 : static_cast<SQLSMALLINT>(v.str.size() - point - 1);
+        data = slot.bytes.data();
+        buffer_length = slot.ind;
+        break;
+      }
+      case db::Kind::Text: {
+        auto u = to_utf16(v.str);
+        if (!u) return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
+        slot.bytes.assign(reinterpret_cast<const char*>(u->data()), u->size() * 2);
+        slot.ind = static_cast<SQLLEN>(slot.bytes.size());
+        c_type = SQL_C_WCHAR;
+        sql_type = u->size() > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR;
+        column_size = std::max<size_t>(u->size(), 1);
+        data = slot.bytes.data();
+        buffer_length = slot.ind;
+        break;
+      }
+      case db::Kind::Bytes:
+        slot.bytes = v.str;
+        slot.ind = static_cast<SQLLEN>(slot.bytes.size());
+        c_type = SQL_C_BINARY;
+        sql_type = slot.bytes.size() > 8000 ? SQL_LONGVARBINARY : SQL_VARBINARY;
+        column_size = std::max<size_t>(slot.bytes.size(), 1);
+        data = slot.bytes.data();
+        buffer_length = slot.ind;
+        break;
+      case db::Kind::Time:
+        slot.ts = timestamp_of(v.micros);
+        c_type = SQL_C_TYPE_TIMESTAMP;
+        sql_type = SQL_TYPE_TIMESTAMP;
+        column_size = 26;
+        digits = 6;
+        data = &slot.ts;
+        break;
+    }
+    const SQLRETURN rc =
+        SQLBindParameter(h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c_type, sql_type,
+                         column_size, digits, data, buffer_length, &slot.ind);
+    if (!ok(rc)) return s.stmt_error(h);
+  }
+  return {};
+}
+
+Error count_mismatch(size_t supplied, size_t required) {
+  // PostgreSQL's wording and SQLSTATE (protocol_violation) for the same mistake.
+  return protocol_error("08P01", "bind message supplies " + std::to_string(supplied) +
+                                     " parameters, but the statement requires " +
+                                     std::to_string(required));
+}
+
+// ---- result columns ---------------------------------------------------------------
+
+Result<Shape> describe(Session& s, SQLHSTMT h) {
+  Shape out;
+  SQLSMALLINT n = 0;
+  if (!ok(SQLNumResultCols(h, &n))) return s.stmt_error(h);
+  size_t row_bytes = 0;
+  bool unbounded = false;
+  for (SQLSMALLINT i = 1; i <= n; ++i) {
+    std::u16string name(256, u'\0');
+    SQLSMALLINT name_len = 0, type = 0, digits = 0, nullable = SQL_NULLABLE_UNKNOWN;
+    SQLULEN size = 0;
+    SQLRETURN rc = SQLDescribeColW(h, static_cast<SQLUSMALLINT>(i), wide(name),
+                                   static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size,
+                                   &digits, &nullable);
+    if (!ok(rc)) return s.stmt_error(h);
+    if (name_len >= static_cast<SQLSMALLINT>(name.size())) {
+      name.assign(static_cast<size_t>(name_len) + 1, u'\0');
+      rc = SQLDescribeColW(h, static_cast<SQLUSMALLINT>(i), wide(name),
+                           static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size, &digits,
+                           &nullable);
+      if (!ok(rc)) return s.stmt_error(h);
+    }
+    SQLLEN is_unsigned = SQL_FALSE;
+    SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_UNSIGNED, nullptr, 0, nullptr,
+                     &is_unsigned);
+    std::u16string type_name(64, u'\0');
+    SQLSMALLINT type_name_len = 0;
+    if (!ok(SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_TYPE_NAME, type_name.data(),
+                             static_cast<SQLSMALLINT>(type_name.size() * 2), &type_name_len,
+                             nullptr))) {
+      type_name_len = 0;
+    }
+    ColumnPlan plan =
+        plan_column(type, size, digits, is_unsigned == SQL_TRUE, s.options.long_bytes);
+    db::Column c;
+    c.name = to_utf8(name.data(), static_cast<size_t>(std::max<SQLSMALLINT>(name_len, 0)));
+    c.kind = plan.kind;
+    c.nullable = nullable != SQL_NO_NULLS;
+    c.native.name =
+        type_name_len > 0
+            ? to_utf8(type_name.data(),
+                      std::min(type_name.size(), static_cast<size_t>(type_name_len) / 2))
+            : sql_type_name(type);
+    if (plan.kind == db::Kind::Decimal) {
+      c.native.precision = static_cast<int32_t>(size);
+      c.native.scale = digits;
+    } else if (plan.kind == db::Kind::Text || plan.kind == db::Kind::Bytes) {
+      if (size > 0 && !plan.unbounded) c.native.length = static_cast<int64_t>(size);
+    }
+    c.native.time_form = plan.time_form;
+    unbounded = unbounded || plan.unbounded;
+    row_bytes += plan.width + sizeof(SQLLEN);
+    out.columns.push_back(std::move(c));
+    out.plans.push_back(plan);
+  }
+  if (unbounded && !s.reread) {
+    out.get_data_only = true;
+    out.rowset = 1;
+  } else if (n > 0) {
+    out.rowset =
+        std::clamp<size_t>(s.options.rowset_bytes / std::max<size_t>(row_bytes, 1), 1, 4096);
+  }
+  return out;
+}
+
+/// Settles the rowset of a cursor that has not fetched yet and binds its columns.
+Status bind_columns(Session& s, SQLHSTMT h, const Shape& shape, std::vector<Bound>& bound,
+                    SQLULEN* fetched) {
+  bound.clear();
+  SQLFreeStmt(h, SQL_UNBIND);
+  const size_t rowset = shape.get_data_only ? 1 : shape.rowset;
+  SQLSetStmtAttrW(h, SQL_ATTR_ROW_BIND_TYPE, reinterpret_cast<SQLPOINTER>(SQL_BIND_BY_COLUMN), 0);
+  if (!ok(SQLSetStmtAttrW(h, SQL_ATTR_ROW_ARRAY_SIZE, reinterpret_cast<SQLPOINTER>(rowset), 0))) {
+    return s.stmt_error(h);
+  }
+  if (!ok(SQLSetStmtAttrW(h, SQL_ATTR_ROWS_FETCHED_PTR, fetched, 0))) return s.stmt_error(h);
+  s.stats.rowset_size = rowset;
+  if (shape.get_data_only) return {};
+  bound.resize(shape.plans.size());
+  for (size_t i = 0; i < shape.plans.size(); ++i) {
+    Bound& b = bound[i];
+    b.plan = shape.plans[i];
+    b.data.reset(new unsigned char[rowset * b.plan.width]);
+    b.ind.reset(new SQLLEN[rowset]);
+    const SQLRETURN rc = SQLBindCol(h, static_cast<SQLUSMALLINT>(i + 1), b.plan.c_type,
+                                    b.data.get(), static_cast<SQLLEN>(b.plan.width), b.ind.get());
+    if (!ok(rc)) return s.stmt_error(h);
+  }
+  return {};
+}
+
+/// Describes the result the handle's cursor now holds and binds it, unless
+/// the shape settled before execution still fits. The rowset is set here,
+/// before the cursor's first fetch.
+Status settle_result(Session& s, Handle& hd) {
+  SQLSMALLINT n = 0;
+  if (!ok(SQLNumResultCols(hd.h, &n))) return s.stmt_error(hd.h);
+  if (hd.settled && hd.shape && hd.shape->columns.size() == static_cast<size_t>(n)) return {};
+  auto shape = describe(s, hd.h);
+  if (!shape.ok()) return shape.take_error();
+  hd.shape = std::make_unique<Shape>(std::move(shape.value()));
+  hd.settled = false;
+  if (hd.shape->columns.empty()) return {};
+  if (auto st = bind_columns(s, hd.h, *hd.shape, hd.bound, &hd.fetched); !st.ok()) return st;
+  hd.settled = true;
+  return {};
+}
+
+/// Before SQLExecute of a prepared statement: describe what SQLPrepare told
+/// and settle the rowset, so it is never set on an open cursor.
+Status settle_prepared(Session& s, Handle& hd) {
+  if (hd.settled) return {};
+  SQLSMALLINT n = 0;
+  if (!ok(SQLNumResultCols(hd.h, &n)) || n == 0) return {};  // known after execution
+  auto shape = describe(s, hd.h);
+  if (!shape.ok()) return shape.take_error();
+  hd.shape = std::make_unique<Shape>(std::move(shape.value()));
+  if (auto st = bind_columns(s, hd.h, *hd.shape, hd.bound, &hd.fetched); !st.ok()) return st;
+  hd.settled = true;
+  return {};
+}
+
+/// Pads exact decimal text to its scale ("1.5" at scale 2 is "1.50"): some
+/// drivers (SQLite ODBC) hand out the shortest form.
+void pad_decimal(std::string& text, int32_t scale) {
+  if (scale <= 0 || text.empty()) return;
+  const size_t point = text.find('.');
+  if (text.find_first_of("eE") != std::string::npos) return;
+  const size_t have = point == std::string::npos ? 0 : text.size() - point - 1;
+  if (point == std::string::npos) text += '.';
+  if (have < static_cast<size_t>(scale)) text.append(static_cast<size_t>(scale) - have, '0');
+}
+
+// ---- reader -----------------------------------------------------------------------
+
+class OdbcRows final : public db::RowsImpl {
+ public:
+  OdbcRows(SessionPtr session, std::vector<std::string> verbs)
+      : session_(std::move(session)), verbs_(std::move(verbs)) {
+    info_.verb = verbs_.empty() ? std::string() : verbs_[0];
+  }
+  ~OdbcRows() override { (void)close(); }
+
+  /// Runs a direct query on a fresh handle: SQLExecDirectW, then the rowset.
+  std::optional<Error> run_direct(HandlePtr hd, const std::u16string& text, db::Params params,
+                                  const std::vector<size_t>& binds) {
+    hd_ = std::move(hd);
+    Session& s = *session_;
+    if (auto st = bind_params(s, hd_->h, params, binds, params_); !st.ok()) return st.error();
+    SQLRETURN rc;
+    {
+      Running running(s, hd_->h);
+      auto t = text;
+      rc = SQLExecDirectW(hd_->h, wide(t), static_cast<SQLINTEGER>(t.size()));
+    }
+    return after_execute(rc);
+  }
+
+  /// Runs a prepared handle: the rowset settled before SQLExecute.
+  std::optional<Error> run_prepared(HandlePtr hd, db::Params params,
+                                    const std::vector<size_t>& binds) {
+    hd_ = std::move(hd);
+    Session& s = *session_;
+    if (auto st = bind_params(s, hd_->h, params, binds, params_); !st.ok()) return st.error();
+    if (auto st = settle_prepared(s, *hd_); !st.ok()) return st.error();
+    SQLRETURN rc;
+    {
+      Running running(s, hd_->h);
+      rc = SQLExecute(hd_->h);
+    }
+    return after_execute(rc);
+  }
+
+  std::span<const db::Column> columns() const override {
+    if (!hd_ || !hd_->shape) return {};
+    return hd_->shape->columns;
+  }
+
+  Result<bool> next_borrowed(std::span<db::ValueView> row) override {
+    if (!hd_) return Error::closed("rows");
+    if (session_->closed) return Error::closed();
+    if (done_ || !hd_->shape || hd_->shape->columns.empty()) return false;
+    Session& s = *session_;
+    Handle& hd = *hd_;
+    if (pos_ >= hd.fetched) {
+      hd.fetched = 0;
+      const SQLRETURN rc = SQLFetch(hd.h);
+      if (rc == SQL_NO_DATA) {
+        done_ = true;
+        return false;
+      }
+      if (!ok(rc)) return s.stmt_error(hd.h);
+      if (hd.shape->get_data_only) hd.fetched = 1;
+      ++s.stats.fetches;
+      s.stats.rows += hd.fetched;
+      s.stats.max_rows_per_fetch = std::max<uint64_t>(s.stats.max_rows_per_fetch, hd.fetched);
+      pos_ = 0;
+      if (hd.fetched == 0) {
+        done_ = true;
+        return false;
+      }
+    }
+    const size_t r = pos_++;
+    ++rows_read_;
+    const size_t n = std::min(row.size(), hd.shape->columns.size());
+    cells_.resize(hd.shape->columns.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (auto e = cell(i, r, row[i])) return *e;
+    }
+    return true;
+  }
+
+  Result<bool> next_result() override {
+    if (!hd_) return Error::closed("rows");
+    if (session_->closed) return Error::closed();
+    Session& s = *session_;
+    SQLRETURN rc;
+    {
+      Running running(s, hd_->h);
+      rc = SQLMoreResults(hd_->h);
+    }
+    if (rc == SQL_NO_DATA) {
+      done_ = true;
+      return false;
+    }
+    ++result_index_;
+    info_ = {};
+    info_.verb = result_index_ < verbs_.size() ? verbs_[result_index_] : std::string();
+    hd_->settled = false;  // a new cursor: described and settled afresh
+    if (auto e = after_execute(rc)) return *e;
+    return true;
+  }
+
+  db::CommandInfo command() const override {
+    db::CommandInfo info = info_;
+    if (hd_ && hd_->shape && !hd_->shape->columns.empty() && info.verb == "SELECT") {
+      info.affected = static_cast<int64_t>(rows_read_);
+    }
+    return info;
+  }
+
+  Status close() override {
+    if (!hd_) return {};
+    {
+      std::lock_guard lock(session_->mu);
+      if (!session_->closed && hd_->h != SQL_NULL_HSTMT) SQLFreeStmt(hd_->h, SQL_CLOSE);
+    }
+    hd_.reset();  // a direct query's handle is freed; a prepared one is free again
+    params_.slots.clear();
+    return {};
+  }
+
+ private:
+  std::optional<Error> after_execute(SQLRETURN rc) {
+    Session& s = *session_;
+    pos_ = 0;
+    rows_read_ = 0;
+    done_ = false;
+    hd_->fetched = 0;
+    if (rc != SQL_NO_DATA && !ok(rc)) {
+      Error e = s.stmt_error(hd_->h);
+      SQLFreeStmt(hd_->h, SQL_CLOSE);
+      return e;
+    }
+    if (auto st = settle_result(s, *hd_); !st.ok()) return st.error();
+    if (!hd_->shape || hd_->shape->columns.empty()) {
+      done_ = true;
+      SQLLEN count = -1;
+      if (rc != SQL_NO_DATA && ok(SQLRowCount(hd_->h, &count)) && count >= 0) {
+        const std::string& v = info_.verb;
+        if (v == "INSERT" || v == "UPDATE" || v == "DELETE" || v == "MERGE") info_.affected = count;
+      } else if (rc == SQL_NO_DATA) {
+        const std::string& v = info_.verb;
+        if (v == "INSERT" || v == "UPDATE" || v == "DELETE" || v == "MERGE") info_.affected = 0;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// Reads a whole cell with SQLGetData (the cursor is on its row) into raw.
+  std::optional<Error> get_data(size_t col, const ColumnPlan& plan, std::string& raw,
+                                bool& is_null) {
+    Session& s = *session_;
+    raw.clear();
+    is_null = false;
+    const SQLUSMALLINT c = static_cast<SQLUSMALLINT>(col + 1);
+    const bool var =
+        plan.read == Read::wtext || plan.read == Read::binary || plan.read == Read::decimal;
+    if (!var) {
+      raw.resize(plan.width);
+      SQLLEN ind = 0;
+      const SQLRETURN rc =
+          SQLGetData(hd_->h, c, plan.c_type, raw.data(), static_cast<SQLLEN>(raw.size()), &ind);
+      if (!ok(rc)) return s.stmt_error(hd_->h);
+      is_null = ind == SQL_NULL_DATA;
+      return std::nullopt;
+    }
+    const size_t term = plan.read == Read::wtext ? 2 : plan.read == Read::decimal ? 1 : 0;
+    char buf[8192];
+    for (;;) {
+      SQLLEN ind = 0;
+      const SQLRETURN rc = SQLGetData(hd_->h, c, plan.c_type, buf, sizeof buf, &ind);
+      if (rc == SQL_NO_DATA) break;
+      if (!ok(rc)) return s.stmt_error(hd_->h);
+      if (ind == SQL_NULL_DATA) {
+        is_null = true;
+        return std::nullopt;
+      }
+      const size_t room = sizeof buf - term;
+      if (ind == SQL_NO_TOTAL || static_cast<size_t>(ind) > room) {
+        raw.append(buf, room);  // truncated: more follows
+        if (rc == SQL_SUCCESS) break;
+        continue;
+      }
+      raw.append(buf, static_cast<size_t>(ind));
+      break;
+    }
+    return std::nullopt;
+  }
+
+  /// Fills `out` with cell (row r of the rowset, column i).
+  std::optional<Error> cell(size_t i, size_t r, db::ValueView& out) {
+    Handle& hd = *hd_;
+    const ColumnPlan& plan = hd.shape->plans[i];
+    const unsigned char* p = nullptr;
+    size_t len = 0;
+    std::string& own = cells_[i];
+    if (hd.shape->get_data_only) {
+      bool is_null = false;
+      if (auto e = get_data(i, plan, own, is_null)) return e;
+      if (is_null) {
+        out = db::ValueView::null();
+        return std::nullopt;
+      }
+      p = reinterpret_cast<const unsigned char*>(own.data());
+      len = own.size();
+    } else {
+      const Bound& b = hd.bound[i];
+      const SQLLEN ind = b.ind[r];
+      if (ind == SQL_NULL_DATA) {
+        out = db::ValueView::null();
+        return std::nullopt;
+      }
+      p = b.data.get() + r * plan.width;
+      len = plan.width;
+      const size_t term = plan.read == Read::wtext ? 2 : plan.read == Read::decimal ? 1 : 0;
+      const bool var =
+          plan.read == Read::wtext || plan.read == Read::binary || plan.read == Read::decimal;
+      if (var) {
+        if (ind == SQL_NO_TOTAL || static_cast<size_t>(ind) > plan.width - term) {
+          // Longer than its bound width: position on the row, read it whole.
+          Session& s = *session_;
+          if (!ok(SQLSetPos(hd.h, static_cast<SQLSETPOSIROW>(r + 1), SQL_POSITION,
+                            SQL_LOCK_NO_CHANGE))) {
+            return s.stmt_error(hd.h);
+          }
+          bool is_null = false;
+          if (auto e = get_data(i, plan, own, is_null)) return e;
+          ++s.stats.rereads;
+          p = reinterpret_cast<const unsigned char*>(own.data());
+          len = own.size();
+        } else {
+          len = static_cast<size_t>(ind);
+        }
+      }
+    }
+    switch (plan.read) {
+      case Read::bit:
+        out = db::ValueView::boolean(*p != 0);
+        break;
+      case Read::sbigint: {
+        int64_t v;
+        std::memcpy(&v, p, sizeof v);
+        out = db::ValueView::int64(v);
+        break;
+      }
+      case Read::ubigint: {
+        uint64_t v;
+        std::memcpy(&v, p, sizeof v);
+        out = db::ValueView::uint64(v);
+        break;
+      }
+      case Read::dbl: {
+        double v;
+        std::memcpy(&v, p, sizeof v);
+        out = db::ValueView::float64(v);
+        break;
+      }
+      case Read::wtext: {
+        std::string text;
+        // `p` may point into `own` (a re-read): convert through a local.
+        std::u16string units(len / 2, u'\0');
+        std::memcpy(units.data(), p, units.size() * 2);
+        own.clear();
+        append_utf8(units.data(), units.size(), own);
+        out = db::ValueView::text(own);
+        break;
+      }
+      case Read::decimal: {
+        if (p != reinterpret_cast<const unsigned char*>(own.data())) {
+          own.assign(reinterpret_cast<const char*>(p), len);
+        }
+        pad_decimal(own, hd.shape->columns[i].native.scale);
+        out = db::ValueView::decimal(own);
+        break;
+      }
+      case Read::binary:
+        out = db::ValueView::bytes(std::string_view(reinterpret_cast<const char*>(p), len));
+        break;
+      case Read::timestamp: {
+        SQL_TIMESTAMP_STRUCT ts;
+        std::memcpy(&ts, p, sizeof ts);
+        out = db::ValueView::time(micros_of(ts));
+        break;
+      }
+      case Read::date: {
+        SQL_DATE_STRUCT d;
+        std::memcpy(&d, p, sizeof d);
+        out = db::ValueView::time(micros_of(d));
+        break;
+      }
+      case Read::guid: {
+        SQLGUID g;
+        std::memcpy(&g, p, sizeof g);
+        own = guid_text(g);
+        out = db::ValueView::text(own);
+        break;
+      }
+    }
+    return std::nullopt;
+  }
+
+  SessionPtr session_;
+  HandlePtr hd_;
+  ParamBuffers params_;
+  std::vector<std::string> verbs_;  // one per statement of the text
+  size_t result_index_ = 0;
+  db::CommandInfo info_;
+  SQLULEN pos_ = 0;
+  uint64_t rows_read_ = 0;
+  bool done_ = false;
+  std::vector<std::string> cells_;  // the current row's converted cells
+};
+
+std::vector<std::string> verbs_of(std::string_view text, sql::Dialect d) {
+  std::vector<std::string> out;
+  for (auto piece : sql::split_statements(text, d))
+    out.push_back(sql::command_verb(piece, d));
+  return out;
+}
+
+// ---- prepared statement -------------------------------------------------------------
+
+class OdbcStatement final : public db::StatementImpl {
+ public:
+  OdbcStatement(SessionPtr session, HandlePtr hd, Rewritten rw, std::u16string text,
+                std::vector<std::string> verbs, std::span<const db::ParamInfo> hints)
+      : session_(std::move(session)),
+        hd_(std::move(hd)),
+        rw_(std::move(rw)),
+        text_(std::move(text)),
+        verbs_(std::move(verbs)) {
+    params_.resize(std::max(rw_.needed, hints.size()));
+    for (size_t i = 0; i < hints.size(); ++i)
+      params_[i] = hints[i];
+    // What SQLPrepare told of the result, settled now so that every execution
+    // reuses one row array.
+    if (settle_prepared(*session_, *hd_).ok() && hd_->shape) columns_ = hd_->shape->columns;
+  }
+
+  std::span<const db::ParamInfo> params() const override { return params_; }
+  std::span<const db::Column> columns() const override { return columns_; }
+
+  Result<std::unique_ptr<db::RowsImpl>> query(db::Params params, const db::QueryOptions&) override {
+    if (!hd_) return Error::closed("statement");
+    if (session_->closed) return Error::closed();
+    if (params.size() != rw_.needed) return count_mismatch(params.size(), rw_.needed);
+    HandlePtr use = hd_;
+    if (hd_.use_count() > 1) {
+      // A reader of this statement is still open: run a fresh copy beside it.
+      use = std::make_shared<Handle>(session_);
+      if (auto st = use->alloc(); !st.ok()) return st.take_error();
+      auto t = text_;
+      if (!ok(SQLPrepareW(use->h, wide(t), static_cast<SQLINTEGER>(t.size())))) {
+        return session_->stmt_error(use->h);
+      }
+    }
+    auto rows = std::make_unique<OdbcRows>(session_, verbs_);
+    if (auto e = rows->run_prepared(std::move(use), params, rw_.binds)) return *e;
+    return std::unique_ptr<db::RowsImpl>(std::move(rows));
+  }
+
+  Status close() override {
+    hd_.reset();  // freed now, or by the reader still running it
+    return {};
+  }
+
+ private:
+  SessionPtr session_;
+  HandlePtr hd_;
+  Rewritten rw_;
+  std::u16string text_;
+  std::vector<std::string> verbs_;
+  std::vector<db::ParamInfo> params_;
+  std::vector<db::Column> columns_;
+};
+
+// ---- connection ---------------------------------------------------------------------
+
+class OdbcConnection final : public db::ConnectionImpl {
+ public:
+  explicit OdbcConnection(SessionPtr session) : session_(std::move(session)) {}
+  ~OdbcConnection() override { session_->close(); }
+
+  db::Capabilities capabilities() const override {
+    db::Capabilities c;
+    c.dialect = session_->dialect;
+    // The session layer splits multi-statement text for every ODBC driver:
+    // SQLite ODBC refuses several statements in one call, MariaDB ODBC takes
+    // them only with its multi-statement option. query() still returns every
+    // result of a batch a driver accepts (SQLMoreResults).
+    c.multi_statement = false;
+    c.blocking = true;
+    return c;
+  }
+
+  Result<std::unique_ptr<db::RowsImpl>> query(std::string_view text, db::Params params,
+                                              const db::QueryOptions&) override {
+    Session& s = *session_;
+    if (s.closed) return Error::closed();
+    Error err;
+    auto rw = rewrite_markers(text, s.dialect, &err);
+    if (!rw) return err;
+    if (params.size() != rw->needed) return count_mismatch(params.size(), rw->needed);
+    auto wtext = to_utf16(rw->text);
+    if (!wtext) return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
+    auto hd = std::make_shared<Handle>(session_);
+    if (auto st = hd->alloc(); !st.ok()) return st.take_error();
+    auto rows = std::make_unique<OdbcRows>(session_, verbs_of(text, s.dialect));
+    if (s.flavor == Flavor::generic) {
+      // An unknown driver: prepare first, so the rowset is settled before
+      // execution (Oracle's driver crashes when it moves on an open cursor).
+      if (!ok(SQLPrepareW(hd->h, wide(*wtext), static_cast<SQLINTEGER>(wtext->size())))) {
+        return s.stmt_error(hd->h);
+      }
+      if (auto e = rows->run_prepared(std::move(hd), params, rw->binds)) return *e;
+    } else if (auto e = rows->run_direct(std::move(hd), *wtext, params, rw->binds)) {
+      return *e;
+    }
+    return std::unique_ptr<db::RowsImpl>(std::move(rows));
+  }
+
+  Result<std::unique_ptr<db::StatementImpl>> prepare(
+      std::string_view text, std::span<const db::ParamInfo> hints) override {
+    Session& s = *session_;
+    if (s.closed) return Error::closed();
+    if (sql::split_statements(text, s.dialect).size() > 1) {
+      // PostgreSQL's answer to the same request.
+      return protocol_error("42601", "cannot insert multiple commands into a prepared statement");
+    }
+    Error err;
+    auto rw = rewrite_markers(text, s.dialect, &err);
+    if (!rw) return err;
+    auto wtext = to_utf16(rw->text);
+    if (!wtext) return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
+    auto hd = std::make_shared<Handle>(session_);
+    if (auto st = hd->alloc(); !st.ok()) return st.take_error();
+    auto t = *wtext;
+    if (!ok(SQLPrepareW(hd->h, wide(t), static_cast<SQLINTEGER>(t.size())))) {
+      return s.stmt_error(hd->h);
+    }
+    return std::unique_ptr<db::StatementImpl>(
+        std::make_unique<OdbcStatement>(session_, std::move(hd), std::move(*rw), std::move(*wtext),
+                                        verbs_of(text, s.dialect), hints));
+  }
+
+  /// Autocommit off opens the transaction (the driver begins it with the next
+  /// statement); the client's BEGIN options are not passed: ODBC has no
+  /// portable spelling for them beyond SQL_ATTR_TXN_ISOLATION.
+  Status begin(const db::BeginOptions&) override {
+    Session& s = *session_;
+    if (s.closed) return Error::closed();
+    if (s.in_tx) {
+      return protocol_error("25001", "there is already a transaction in progress");
+    }
+    if (auto st = s.set_autocommit(false); !st.ok()) return st;
+    s.in_tx = true;
+    return {};
+  }
+
+  /// A failed commit is rolled back, as PostgreSQL ends a transaction whose
+  /// COMMIT failed; autocommit is back on either way.
+  Status commit() override { return end(SQL_COMMIT); }
+  Status rollback() override { return end(SQL_ROLLBACK); }
+
+  db::TxState tx_state() const override {
+    return session_->in_tx && !session_->closed ? db::TxState::in_transaction : db::TxState::idle;
+  }
+
+  /// SQLCancel on the statement running now, from any thread. Nothing runs:
+  /// nothing is called (ODBC 2 drivers would close an idle cursor).
+  void cancel() noexcept override {
+    std::lock_guard lock(session_->mu);
+    if (!session_->closed && session_->running != SQL_NULL_HSTMT) SQLCancel(session_->running);
+  }
+
+  Status reset(std::string_view reset_query) override {
+    if (session_->closed) return Error::closed();
+    if (session_->in_tx) {
+      if (auto st = end(SQL_ROLLBACK); !st.ok()) return st;
+    }
+    return ConnectionImpl::reset(reset_query);
+  }
+
+  bool alive() const override { return !session_->closed && !session_->broken; }
+
+  Status close() override {
+    session_->close();
+    return {};
+  }
+
+  const SessionPtr& session() const { return session_; }
+
+ private:
+  Status end(SQLSMALLINT how) {
+    Session& s = *session_;
+    if (s.closed) return Error::closed();
+    if (!s.in_tx) return {};
+    Status result;
+    if (!ok(SQLEndTran(SQL_HANDLE_DBC, s.dbc, how))) {
+      result = s.dbc_error();
+      if (how == SQL_COMMIT && !s.broken) SQLEndTran(SQL_HANDLE_DBC, s.dbc, SQL_ROLLBACK);
+    }
+    s.in_tx = false;
+    if (!s.broken) {
+      if (auto st = s.set_autocommit(true); !st.ok() && result.ok()) result = st;
+    }
+    return result;
+  }
+
+  SessionPtr session_;
+};
+
+}  // namespace
+
+// ---- open ---------------------------------------------------------------------------
+
+Result<db::Connection> open_connection(const std::string& connection, const Options& options) {
+  SQLHENV env = environment();
+  if (env == SQL_NULL_HENV) {
+    return Error::connection("cannot allocate an ODBC environment (unixODBC)");
+  }
+  auto session = std::make_shared<Session>();
+  session->options = options;
+  if (!ok(SQLAllocHandle(SQL_HANDLE_DBC, env, &session->dbc))) {
+    session->dbc = SQL_NULL_HDBC;
+    return Error::connection("cannot allocate an ODBC connection handle");
+  }
+  SQLSetConnectAttrW(session->dbc, SQL_ATTR_LOGIN_TIMEOUT,
+                     reinterpret_cast<SQLPOINTER>(
+                         static_cast<SQLULEN>(std::max<int64_t>(options.login_timeout.count(), 1))),
+                     SQL_IS_UINTEGER);
+  auto wconn = to_utf16(connection);
+  if (!wconn) return Error::connection("the ODBC connection string is not valid UTF-8");
+  SQLSMALLINT out_len = 0;
+  const SQLRETURN rc = SQLDriverConnectW(session->dbc, nullptr, wide(*wconn),
+                                         static_cast<SQLSMALLINT>(wconn->size()), nullptr, 0,
+                                         &out_len, SQL_DRIVER_NOPROMPT);
+  if (!ok(rc)) {
+    Error e = map_diagnostic(Flavor::generic, diagnostic(SQL_HANDLE_DBC, session->dbc));
+    e.code = db::Errc::connection;
+    SQLFreeHandle(SQL_HANDLE_DBC, session->dbc);
+    session->dbc = SQL_NULL_HDBC;
+    session->closed = true;
+    return e;
+  }
+  DriverInfo& info = session->info;
+  info.driver_name = get_info(session->dbc, SQL_DRIVER_NAME);
+  info.driver_version = get_info(session->dbc, SQL_DRIVER_VER);
+  info.dbms_name = get_info(session->dbc, SQL_DBMS_NAME);
+  info.dbms_version = get_info(session->dbc, SQL_DBMS_VER);
+  session->flavor = flavor_of(info.dbms_name);
+  info.flavor = std::string(to_string(session->flavor));
+  session->dialect = dialect_of(session->flavor);
+  SQLUINTEGER gd = 0;
+  if (ok(SQLGetInfoW(session->dbc, SQL_GETDATA_EXTENSIONS, &gd, sizeof gd, nullptr))) {
+    session->reread = (gd & SQL_GD_BLOCK) && (gd & SQL_GD_BOUND);
+  }
+  spdlog::debug("odbc: connected through {} {} to {} {} (re-read of long cells: {})",
+                info.driver_name, info.driver_version, info.dbms_name, info.dbms_version,
+                session->reread);
+  return db::Connection(std::make_unique<OdbcConnection>(std::move(session)));
+}
+
+FetchStats stats_of(const db::ConnectionImpl* impl) {
+  const auto* c = dynamic_cast<const OdbcConnection*>(impl);
+  return c ? c->session()->stats : FetchStats{};
+}
+
+DriverInfo info_of(const db::ConnectionImpl* impl) {
+  const auto* c = dynamic_cast<const OdbcConnection*>(impl);
+  return c ? c->session()->info : DriverInfo{};
+}
+
+}  // namespace wirepool::odbc
