@@ -195,7 +195,10 @@ class OdbcTest : public ::testing::TestWithParam<Target> {
   /// A table name unique to the running test.
   static std::string table(std::string_view suffix = "") {
     const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+    // Test name (at most 30 characters) and target: MariaDB allows 64.
     std::string name = std::string(t->name());
+    const size_t slash = name.rfind('/');
+    if (slash != std::string::npos && slash > 30) name.erase(30, slash - 30);
     for (char& ch : name) {
       if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
