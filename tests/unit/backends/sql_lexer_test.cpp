@@ -320,7 +320,7 @@ TEST(FindMarkers, TsqlAtNamesButNotGlobals) {
 TEST(FindMarkers, AnsiQuestionMarks) {
   check_markers(Dialect::ansi, {
                                    {"SELECT ?, '?', \"?\" -- ?\n, ? /* ? */", {"?", "?"}},
-                                   {"SELECT $1, :a, @b", {}},
+                                   {"SELECT $1, :a, @b", {"$1"}},
                                });
 }
 
