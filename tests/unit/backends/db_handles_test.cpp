@@ -407,18 +407,21 @@ TEST(Names, ToStringCoversEveryEnumerator) {
   EXPECT_EQ(sql::to_string(sql::Dialect::tsql), "tsql");
 }
 
-TEST(Drivers, SqliteAndPostgresqlAreBuiltInAndTheOthersAreNotYet) {
+TEST(Drivers, SqlitePostgresqlAndOdbcAreBuiltInAndTheOthersAreNotYet) {
   const Driver* d = find_driver("sqlite");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->name(), "sqlite");
   ASSERT_NE(find_driver("postgresql"), nullptr);
   EXPECT_EQ(find_driver("postgresql")->name(), "postgresql");
+  ASSERT_NE(find_driver("odbc"), nullptr);
+  EXPECT_EQ(find_driver("odbc")->name(), "odbc");
   EXPECT_EQ(find_driver("mysql"), nullptr);
   EXPECT_EQ(find_driver("nosuch"), nullptr);
   const auto names = driver_names();
-  ASSERT_EQ(names.size(), 2u);
+  ASSERT_EQ(names.size(), 3u);
   EXPECT_EQ(names[0], "sqlite");
   EXPECT_EQ(names[1], "postgresql");
+  EXPECT_EQ(names[2], "odbc");
 }
 
 }  // namespace
