@@ -71,29 +71,45 @@ SQLHENV environment() {
   return env;
 }
 
-/// The first diagnostic record of a handle, in UTF-8.
-Diagnostic diagnostic(SQLSMALLINT type, SQLHANDLE handle) {
+/// The first diagnostic record of a handle, in UTF-8. `narrow`: the driver has
+/// no W entry points (Session::narrow) and writes UTF-8 through the narrow one.
+Diagnostic diagnostic(SQLSMALLINT type, SQLHANDLE handle, bool narrow = false) {
   Diagnostic d;
-  SQLWCHAR state[6] = {};
   SQLINTEGER native = 0;
-  std::u16string msg(1024, u'\0');
   SQLSMALLINT len = 0;
-  SQLRETURN rc = SQLGetDiagRecW(type, handle, 1, state, &native, wide(msg),
-                                static_cast<SQLSMALLINT>(msg.size()), &len);
-  if (rc == SQL_SUCCESS_WITH_INFO && len >= static_cast<SQLSMALLINT>(msg.size())) {
-    msg.assign(static_cast<size_t>(len) + 1, u'\0');
+  SQLRETURN rc;
+  if (narrow) {
+    SQLCHAR state[6] = {};
+    std::string msg(1024, '\0');
+    rc = SQLGetDiagRec(type, handle, 1, state, &native, reinterpret_cast<SQLCHAR*>(msg.data()),
+                       static_cast<SQLSMALLINT>(msg.size()), &len);
+    if (ok(rc)) {
+      d.sqlstate.assign(reinterpret_cast<const char*>(state), 5);
+      d.native = native;
+      msg.resize(std::min(msg.size() - 1, static_cast<size_t>(std::max<SQLSMALLINT>(len, 0))));
+      d.message = std::move(msg);
+      return d;
+    }
+  } else {
+    SQLWCHAR state[6] = {};
+    std::u16string msg(1024, u'\0');
     rc = SQLGetDiagRecW(type, handle, 1, state, &native, wide(msg),
                         static_cast<SQLSMALLINT>(msg.size()), &len);
+    if (rc == SQL_SUCCESS_WITH_INFO && len >= static_cast<SQLSMALLINT>(msg.size())) {
+      msg.assign(static_cast<size_t>(len) + 1, u'\0');
+      rc = SQLGetDiagRecW(type, handle, 1, state, &native, wide(msg),
+                          static_cast<SQLSMALLINT>(msg.size()), &len);
+    }
+    if (ok(rc)) {
+      d.sqlstate = to_utf8(reinterpret_cast<const char16_t*>(state), 5);
+      d.native = native;
+      d.message = to_utf8(reinterpret_cast<const char16_t*>(msg.data()),
+                          std::min(static_cast<size_t>(std::max<SQLSMALLINT>(len, 0)), msg.size()));
+      return d;
+    }
   }
-  if (!ok(rc)) {
-    d.sqlstate = "HY000";
-    d.message = "the ODBC driver reported an error without a diagnostic record";
-    return d;
-  }
-  d.sqlstate = to_utf8(reinterpret_cast<const char16_t*>(state), 5);
-  d.native = native;
-  d.message = to_utf8(reinterpret_cast<const char16_t*>(msg.data()),
-                      std::min(static_cast<size_t>(std::max<SQLSMALLINT>(len, 0)), msg.size()));
+  d.sqlstate = "HY000";
+  d.message = "the ODBC driver reported an error without a diagnostic record";
   return d;
 }
 
@@ -127,6 +143,11 @@ struct Session {
   /// SQL_GETDATA_EXTENSIONS has SQL_GD_BLOCK and SQL_GD_BOUND: a cell of a
   /// rowset can be re-read with SQLSetPos + SQLGetData.
   bool reread = false;
+  /// The ODBC driver has no W entry points (Debian's SQLite ODBC): unixODBC
+  /// would narrow our UTF-16 a unit to a byte, so statement text, column names
+  /// and diagnostics cross as UTF-8 through the narrow entry points, which it
+  /// passes through unchanged. Found by a probe at connection time.
+  bool narrow = false;
   bool closed = false;
   bool broken = false;  // the backend went away: alive() answers false
   bool in_tx = false;
@@ -155,7 +176,7 @@ struct Session {
     }
     SQLRETURN rc = SQLDisconnect(dbc);
     if (!ok(rc)) {
-      const Diagnostic d = diagnostic(SQL_HANDLE_DBC, dbc);
+      const Diagnostic d = diagnostic(SQL_HANDLE_DBC, dbc, narrow);
       if (d.sqlstate == "25000") {
         SQLEndTran(SQL_HANDLE_DBC, dbc, SQL_ROLLBACK);
         rc = SQLDisconnect(dbc);
@@ -167,7 +188,7 @@ struct Session {
   }
 
   Error error(SQLSMALLINT type, SQLHANDLE handle) {
-    Error e = map_diagnostic(flavor, diagnostic(type, handle));
+    Error e = map_diagnostic(flavor, diagnostic(type, handle, narrow));
     if (e.code == db::Errc::connection) broken = true;
     return e;
   }
@@ -216,6 +237,27 @@ struct Shape {
   size_t rowset = 1;
   bool get_data_only = false;  // read every cell with SQLGetData, one row a fetch
 };
+
+/// Statement text to the driver: UTF-16 through the W entry point, or UTF-8
+/// through the narrow one for a driver without W entry points.
+SQLRETURN exec_direct(Session& s, SQLHSTMT h, const std::string& utf8, const std::u16string& u16) {
+  if (s.narrow) {
+    std::string t = utf8;
+    return SQLExecDirect(h, reinterpret_cast<SQLCHAR*>(t.data()),
+                         static_cast<SQLINTEGER>(t.size()));
+  }
+  std::u16string t = u16;
+  return SQLExecDirectW(h, wide(t), static_cast<SQLINTEGER>(t.size()));
+}
+
+SQLRETURN prepare_text(Session& s, SQLHSTMT h, const std::string& utf8, const std::u16string& u16) {
+  if (s.narrow) {
+    std::string t = utf8;
+    return SQLPrepare(h, reinterpret_cast<SQLCHAR*>(t.data()), static_cast<SQLINTEGER>(t.size()));
+  }
+  std::u16string t = u16;
+  return SQLPrepareW(h, wide(t), static_cast<SQLINTEGER>(t.size()));
+}
 
 /// A statement handle owned by a reader or a prepared statement.
 struct Handle {
@@ -398,41 +440,71 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
   size_t row_bytes = 0;
   bool unbounded = false;
   for (SQLSMALLINT i = 1; i <= n; ++i) {
-    std::u16string name(256, u'\0');
-    SQLSMALLINT name_len = 0, type = 0, digits = 0, nullable = SQL_NULLABLE_UNKNOWN;
+    std::string column_name;
+    std::string type_name;
+    SQLSMALLINT type = 0, digits = 0, nullable = SQL_NULLABLE_UNKNOWN;
     SQLULEN size = 0;
-    SQLRETURN rc = SQLDescribeColW(h, static_cast<SQLUSMALLINT>(i), wide(name),
-                                   static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size,
-                                   &digits, &nullable);
-    if (!ok(rc)) return s.stmt_error(h);
-    if (name_len >= static_cast<SQLSMALLINT>(name.size())) {
-      name.assign(static_cast<size_t>(name_len) + 1, u'\0');
-      rc = SQLDescribeColW(h, static_cast<SQLUSMALLINT>(i), wide(name),
-                           static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size, &digits,
-                           &nullable);
+    if (s.narrow) {
+      std::string name(256, '\0');
+      SQLSMALLINT name_len = 0;
+      SQLRETURN rc = SQLDescribeCol(
+          h, static_cast<SQLUSMALLINT>(i), reinterpret_cast<SQLCHAR*>(name.data()),
+          static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size, &digits, &nullable);
       if (!ok(rc)) return s.stmt_error(h);
+      if (name_len >= static_cast<SQLSMALLINT>(name.size())) {
+        name.assign(static_cast<size_t>(name_len) + 1, '\0');
+        rc = SQLDescribeCol(
+            h, static_cast<SQLUSMALLINT>(i), reinterpret_cast<SQLCHAR*>(name.data()),
+            static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size, &digits, &nullable);
+        if (!ok(rc)) return s.stmt_error(h);
+      }
+      name.resize(
+          std::min(name.size() - 1, static_cast<size_t>(std::max<SQLSMALLINT>(name_len, 0))));
+      column_name = std::move(name);
+      char tn[128] = {};
+      SQLSMALLINT tn_len = 0;
+      if (ok(SQLColAttribute(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_TYPE_NAME, tn, sizeof tn,
+                             &tn_len, nullptr))) {
+        type_name.assign(
+            tn,
+            std::min<size_t>(sizeof tn - 1, static_cast<size_t>(std::max<SQLSMALLINT>(tn_len, 0))));
+      }
+    } else {
+      std::u16string name(256, u'\0');
+      SQLSMALLINT name_len = 0;
+      SQLRETURN rc = SQLDescribeColW(h, static_cast<SQLUSMALLINT>(i), wide(name),
+                                     static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size,
+                                     &digits, &nullable);
+      if (!ok(rc)) return s.stmt_error(h);
+      if (name_len >= static_cast<SQLSMALLINT>(name.size())) {
+        name.assign(static_cast<size_t>(name_len) + 1, u'\0');
+        rc = SQLDescribeColW(h, static_cast<SQLUSMALLINT>(i), wide(name),
+                             static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size,
+                             &digits, &nullable);
+        if (!ok(rc)) return s.stmt_error(h);
+      }
+      column_name =
+          to_utf8(name.data(),
+                  std::min(name.size(), static_cast<size_t>(std::max<SQLSMALLINT>(name_len, 0))));
+      std::u16string tn(64, u'\0');
+      SQLSMALLINT tn_len = 0;
+      if (ok(SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_TYPE_NAME, tn.data(),
+                              static_cast<SQLSMALLINT>(tn.size() * 2), &tn_len, nullptr))) {
+        type_name =
+            to_utf8(tn.data(),
+                    std::min(tn.size(), static_cast<size_t>(std::max<SQLSMALLINT>(tn_len, 0)) / 2));
+      }
     }
     SQLLEN is_unsigned = SQL_FALSE;
     SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_UNSIGNED, nullptr, 0, nullptr,
                      &is_unsigned);
-    std::u16string type_name(64, u'\0');
-    SQLSMALLINT type_name_len = 0;
-    if (!ok(SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_TYPE_NAME, type_name.data(),
-                             static_cast<SQLSMALLINT>(type_name.size() * 2), &type_name_len,
-                             nullptr))) {
-      type_name_len = 0;
-    }
     ColumnPlan plan =
         plan_column(type, size, digits, is_unsigned == SQL_TRUE, s.options.long_bytes);
     db::Column c;
-    c.name = to_utf8(name.data(), static_cast<size_t>(std::max<SQLSMALLINT>(name_len, 0)));
+    c.name = std::move(column_name);
     c.kind = plan.kind;
     c.nullable = nullable != SQL_NO_NULLS;
-    c.native.name =
-        type_name_len > 0
-            ? to_utf8(type_name.data(),
-                      std::min(type_name.size(), static_cast<size_t>(type_name_len) / 2))
-            : sql_type_name(type);
+    c.native.name = type_name.empty() ? sql_type_name(type) : type_name;
     if (plan.kind == db::Kind::Decimal) {
       c.native.precision = static_cast<int32_t>(size);
       c.native.scale = digits;
@@ -534,7 +606,8 @@ class OdbcRows final : public db::RowsImpl {
   ~OdbcRows() override { (void)close(); }
 
   /// Runs a direct query on a fresh handle: SQLExecDirectW, then the rowset.
-  std::optional<Error> run_direct(HandlePtr hd, const std::u16string& text, db::Params params,
+  std::optional<Error> run_direct(HandlePtr hd, const std::string& text,
+                                  const std::u16string& wtext, db::Params params,
                                   const std::vector<size_t>& binds) {
     hd_ = std::move(hd);
     Session& s = *session_;
@@ -542,8 +615,7 @@ class OdbcRows final : public db::RowsImpl {
     SQLRETURN rc;
     {
       Running running(s, hd_->h);
-      auto t = text;
-      rc = SQLExecDirectW(hd_->h, wide(t), static_cast<SQLINTEGER>(t.size()));
+      rc = exec_direct(s, hd_->h, text, wtext);
     }
     return after_execute(rc);
   }
@@ -872,8 +944,7 @@ class OdbcStatement final : public db::StatementImpl {
       // A reader of this statement is still open: run a fresh copy beside it.
       use = std::make_shared<Handle>(session_);
       if (auto st = use->alloc(); !st.ok()) return st.take_error();
-      auto t = text_;
-      if (!ok(SQLPrepareW(use->h, wide(t), static_cast<SQLINTEGER>(t.size())))) {
+      if (!ok(prepare_text(*session_, use->h, rw_.text, text_))) {
         return session_->stmt_error(use->h);
       }
     }
@@ -932,11 +1003,11 @@ class OdbcConnection final : public db::ConnectionImpl {
     if (s.flavor == Flavor::generic) {
       // An unknown driver: prepare first, so the rowset is settled before
       // execution (Oracle's driver crashes when it moves on an open cursor).
-      if (!ok(SQLPrepareW(hd->h, wide(*wtext), static_cast<SQLINTEGER>(wtext->size())))) {
+      if (!ok(prepare_text(s, hd->h, rw->text, *wtext))) {
         return s.stmt_error(hd->h);
       }
       if (auto e = rows->run_prepared(std::move(hd), params, rw->binds)) return *e;
-    } else if (auto e = rows->run_direct(std::move(hd), *wtext, params, rw->binds)) {
+    } else if (auto e = rows->run_direct(std::move(hd), rw->text, *wtext, params, rw->binds)) {
       return *e;
     }
     return std::unique_ptr<db::RowsImpl>(std::move(rows));
@@ -957,8 +1028,7 @@ class OdbcConnection final : public db::ConnectionImpl {
     if (!wtext) return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
     auto hd = std::make_shared<Handle>(session_);
     if (auto st = hd->alloc(); !st.ok()) return st.take_error();
-    auto t = *wtext;
-    if (!ok(SQLPrepareW(hd->h, wide(t), static_cast<SQLINTEGER>(t.size())))) {
+    if (!ok(prepare_text(s, hd->h, rw->text, *wtext))) {
       return s.stmt_error(hd->h);
     }
     return std::unique_ptr<db::StatementImpl>(
@@ -1037,6 +1107,26 @@ class OdbcConnection final : public db::ConnectionImpl {
 
 // ---- open ---------------------------------------------------------------------------
 
+namespace {
+
+/// True when the driver manager narrows our UTF-16 on its way to the driver:
+/// SQLNativeSqlW of a character beyond Latin-1 does not come back as sent.
+/// unixODBC maps the W functions of a driver without them onto its narrow
+/// ones a UTF-16 unit to a byte ("€" becomes 0xAC), losing the text.
+bool narrows_text(SQLHDBC dbc) {
+  std::u16string probe = u"SELECT '\u00e9\u20ac'";
+  std::u16string out(64, u'\0');
+  SQLINTEGER out_len = 0;
+  if (!ok(SQLNativeSqlW(dbc, wide(probe), static_cast<SQLINTEGER>(probe.size()), wide(out),
+                        static_cast<SQLINTEGER>(out.size()), &out_len))) {
+    return false;  // no answer: trust the W entry points
+  }
+  out.resize(std::min(out.size(), static_cast<size_t>(std::max<SQLINTEGER>(out_len, 0))));
+  return out != probe;
+}
+
+}  // namespace
+
 Result<db::Connection> open_connection(const std::string& connection, const Options& options) {
   SQLHENV env = environment();
   if (env == SQL_NULL_HENV) {
@@ -1071,6 +1161,8 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
   info.driver_version = get_info(session->dbc, SQL_DRIVER_VER);
   info.dbms_name = get_info(session->dbc, SQL_DBMS_NAME);
   info.dbms_version = get_info(session->dbc, SQL_DBMS_VER);
+  session->narrow = narrows_text(session->dbc);
+  info.narrow_text = session->narrow;
   session->flavor = flavor_of(info.dbms_name);
   info.flavor = std::string(to_string(session->flavor));
   session->dialect = dialect_of(session->flavor);
@@ -1084,9 +1176,10 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
   // time (docs/odbc.md, quirk; cursor_test covers it). SQLite ODBC does not
   // advertise SQL_GD_BLOCK and answers "row out of range" when tried.
   if (session->flavor == Flavor::mariadb) session->reread = false;
-  spdlog::debug("odbc: connected through {} {} to {} {} (re-read of long cells: {})",
-                info.driver_name, info.driver_version, info.dbms_name, info.dbms_version,
-                session->reread);
+  spdlog::debug(
+      "odbc: connected through {} {} to {} {} (re-read of long cells: {}, narrow text: {})",
+      info.driver_name, info.driver_version, info.dbms_name, info.dbms_version, session->reread,
+      session->narrow);
   return db::Connection(std::make_unique<OdbcConnection>(std::move(session)));
 }
 

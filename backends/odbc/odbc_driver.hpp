@@ -61,6 +61,8 @@ struct DriverInfo {
   std::string dbms_name;
   std::string dbms_version;
   std::string flavor;  ///< postgresql | mariadb | sqlite | generic
+  /// The driver has no W entry points: text crosses as UTF-8 through the narrow ones.
+  bool narrow_text = false;
 };
 DriverInfo driver_info(const db::Connection& c);
 

@@ -69,7 +69,62 @@ std::string_view strip_prefixes(std::string_view m) {
   return m;
 }
 
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+/// The server's own text out of what a driver wraps around it:
+///   psqlODBC: "ERROR: <message>\nDETAIL: <detail>;\nError while executing the query"
+///   SQLite ODBC: "<SQLite's message> (<code>)"
+void clean_message(Flavor flavor, const Diagnostic& d, db::Error& e) {
+  std::string_view m = e.message;
+  if (flavor == Flavor::postgresql) {
+    constexpr std::string_view kTail = "\nError while executing the query";
+    if (ends_with(m, kTail)) m.remove_suffix(kTail.size());
+    if (ends_with(m, ";")) m.remove_suffix(1);
+    for (std::string_view severity : {"ERROR: ", "FATAL: ", "PANIC: "}) {
+      if (m.substr(0, severity.size()) == severity) m.remove_prefix(severity.size());
+    }
+    std::string_view hint;
+    if (const size_t h = m.find("\nHINT: "); h != std::string_view::npos) {
+      hint = m.substr(h + 7);
+      m = m.substr(0, h);
+    }
+    std::string_view detail;
+    if (const size_t dpos = m.find("\nDETAIL: "); dpos != std::string_view::npos) {
+      detail = m.substr(dpos + 9);
+      m = m.substr(0, dpos);
+    }
+    if (e.detail.empty()) e.detail = std::string(detail);
+    if (e.hint.empty()) e.hint = std::string(hint);
+  } else if (flavor == Flavor::sqlite && d.native > 0) {
+    const std::string suffix = " (" + std::to_string(d.native) + ")";
+    if (ends_with(m, suffix)) m.remove_suffix(suffix.size());
+  }
+  e.message = std::string(m);
+}
+
+db::Error map_raw(Flavor flavor, const Diagnostic& d);
+
+}  // namespace
+
 db::Error map_diagnostic(Flavor flavor, const Diagnostic& d) {
+  Diagnostic cleaned = d;
+  db::Error probe;
+  probe.message = std::string(strip_prefixes(d.message));
+  clean_message(flavor, d, probe);
+  cleaned.message = probe.message;
+  db::Error e = map_raw(flavor, cleaned);
+  if (e.detail.empty()) e.detail = probe.detail;
+  if (e.hint.empty()) e.hint = probe.hint;
+  return e;
+}
+
+namespace {
+
+db::Error map_raw(Flavor flavor, const Diagnostic& d) {
   const std::string_view s = d.sqlstate;
   const std::string_view msg = strip_prefixes(d.message);
   // What the driver manager or any driver says the same way.
@@ -126,5 +181,7 @@ db::Error map_diagnostic(Flavor flavor, const Diagnostic& d) {
   }
   return make(errc_of_class(s), s, d);
 }
+
+}  // namespace
 
 }  // namespace wirepool::odbc

@@ -133,6 +133,26 @@ TEST(OdbcErrors, GenericStatesAreRefinedByTheNativeCode) {
   }
 }
 
+TEST(OdbcErrors, TheServersOwnTextIsKeptAndTheDriversWrappingRemoved) {
+  const db::Error pg = map_diagnostic(
+      Flavor::postgresql,
+      diag("23505", 1,
+           "[unixODBC]ERROR: duplicate key value violates unique constraint \"e1_pkey\"\n"
+           "DETAIL: Key (id)=(1) already exists.;\nError while executing the query"));
+  EXPECT_EQ(pg.message, "duplicate key value violates unique constraint \"e1_pkey\"");
+  EXPECT_EQ(pg.detail, "Key (id)=(1) already exists.");
+  const db::Error hint = map_diagnostic(
+      Flavor::postgresql, diag("42883", 1,
+                               "ERROR: function f() does not exist\nHINT: No function matches.;\n"
+                               "Error while executing the query"));
+  EXPECT_EQ(hint.message, "function f() does not exist");
+  EXPECT_EQ(hint.hint, "No function matches.");
+  const db::Error lite =
+      map_diagnostic(Flavor::sqlite, diag("HY000", 19, "UNIQUE constraint failed: e1.id (19)"));
+  EXPECT_EQ(lite.message, "UNIQUE constraint failed: e1.id");
+  EXPECT_EQ(lite.sqlstate, "23505");
+}
+
 TEST(OdbcErrors, DriverPrefixesAreStripped) {
   EXPECT_EQ(strip_prefixes("[unixODBC][MariaDB][ODBC 3.1 Driver]Duplicate"), "Duplicate");
   EXPECT_EQ(strip_prefixes("plain [x]"), "plain [x]");
