@@ -269,6 +269,8 @@ struct Handle {
   SQLULEN fetched = 0;
   /// `shape` is bound and its rowset set: the next execution may reuse them.
   bool settled = false;
+  /// SQLNumResultCols was asked before an execution (a prepared statement).
+  bool described = false;
 
   explicit Handle(SessionPtr s) : session(std::move(s)) {}
   Handle(const Handle&) = delete;
@@ -573,7 +575,12 @@ Status settle_result(Session& s, Handle& hd) {
 /// Before SQLExecute of a prepared statement: describe what SQLPrepare told
 /// and settle the rowset, so it is never set on an open cursor.
 Status settle_prepared(Session& s, Handle& hd) {
-  if (hd.settled) return {};
+  // Once per handle: psqlODBC answers SQLNumResultCols before an execution
+  // with a Parse/Describe round trip and a plan it deallocates after the
+  // next execution, which made every execution of a prepared INSERT three
+  // round trips (bench/README.md).
+  if (hd.settled || hd.described) return {};
+  hd.described = true;
   SQLSMALLINT n = 0;
   if (!ok(SQLNumResultCols(hd.h, &n)) || n == 0) return {};  // known after execution
   auto shape = describe(s, hd.h);
@@ -761,9 +768,16 @@ class OdbcRows final : public db::RowsImpl {
     }
     const size_t term = plan.read == Read::wtext ? 2 : plan.read == Read::decimal ? 1 : 0;
     char buf[8192];
-    for (;;) {
+    for (bool first = true;; first = false) {
       SQLLEN ind = 0;
       const SQLRETURN rc = SQLGetData(hd_->h, c, plan.c_type, buf, sizeof buf, &ind);
+      if (rc == SQL_NO_DATA && first) {
+        // The driver says the cell was read already: never hand out a cell
+        // cut short as if it were whole (MariaDB ODBC does this after
+        // SQLSetPos; docs/odbc.md).
+        return protocol_error("XX000", "the ODBC driver returned no data for column " +
+                                           std::to_string(col + 1) + " of a row");
+      }
       if (rc == SQL_NO_DATA) break;
       if (!ok(rc)) return s.stmt_error(hd_->h);
       if (ind == SQL_NULL_DATA) {
@@ -789,15 +803,17 @@ class OdbcRows final : public db::RowsImpl {
     const unsigned char* p = nullptr;
     size_t len = 0;
     std::string& own = cells_[i];
+    bool reread = false;  // the bytes are in raw_, which the next cell reuses
     if (hd.shape->get_data_only) {
       bool is_null = false;
-      if (auto e = get_data(i, plan, own, is_null)) return e;
+      if (auto e = get_data(i, plan, raw_, is_null)) return e;
       if (is_null) {
         out = db::ValueView::null();
         return std::nullopt;
       }
-      p = reinterpret_cast<const unsigned char*>(own.data());
-      len = own.size();
+      p = reinterpret_cast<const unsigned char*>(raw_.data());
+      len = raw_.size();
+      reread = true;
     } else {
       const Bound& b = hd.bound[i];
       const SQLLEN ind = b.ind[r];
@@ -819,10 +835,11 @@ class OdbcRows final : public db::RowsImpl {
             return s.stmt_error(hd.h);
           }
           bool is_null = false;
-          if (auto e = get_data(i, plan, own, is_null)) return e;
+          if (auto e = get_data(i, plan, raw_, is_null)) return e;
           ++s.stats.rereads;
-          p = reinterpret_cast<const unsigned char*>(own.data());
-          len = own.size();
+          p = reinterpret_cast<const unsigned char*>(raw_.data());
+          len = raw_.size();
+          reread = true;
         } else {
           len = static_cast<size_t>(ind);
         }
@@ -851,25 +868,26 @@ class OdbcRows final : public db::RowsImpl {
         break;
       }
       case Read::wtext: {
-        std::string text;
-        // `p` may point into `own` (a re-read): convert through a local.
-        std::u16string units(len / 2, u'\0');
-        std::memcpy(units.data(), p, units.size() * 2);
+        // Bound cells start at even offsets of an aligned array; raw_ is a
+        // heap or in-object buffer: both aligned for char16_t.
         own.clear();
-        append_utf8(units.data(), units.size(), own);
+        append_utf8(reinterpret_cast<const char16_t*>(p), len / 2, own);
         out = db::ValueView::text(own);
         break;
       }
       case Read::decimal: {
-        if (p != reinterpret_cast<const unsigned char*>(own.data())) {
-          own.assign(reinterpret_cast<const char*>(p), len);
-        }
+        own.assign(reinterpret_cast<const char*>(p), len);
         pad_decimal(own, hd.shape->columns[i].native.scale);
         out = db::ValueView::decimal(own);
         break;
       }
       case Read::binary:
-        out = db::ValueView::bytes(std::string_view(reinterpret_cast<const char*>(p), len));
+        if (reread) {
+          own.assign(reinterpret_cast<const char*>(p), len);
+          out = db::ValueView::bytes(own);
+        } else {
+          out = db::ValueView::bytes(std::string_view(reinterpret_cast<const char*>(p), len));
+        }
         break;
       case Read::timestamp: {
         SQL_TIMESTAMP_STRUCT ts;
@@ -904,6 +922,7 @@ class OdbcRows final : public db::RowsImpl {
   uint64_t rows_read_ = 0;
   bool done_ = false;
   std::vector<std::string> cells_;  // the current row's converted cells
+  std::string raw_;                 // a cell read with SQLGetData, before conversion
 };
 
 std::vector<std::string> verbs_of(std::string_view text, sql::Dialect d) {
@@ -939,9 +958,11 @@ class OdbcStatement final : public db::StatementImpl {
     if (!hd_) return Error::closed("statement");
     if (session_->closed) return Error::closed();
     if (params.size() != rw_.needed) return count_mismatch(params.size(), rw_.needed);
+    const bool busy = hd_.use_count() > 1;  // a reader of this statement holds it
     HandlePtr use = hd_;
-    if (hd_.use_count() > 1) {
+    if (busy) {
       // A reader of this statement is still open: run a fresh copy beside it.
+      ++session_->stats.statement_copies;
       use = std::make_shared<Handle>(session_);
       if (auto st = use->alloc(); !st.ok()) return st.take_error();
       if (!ok(prepare_text(*session_, use->h, rw_.text, text_))) {

@@ -49,6 +49,9 @@ struct FetchStats {
   uint64_t max_rows_per_fetch = 0;
   uint64_t rowset_size = 0;  ///< SQL_ATTR_ROW_ARRAY_SIZE of the last cursor
   uint64_t rereads = 0;
+  /// Executions of a prepared statement on a fresh copy because a reader of
+  /// it was still open.
+  uint64_t statement_copies = 0;
 };
 /// The counters of an ODBC connection (zeros for another driver's).
 FetchStats fetch_stats_for_test(const db::Connection& c);

@@ -50,8 +50,19 @@ std::optional<std::u16string> to_utf16(std::string_view s) {
 }
 
 void append_utf8(const char16_t* u, size_t n, std::string& out) {
-  out.reserve(out.size() + n);
-  for (size_t i = 0; i < n; ++i) {
+  // ASCII first, written in place: most cells are nothing else.
+  size_t i = 0;
+  const size_t start = out.size();
+  out.resize(start + n);
+  char* w = out.data() + start;
+  while (i < n && u[i] < 0x80) {
+    w[i] = static_cast<char>(u[i]);
+    ++i;
+  }
+  out.resize(start + i);
+  if (i == n) return;
+  out.reserve(out.size() + (n - i) * 3);
+  for (; i < n; ++i) {
     uint32_t cp = u[i];
     if (cp < 0x80) {
       out.push_back(static_cast<char>(cp));

@@ -198,6 +198,7 @@ TEST_P(Values, PreparedStatementRunsManyTimesAndBesideItsOwnReader) {
     ASSERT_TRUE(info.ok()) << info.error().message;
     EXPECT_EQ(info->affected, 1);
   }
+  const auto before = odbc::fetch_stats_for_test(conn);
   auto sel = conn.prepare("SELECT v FROM " + t + " WHERE id = $1");
   ASSERT_TRUE(sel.ok()) << sel.error().message;
   ASSERT_EQ(sel->params().size(), 1u);
@@ -216,6 +217,8 @@ TEST_P(Values, PreparedStatementRunsManyTimesAndBesideItsOwnReader) {
   EXPECT_EQ(b->rows[0][0].str, "v8");
   EXPECT_TRUE(first->close().ok());
   EXPECT_TRUE(second->close().ok());
+  // Only the overlapping run needed a copy of the statement.
+  EXPECT_EQ(odbc::fetch_stats_for_test(conn).statement_copies - before.statement_copies, 1u);
   for (int i = 0; i < 50; i += 7) {
     std::vector<Param> p{P(Value::int64(i))};
     auto rows = sel->query(p);
@@ -225,6 +228,7 @@ TEST_P(Values, PreparedStatementRunsManyTimesAndBesideItsOwnReader) {
     ASSERT_EQ(r->rows.size(), 1u);
     EXPECT_EQ(r->rows[0][0].str, "v" + std::to_string(i));
   }
+  EXPECT_EQ(odbc::fetch_stats_for_test(conn).statement_copies - before.statement_copies, 1u);
 }
 
 TEST_P(Values, ConnectionStringPasswordAndRedaction) {
