@@ -259,6 +259,29 @@ SQLRETURN prepare_text(Session& s, SQLHSTMT h, const std::string& utf8, const st
   return SQLPrepareW(h, wide(t), static_cast<SQLINTEGER>(t.size()));
 }
 
+/// The buffers bound with SQLBindParameter, kept by a statement handle across
+/// its executions. A binding is made again only when its type, size or buffer
+/// changes: a prepared statement run with values of the same types binds once.
+struct ParamBuffers {
+  struct Slot {
+    std::string bytes;  // text (UTF-16 bytes), binary, decimal digits
+    int64_t i64 = 0;
+    double f64 = 0;
+    unsigned char bit = 0;
+    SQL_TIMESTAMP_STRUCT ts{};
+    SQLLEN ind = 0;
+    // What SQLBindParameter was last given.
+    bool bound = false;
+    SQLSMALLINT c_type = 0;
+    SQLSMALLINT sql_type = 0;
+    SQLULEN column_size = 0;
+    SQLSMALLINT digits = 0;
+    SQLPOINTER data = nullptr;
+    SQLLEN buffer_length = 0;
+  };
+  std::vector<Slot> slots;
+};
+
 /// A statement handle owned by a reader or a prepared statement.
 struct Handle {
   SessionPtr session;
@@ -271,6 +294,7 @@ struct Handle {
   bool settled = false;
   /// SQLNumResultCols was asked before an execution (a prepared statement).
   bool described = false;
+  ParamBuffers params;
 
   explicit Handle(SessionPtr s) : session(std::move(s)) {}
   Handle(const Handle&) = delete;
@@ -301,20 +325,6 @@ using HandlePtr = std::shared_ptr<Handle>;
 
 // ---- parameters -----------------------------------------------------------------
 
-/// The buffers bound with SQLBindParameter: they must stay where they are
-/// until the statement has executed.
-struct ParamBuffers {
-  struct Slot {
-    std::string bytes;  // text (UTF-16 bytes), binary, decimal digits
-    int64_t i64 = 0;
-    double f64 = 0;
-    unsigned char bit = 0;
-    SQL_TIMESTAMP_STRUCT ts{};
-    SQLLEN ind = 0;
-  };
-  std::vector<Slot> slots;
-};
-
 /// Binds `params` to the ? markers of a statement; `binds` says which
 /// parameter each marker takes (a repeated $N binds its value again).
 ///
@@ -324,8 +334,10 @@ struct ParamBuffers {
 /// verified driver converts it to the column's type.
 Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<size_t>& binds,
                    ParamBuffers& buf) {
-  SQLFreeStmt(h, SQL_RESET_PARAMS);
-  buf.slots.assign(binds.size(), {});
+  if (buf.slots.size() != binds.size()) {
+    SQLFreeStmt(h, SQL_RESET_PARAMS);
+    buf.slots.assign(binds.size(), {});
+  }
   for (size_t i = 0; i < binds.size(); ++i) {
     const db::Param& p = params[binds[i]];
     if (p.pg_format >= 0) {
@@ -346,12 +358,14 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
         break;
       case db::Kind::Bool:
         slot.bit = v.b ? 1 : 0;
+        slot.ind = 0;
         c_type = SQL_C_BIT;
         sql_type = SQL_BIT;
         data = &slot.bit;
         break;
       case db::Kind::I64:
         slot.i64 = v.i64;
+        slot.ind = 0;
         c_type = SQL_C_SBIGINT;
         sql_type = SQL_BIGINT;
         column_size = 19;
@@ -368,6 +382,7 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
         break;
       case db::Kind::F64:
         slot.f64 = v.f64;
+        slot.ind = 0;
         c_type = SQL_C_DOUBLE;
         sql_type = SQL_DOUBLE;
         column_size = 15;
@@ -389,15 +404,19 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
         break;
       }
       case db::Kind::Text: {
-        auto u = to_utf16(v.str);
-        if (!u) return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
-        slot.bytes.assign(reinterpret_cast<const char*>(u->data()), u->size() * 2);
+        thread_local std::u16string units;
+        if (!to_utf16(v.str, units)) {
+          return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
+        }
+        if (slot.bytes.capacity() < 512) slot.bytes.reserve(512);  // a stable buffer
+        slot.bytes.assign(reinterpret_cast<const char*>(units.data()), units.size() * 2);
         slot.ind = static_cast<SQLLEN>(slot.bytes.size());
         c_type = SQL_C_WCHAR;
-        sql_type = u->size() > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR;
-        column_size = std::max<size_t>(u->size(), 1);
+        sql_type = units.size() > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR;
+        // In steps of 256 characters, so rows of different lengths share a binding.
+        column_size = (std::max<size_t>(units.size(), 1) + 255) / 256 * 256;
         data = slot.bytes.data();
-        buffer_length = slot.ind;
+        buffer_length = static_cast<SQLLEN>(slot.bytes.capacity());
         break;
       }
       case db::Kind::Bytes:
@@ -411,6 +430,7 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
         break;
       case db::Kind::Time:
         slot.ts = timestamp_of(v.micros);
+        slot.ind = 0;
         c_type = SQL_C_TYPE_TIMESTAMP;
         sql_type = SQL_TYPE_TIMESTAMP;
         column_size = 26;
@@ -418,10 +438,25 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
         data = &slot.ts;
         break;
     }
+    if (slot.bound && slot.c_type == c_type && slot.sql_type == sql_type &&
+        slot.column_size == column_size && slot.digits == digits && slot.data == data &&
+        slot.buffer_length == buffer_length) {
+      continue;  // the same binding: the new value is already in its buffer
+    }
     const SQLRETURN rc =
         SQLBindParameter(h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c_type, sql_type,
                          column_size, digits, data, buffer_length, &slot.ind);
-    if (!ok(rc)) return s.stmt_error(h);
+    if (!ok(rc)) {
+      slot.bound = false;
+      return s.stmt_error(h);
+    }
+    slot.bound = true;
+    slot.c_type = c_type;
+    slot.sql_type = sql_type;
+    slot.column_size = column_size;
+    slot.digits = digits;
+    slot.data = data;
+    slot.buffer_length = buffer_length;
   }
   return {};
 }
@@ -602,13 +637,16 @@ void pad_decimal(std::string& text, int32_t scale) {
   if (have < static_cast<size_t>(scale)) text.append(static_cast<size_t>(scale) - have, '0');
 }
 
+/// The command verb of each statement of a text, shared by its readers.
+using VerbsPtr = std::shared_ptr<const std::vector<std::string>>;
+
 // ---- reader -----------------------------------------------------------------------
 
 class OdbcRows final : public db::RowsImpl {
  public:
-  OdbcRows(SessionPtr session, std::vector<std::string> verbs)
+  OdbcRows(SessionPtr session, VerbsPtr verbs)
       : session_(std::move(session)), verbs_(std::move(verbs)) {
-    info_.verb = verbs_.empty() ? std::string() : verbs_[0];
+    info_.verb = verbs_->empty() ? std::string() : (*verbs_)[0];
   }
   ~OdbcRows() override { (void)close(); }
 
@@ -618,7 +656,7 @@ class OdbcRows final : public db::RowsImpl {
                                   const std::vector<size_t>& binds) {
     hd_ = std::move(hd);
     Session& s = *session_;
-    if (auto st = bind_params(s, hd_->h, params, binds, params_); !st.ok()) return st.error();
+    if (auto st = bind_params(s, hd_->h, params, binds, hd_->params); !st.ok()) return st.error();
     SQLRETURN rc;
     {
       Running running(s, hd_->h);
@@ -632,7 +670,7 @@ class OdbcRows final : public db::RowsImpl {
                                     const std::vector<size_t>& binds) {
     hd_ = std::move(hd);
     Session& s = *session_;
-    if (auto st = bind_params(s, hd_->h, params, binds, params_); !st.ok()) return st.error();
+    if (auto st = bind_params(s, hd_->h, params, binds, hd_->params); !st.ok()) return st.error();
     if (auto st = settle_prepared(s, *hd_); !st.ok()) return st.error();
     SQLRETURN rc;
     {
@@ -696,7 +734,7 @@ class OdbcRows final : public db::RowsImpl {
     }
     ++result_index_;
     info_ = {};
-    info_.verb = result_index_ < verbs_.size() ? verbs_[result_index_] : std::string();
+    info_.verb = result_index_ < verbs_->size() ? (*verbs_)[result_index_] : std::string();
     hd_->settled = false;  // a new cursor: described and settled afresh
     if (auto e = after_execute(rc)) return *e;
     return true;
@@ -717,7 +755,6 @@ class OdbcRows final : public db::RowsImpl {
       if (!session_->closed && hd_->h != SQL_NULL_HSTMT) SQLFreeStmt(hd_->h, SQL_CLOSE);
     }
     hd_.reset();  // a direct query's handle is freed; a prepared one is free again
-    params_.slots.clear();
     return {};
   }
 
@@ -914,8 +951,7 @@ class OdbcRows final : public db::RowsImpl {
 
   SessionPtr session_;
   HandlePtr hd_;
-  ParamBuffers params_;
-  std::vector<std::string> verbs_;  // one per statement of the text
+  VerbsPtr verbs_;  // one per statement of the text
   size_t result_index_ = 0;
   db::CommandInfo info_;
   SQLULEN pos_ = 0;
@@ -925,10 +961,10 @@ class OdbcRows final : public db::RowsImpl {
   std::string raw_;                 // a cell read with SQLGetData, before conversion
 };
 
-std::vector<std::string> verbs_of(std::string_view text, sql::Dialect d) {
-  std::vector<std::string> out;
+VerbsPtr verbs_of(std::string_view text, sql::Dialect d) {
+  auto out = std::make_shared<std::vector<std::string>>();
   for (auto piece : sql::split_statements(text, d))
-    out.push_back(sql::command_verb(piece, d));
+    out->push_back(sql::command_verb(piece, d));
   return out;
 }
 
@@ -936,8 +972,8 @@ std::vector<std::string> verbs_of(std::string_view text, sql::Dialect d) {
 
 class OdbcStatement final : public db::StatementImpl {
  public:
-  OdbcStatement(SessionPtr session, HandlePtr hd, Rewritten rw, std::u16string text,
-                std::vector<std::string> verbs, std::span<const db::ParamInfo> hints)
+  OdbcStatement(SessionPtr session, HandlePtr hd, Rewritten rw, std::u16string text, VerbsPtr verbs,
+                std::span<const db::ParamInfo> hints)
       : session_(std::move(session)),
         hd_(std::move(hd)),
         rw_(std::move(rw)),
@@ -984,7 +1020,7 @@ class OdbcStatement final : public db::StatementImpl {
   HandlePtr hd_;
   Rewritten rw_;
   std::u16string text_;
-  std::vector<std::string> verbs_;
+  VerbsPtr verbs_;
   std::vector<db::ParamInfo> params_;
   std::vector<db::Column> columns_;
 };

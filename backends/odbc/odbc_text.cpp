@@ -9,6 +9,12 @@ namespace wirepool::odbc {
 
 std::optional<std::u16string> to_utf16(std::string_view s) {
   std::u16string out;
+  if (!to_utf16(s, out)) return std::nullopt;
+  return out;
+}
+
+bool to_utf16(std::string_view s, std::u16string& out) {
+  out.clear();
   out.reserve(s.size());
   size_t i = 0;
   while (i < s.size()) {
@@ -28,15 +34,15 @@ std::optional<std::u16string> to_utf16(std::string_view s) {
     } else if ((c & 0xf8) == 0xf0) {
       len = 4, cp = c & 0x07, min = 0x10000;
     } else {
-      return std::nullopt;
+      return false;
     }
-    if (i + static_cast<size_t>(len) > s.size()) return std::nullopt;
+    if (i + static_cast<size_t>(len) > s.size()) return false;
     for (int k = 1; k < len; ++k) {
       const auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      if ((cc & 0xc0) != 0x80) return std::nullopt;
+      if ((cc & 0xc0) != 0x80) return false;
       cp = (cp << 6) | (cc & 0x3f);
     }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return std::nullopt;
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
     if (cp >= 0x10000) {
       cp -= 0x10000;
       out.push_back(static_cast<char16_t>(0xd800 + (cp >> 10)));
@@ -46,7 +52,7 @@ std::optional<std::u16string> to_utf16(std::string_view s) {
     }
     i += static_cast<size_t>(len);
   }
-  return out;
+  return true;
 }
 
 void append_utf8(const char16_t* u, size_t n, std::string& out) {

@@ -20,6 +20,8 @@ namespace wirepool::odbc {
 /// UTF-8 -> UTF-16 (SQLWCHAR is a 16-bit unit in unixODBC, as on Windows).
 /// nullopt for malformed UTF-8 (overlong forms, surrogates, beyond U+10FFFF).
 std::optional<std::u16string> to_utf16(std::string_view utf8);
+/// The same into `out` (its capacity reused); false for malformed UTF-8.
+bool to_utf16(std::string_view utf8, std::u16string& out);
 /// UTF-16 -> UTF-8, appended to `out`. A lone surrogate becomes U+FFFD.
 void append_utf8(const char16_t* units, size_t count, std::string& out);
 std::string to_utf8(const char16_t* units, size_t count);

@@ -189,7 +189,7 @@ TEST_P(Values, DollarMarkersAreRewrittenAndRepeatedOnesBoundAgain) {
 TEST_P(Values, PreparedStatementRunsManyTimesAndBesideItsOwnReader) {
   const std::string t = table();
   exec(conn, "DROP TABLE IF EXISTS " + t);
-  exec(conn, "CREATE TABLE " + t + " (id int PRIMARY KEY, v varchar(20))");
+  exec(conn, "CREATE TABLE " + t + " (id int PRIMARY KEY, v varchar(4000))");
   auto ins = conn.prepare("INSERT INTO " + t + " VALUES ($1, $2)");
   ASSERT_TRUE(ins.ok()) << ins.error().message;
   for (int i = 0; i < 50; ++i) {
@@ -198,6 +198,25 @@ TEST_P(Values, PreparedStatementRunsManyTimesAndBesideItsOwnReader) {
     ASSERT_TRUE(info.ok()) << info.error().message;
     EXPECT_EQ(info->affected, 1);
   }
+  // One statement, values whose kind and size change between executions: a
+  // NULL after text, a text longer than the parameter buffer's first capacity
+  // (it is bound again), an integer where text was (the backends convert).
+  const std::string longer(3000, 'x');
+  const std::vector<std::pair<int, Value>> mixed = {{100, Value::text("a")},
+                                                    {101, Value::null()},
+                                                    {102, Value::text(longer)},
+                                                    {103, Value::text("b")}};
+  for (const auto& [id, v] : mixed) {
+    auto info = ins->execute(std::vector<Param>{P(Value::int64(id)), P(v)});
+    ASSERT_TRUE(info.ok()) << id << ": " << info.error().message;
+  }
+  auto back = fetch(conn, "SELECT id, v FROM " + t + " WHERE id >= 100 ORDER BY id");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->rows.size(), 4u);
+  EXPECT_EQ(back->rows[0][1].str, "a");
+  EXPECT_TRUE(back->rows[1][1].is_null());
+  EXPECT_EQ(back->rows[2][1].str, longer);
+  EXPECT_EQ(back->rows[3][1].str, "b");
   const auto before = odbc::fetch_stats_for_test(conn);
   auto sel = conn.prepare("SELECT v FROM " + t + " WHERE id = $1");
   ASSERT_TRUE(sel.ok()) << sel.error().message;
