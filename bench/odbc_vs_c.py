@@ -56,6 +56,7 @@ def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     build = sys.argv[2] if len(sys.argv) > 2 else os.path.join(REPO, "build", "release")
     work = tempfile.mkdtemp(prefix="wp-odbc-bench-")
+    os.chmod(work, 0o755)  # the servers run as postgres / mysql
     pg_dir, maria_dir = os.path.join(work, "pg"), os.path.join(work, "mariadb")
     pg = start("pgserver.py", pg_dir)
     try:

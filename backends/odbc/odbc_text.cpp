@@ -14,9 +14,14 @@ std::optional<std::u16string> to_utf16(std::string_view s) {
 }
 
 bool to_utf16(std::string_view s, std::u16string& out) {
-  out.clear();
-  out.reserve(s.size());
+  // ASCII first, written in place: most text is nothing else.
+  out.resize(s.size());
   size_t i = 0;
+  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) {
+    out[i] = static_cast<char16_t>(s[i]);
+    ++i;
+  }
+  out.resize(i);
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
