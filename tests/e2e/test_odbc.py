@@ -1,7 +1,7 @@
 """wirepool's ODBC driver from PostgreSQL clients, through the three ODBC
 drivers verified here: psqlODBC against the throwaway PostgreSQL (fixture
 `pg`), MariaDB Connector/ODBC against the throwaway MariaDB (fixture
-`mariadb`), SQLite ODBC against a file in wirepool's state directory.
+`mariadb`), SQLite ODBC against a file in a temporary directory.
 
 Covers, on each: psql creates, fills and reads a table, with several
 statements in one -c (SQLite ODBC refuses that in one call: the session layer
@@ -17,7 +17,9 @@ does with `true` and a Date is checked as docs/odbc.md records it.
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 import psycopg2
@@ -48,6 +50,11 @@ class OdbcTest(WirepoolTestCase):
         maria = fixture_info("WIREPOOL_MARIADB_INFO", "MariaDB")
         os.environ["WIREPOOL_TEST_ODBC_PG_PASSWORD"] = pg["password"]
         os.environ["WIREPOOL_TEST_ODBC_MARIA_PASSWORD"] = maria["password"]
+        # The ODBC connection string is passed as written: SQLite ODBC opens a
+        # relative path against the process's working directory, so give it an
+        # absolute one.
+        cls.sqlite_dir = tempfile.mkdtemp(prefix="wp-odbc-e2e-")
+        sqlite_file = os.path.join(cls.sqlite_dir, "odbc_e2e.db")
         cls.databases = f"""
           - name: odbc_pg
             driver: odbc
@@ -61,10 +68,17 @@ class OdbcTest(WirepoolTestCase):
             pool: {{ mode: transaction, max: 4 }}
           - name: odbc_sqlite
             driver: odbc
-            connection: "Driver={{SQLite3}};Database=odbc_e2e.db"
+            connection: "Driver={{SQLite3}};Database={sqlite_file}"
             pool: {{ mode: transaction, max: 4 }}
         """
         super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.sqlite_dir, ignore_errors=True)
 
     def conn(self, database):
         c = psycopg2.connect(self.wp.kv(database=database))
