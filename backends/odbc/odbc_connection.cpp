@@ -32,10 +32,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "backends/odbc/odbc_errors.hpp"
 #include "backends/odbc/odbc_text.hpp"
@@ -156,6 +160,8 @@ struct Session {
   /// statement handle is freed only under it.
   std::mutex mu;
   SQLHSTMT running = SQL_NULL_HSTMT;
+  uint64_t run_seq = 0;    // one per execution, so a late watchdog misses the next one
+  bool timed_out = false;  // the watchdog cancelled the execution now running
 
   Session() = default;
   Session(const Session&) = delete;
@@ -205,14 +211,95 @@ struct Session {
 };
 using SessionPtr = std::shared_ptr<Session>;
 
-/// Marks `h` as the statement a cancel() interrupts while it lives.
+/// Enforces query_timeout for every ODBC driver: SQL_ATTR_QUERY_TIMEOUT is set
+/// too, but MariaDB ODBC 3.1 ignores it (SLEEP(20) ran 20 s), so one thread
+/// calls SQLCancel on an execution past its deadline, as cancel() would.
+class Watchdog {
+ public:
+  static Watchdog& get() {
+    static Watchdog w;
+    return w;
+  }
+  uint64_t arm(std::chrono::steady_clock::time_point at, std::weak_ptr<Session> session, SQLHSTMT h,
+               uint64_t seq) {
+    std::lock_guard lock(mu_);
+    const uint64_t id = ++next_id_;
+    entries_.emplace(id, Entry{at, std::move(session), h, seq});
+    cv_.notify_all();
+    return id;
+  }
+  void disarm(uint64_t id) {
+    std::lock_guard lock(mu_);
+    entries_.erase(id);
+  }
+
+ private:
+  struct Entry {
+    std::chrono::steady_clock::time_point at;
+    std::weak_ptr<Session> session;
+    SQLHSTMT h;
+    uint64_t seq;
+  };
+  Watchdog() : thread_([this] { run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void run() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      if (entries_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      auto first = entries_.begin();
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->second.at < first->second.at) first = it;
+      }
+      if (std::chrono::steady_clock::now() < first->second.at) {
+        cv_.wait_until(lock, first->second.at);
+        continue;
+      }
+      Entry e = std::move(first->second);
+      entries_.erase(first);
+      lock.unlock();  // the session's lock comes first everywhere else
+      fire(e);
+      lock.lock();
+    }
+  }
+  static void fire(const Entry& e);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, Entry> entries_;
+  uint64_t next_id_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+/// Marks `h` as the statement a cancel() interrupts while it lives, and arms
+/// the query_timeout watchdog.
 class Running {
  public:
-  Running(Session& s, SQLHSTMT h) : s_(s) {
-    std::lock_guard lock(s_.mu);
-    s_.running = h;
+  Running(const SessionPtr& s, SQLHSTMT h) : s_(*s) {
+    uint64_t seq;
+    {
+      std::lock_guard lock(s_.mu);
+      s_.running = h;
+      s_.timed_out = false;
+      seq = ++s_.run_seq;
+    }
+    if (s_.options.query_timeout.count() > 0) {
+      id_ = Watchdog::get().arm(std::chrono::steady_clock::now() + s_.options.query_timeout, s, h,
+                                seq);
+    }
   }
   ~Running() {
+    if (id_ != 0) Watchdog::get().disarm(id_);
     std::lock_guard lock(s_.mu);
     s_.running = SQL_NULL_HSTMT;
   }
@@ -221,7 +308,27 @@ class Running {
 
  private:
   Session& s_;
+  uint64_t id_ = 0;
 };
+
+void Watchdog::fire(const Entry& e) {
+  const SessionPtr s = e.session.lock();
+  if (!s) return;
+  std::lock_guard lock(s->mu);
+  if (s->closed || s->running != e.h || s->run_seq != e.seq) return;  // it has finished
+  s->timed_out = true;
+  SQLCancel(e.h);
+}
+
+Error statement_timeout(const Options& o) {
+  Error e;
+  e.code = db::Errc::busy;
+  e.sqlstate = "57014";  // query_canceled
+  e.message = "canceling statement due to statement timeout";
+  e.detail =
+      "the odbc driver's query_timeout (" + std::to_string(o.query_timeout.count()) + " s) passed";
+  return e;
+}
 
 /// One bound column: its row array and length/indicator array.
 struct Bound {
@@ -659,7 +766,7 @@ class OdbcRows final : public db::RowsImpl {
     if (auto st = bind_params(s, hd_->h, params, binds, hd_->params); !st.ok()) return st.error();
     SQLRETURN rc;
     {
-      Running running(s, hd_->h);
+      Running running(session_, hd_->h);
       rc = exec_direct(s, hd_->h, text, wtext);
     }
     return after_execute(rc);
@@ -674,7 +781,7 @@ class OdbcRows final : public db::RowsImpl {
     if (auto st = settle_prepared(s, *hd_); !st.ok()) return st.error();
     SQLRETURN rc;
     {
-      Running running(s, hd_->h);
+      Running running(session_, hd_->h);
       rc = SQLExecute(hd_->h);
     }
     return after_execute(rc);
@@ -722,10 +829,9 @@ class OdbcRows final : public db::RowsImpl {
   Result<bool> next_result() override {
     if (!hd_) return Error::closed("rows");
     if (session_->closed) return Error::closed();
-    Session& s = *session_;
     SQLRETURN rc;
     {
-      Running running(s, hd_->h);
+      Running running(session_, hd_->h);
       rc = SQLMoreResults(hd_->h);
     }
     if (rc == SQL_NO_DATA) {
@@ -761,6 +867,12 @@ class OdbcRows final : public db::RowsImpl {
  private:
   std::optional<Error> after_execute(SQLRETURN rc) {
     Session& s = *session_;
+    if (s.timed_out) {
+      // The watchdog cancelled it: whatever the driver answered (MariaDB's
+      // interrupted SLEEP() answers 1), the statement did not complete.
+      SQLFreeStmt(hd_->h, SQL_CLOSE);
+      return statement_timeout(s.options);
+    }
     pos_ = 0;
     rows_read_ = 0;
     done_ = false;
@@ -1201,12 +1313,53 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
                      SQL_IS_UINTEGER);
   auto wconn = to_utf16(connection);
   if (!wconn) return Error::connection("the ODBC connection string is not valid UTF-8");
-  SQLSMALLINT out_len = 0;
-  const SQLRETURN rc = SQLDriverConnectW(session->dbc, nullptr, wide(*wconn),
-                                         static_cast<SQLSMALLINT>(wconn->size()), nullptr, 0,
-                                         &out_len, SQL_DRIVER_NOPROMPT);
-  if (!ok(rc)) {
-    Error e = map_diagnostic(Flavor::generic, diagnostic(SQL_HANDLE_DBC, session->dbc));
+  // SQLDriverConnectW runs on a thread of its own and is waited for at most
+  // login_timeout (+2 s for the driver's own): MariaDB ODBC 3.1 waits forever
+  // for a server that accepts the TCP connection and never speaks, whatever
+  // SQL_ATTR_LOGIN_TIMEOUT, CONN_TIMEOUT or READ_TIMEOUT say. A login given up
+  // on is left to its thread, which frees the handle when the driver returns.
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    bool abandoned = false;
+    SQLRETURN rc = SQL_ERROR;
+    Diagnostic diag;
+  };
+  auto pending = std::make_shared<Pending>();
+  std::thread([pending, dbc = session->dbc, text = std::move(*wconn)]() mutable {
+    SQLSMALLINT out_len = 0;
+    const SQLRETURN rc =
+        SQLDriverConnectW(dbc, nullptr, wide(text), static_cast<SQLSMALLINT>(text.size()), nullptr,
+                          0, &out_len, SQL_DRIVER_NOPROMPT);
+    Diagnostic d;
+    if (!ok(rc)) d = diagnostic(SQL_HANDLE_DBC, dbc);
+    std::lock_guard lock(pending->mu);
+    if (pending->abandoned) {
+      if (ok(rc)) SQLDisconnect(dbc);
+      SQLFreeHandle(SQL_HANDLE_DBC, dbc);
+      return;
+    }
+    pending->rc = rc;
+    pending->diag = std::move(d);
+    pending->done = true;
+    pending->cv.notify_all();
+  }).detach();
+  {
+    std::unique_lock lock(pending->mu);
+    const auto limit = options.login_timeout + std::chrono::seconds(2);
+    if (!pending->cv.wait_for(lock, limit, [&] { return pending->done; })) {
+      pending->abandoned = true;
+      session->dbc = SQL_NULL_HDBC;  // the login thread owns it now
+      session->closed = true;
+      Error e = Error::connection("no answer from the ODBC data source within " +
+                                  std::to_string(limit.count()) + " s (login_timeout)");
+      e.sqlstate = "08001";
+      return e;
+    }
+  }
+  if (!ok(pending->rc)) {
+    Error e = map_diagnostic(Flavor::generic, pending->diag);
     e.code = db::Errc::connection;
     SQLFreeHandle(SQL_HANDLE_DBC, session->dbc);
     session->dbc = SQL_NULL_HDBC;

@@ -5,11 +5,18 @@
 //    re-read with SQLSetPos + SQLGetData; through MariaDB ODBC and SQLite ODBC
 //    (no working re-read of a rowset's cell) a row a fetch, and a result
 //    without the TEXT column in large rowsets
-//  - SQLCancel from another thread stops pg_sleep(30) (57014, Errc::busy) and
-//    SLEEP(30) on MariaDB (which answers 1, not an error) within seconds; the
-//    connection stays usable
+//  - SQLCancel from another thread stops pg_sleep(20) and a long recursive
+//    query on SQLite (57014, Errc::busy) and SLEEP(20) on MariaDB (which
+//    answers 1, not an error) within seconds; the connection stays usable
 //  - a backend connection killed by the server is reported as Errc::connection
 //    and alive() turns false (psqlODBC: pg_terminate_backend; MariaDB: KILL)
+//  - every network wait is bounded: the query_timeout option ends a long
+//    statement (57014), login_timeout a server that accepts and never answers
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -30,6 +37,20 @@ std::string text_of(int i) {
       s += "abc\xe2\x82\xac";
   }
   return s;
+}
+
+/// A statement that runs for many seconds on each backend.
+std::string long_statement(Target t) {
+  switch (t) {
+    case Target::postgresql:
+      return "SELECT pg_sleep(20)";
+    case Target::mariadb:
+      return "SELECT SLEEP(20)";
+    case Target::sqlite:
+      break;
+  }
+  return "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) "
+         "SELECT count(*) FROM c";
 }
 
 TEST_P(Cursor, TextColumnIsReadWithSeveralRowsPerFetchAndLongCellsWhole) {
@@ -81,9 +102,7 @@ TEST_P(Cursor, TextColumnIsReadWithSeveralRowsPerFetchAndLongCellsWhole) {
 }
 
 TEST_P(Cursor, CancelFromAnotherThreadStopsALongStatement) {
-  if (target() == Target::sqlite) GTEST_SKIP() << "SQLite has no long sleeping statement";
-  const std::string sql =
-      target() == Target::postgresql ? "SELECT pg_sleep(30)" : "SELECT SLEEP(30)";
+  const std::string sql = long_statement(target());
   const auto start = std::chrono::steady_clock::now();
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -93,7 +112,7 @@ TEST_P(Cursor, CancelFromAnotherThreadStopsALongStatement) {
   canceller.join();
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_LT(took, std::chrono::seconds(10));
-  if (target() == Target::postgresql) {
+  if (target() != Target::mariadb) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, Errc::busy);
     EXPECT_EQ(r.error().sqlstate, "57014");
@@ -126,6 +145,52 @@ TEST_P(Cursor, KilledBackendIsAConnectionError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::connection) << r.error().sqlstate << " " << r.error().message;
   EXPECT_FALSE(conn.alive());
+}
+
+TEST_P(Cursor, QueryTimeoutEndsALongStatement) {
+  // MariaDB ODBC ignores SQL_ATTR_QUERY_TIMEOUT: the driver's watchdog cancels.
+  db::OpenOptions o = options_for(target());
+  o.options["query_timeout"] = "1s";
+  auto c = driver().open(o);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = fetch(c.value(), long_statement(target()));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(10));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::busy);
+  EXPECT_EQ(r.error().sqlstate, "57014") << r.error().message;
+  // The connection stays usable.
+  auto again = fetch(c.value(), "SELECT 1");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+}
+
+TEST_P(Cursor, LoginTimeoutBoundsAServerThatNeverAnswers) {
+  if (target() == Target::sqlite) GTEST_SKIP() << "a file has no server";
+  // A socket that accepts connections (the kernel's backlog) and never speaks.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 8), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  db::OpenOptions o;
+  o.connection = (target() == Target::postgresql ? "Driver={PostgreSQL Unicode}"
+                                                 : "Driver={MariaDB Unicode}") +
+                 std::string(";Server=127.0.0.1;Port=") + port + ";Database=x;Uid=x";
+  o.password = "x";
+  o.options["login_timeout"] = "2s";
+  const auto start = std::chrono::steady_clock::now();
+  auto c = driver().open(o);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, Errc::connection);
+  EXPECT_LT(took, std::chrono::seconds(10));
 }
 
 INSTANTIATE_TEST_SUITE_P(Odbc, Cursor, WP_ODBC_TARGETS);
