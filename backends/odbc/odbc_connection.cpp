@@ -720,7 +720,7 @@ Status settle_prepared(Session& s, Handle& hd) {
   // Once per handle: psqlODBC answers SQLNumResultCols before an execution
   // with a Parse/Describe round trip and a plan it deallocates after the
   // next execution, which made every execution of a prepared INSERT three
-  // round trips (bench/README.md).
+  // round trips (docs/odbc.md, quirks).
   if (hd.settled || hd.described) return {};
   hd.described = true;
   SQLSMALLINT n = 0;
@@ -800,7 +800,14 @@ class OdbcRows final : public db::RowsImpl {
     Handle& hd = *hd_;
     if (pos_ >= hd.fetched) {
       hd.fetched = 0;
-      const SQLRETURN rc = SQLFetch(hd.h);
+      SQLRETURN rc;
+      {
+        // A driver that streams (psqlODBC UseDeclareFetch, MariaDB NO_CACHE)
+        // waits on the server here too: cancel() and query_timeout reach it.
+        Running running(session_, hd.h);
+        rc = SQLFetch(hd.h);
+      }
+      if (s.timed_out) return statement_timeout(s.options);
       if (rc == SQL_NO_DATA) {
         done_ = true;
         return false;
