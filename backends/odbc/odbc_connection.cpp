@@ -32,6 +32,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -153,7 +154,7 @@ struct Session {
   /// passes through unchanged. Found by a probe at connection time.
   bool narrow = false;
   bool closed = false;
-  bool broken = false;  // the backend went away: alive() answers false
+  std::atomic<bool> broken{false};  // the backend went away: alive() answers false
   bool in_tx = false;
   FetchStats stats;
   /// cancel() runs on any thread: it takes `mu` to read `running`, and a
