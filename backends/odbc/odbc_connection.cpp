@@ -589,7 +589,51 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
     std::string type_name;
     SQLSMALLINT type = 0, digits = 0, nullable = SQL_NULLABLE_UNKNOWN;
     SQLULEN size = 0;
-    if (s.narrow) {
+    if (s.flavor == Flavor::postgresql && !s.narrow) {
+      // psqlODBC answers SQLDescribeCol (for its nullable) and the type name
+      // with a catalog query, a round trip per statement: read the fields that
+      // need none (docs/odbc.md, quirks). Nullable stays unknown, the type name
+      // is ODBC's.
+      auto num = [&](SQLUSMALLINT field) {
+        SQLLEN v = 0;
+        SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), field, nullptr, 0, nullptr, &v);
+        return v;
+      };
+      std::u16string name(256, u'\0');
+      SQLSMALLINT name_bytes = 0;
+      if (!ok(SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_NAME, name.data(),
+                               static_cast<SQLSMALLINT>(name.size() * 2), &name_bytes, nullptr))) {
+        return s.stmt_error(h);
+      }
+      if (static_cast<size_t>(name_bytes) / 2 >= name.size()) {
+        name.assign(static_cast<size_t>(name_bytes) / 2 + 1, u'\0');
+        if (!ok(SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_NAME, name.data(),
+                                 static_cast<SQLSMALLINT>(name.size() * 2), &name_bytes,
+                                 nullptr))) {
+          return s.stmt_error(h);
+        }
+      }
+      column_name =
+          to_utf8(name.data(), std::min(name.size() - 1, static_cast<size_t>(name_bytes) / 2));
+      type = static_cast<SQLSMALLINT>(num(SQL_DESC_TYPE));
+      if (type == SQL_DATETIME) {
+        // psqlODBC 13 answers 0 for SQL_DESC_DATETIME_INTERVAL_CODE: the
+        // display length tells date (10), time (8) and timestamp (19+) apart.
+        const SQLLEN code = num(SQL_DESC_DATETIME_INTERVAL_CODE);
+        const SQLLEN length = num(SQL_DESC_LENGTH);
+        if (code == SQL_CODE_DATE || (code == 0 && length == 10)) {
+          type = SQL_TYPE_DATE;
+        } else if (code == SQL_CODE_TIME || (code == 0 && length < 19)) {
+          type = SQL_TYPE_TIME;
+        } else {
+          type = SQL_TYPE_TIMESTAMP;
+        }
+      }
+      const bool numeric = type == SQL_DECIMAL || type == SQL_NUMERIC;
+      size = static_cast<SQLULEN>(
+          std::max<SQLLEN>(num(numeric ? SQL_DESC_PRECISION : SQL_DESC_LENGTH), 0));
+      digits = static_cast<SQLSMALLINT>(num(SQL_DESC_SCALE));
+    } else if (s.narrow) {
       std::string name(256, '\0');
       SQLSMALLINT name_len = 0;
       SQLRETURN rc = SQLDescribeCol(

@@ -116,7 +116,8 @@ TEST_P(Values, BackendSpecificKinds) {
     auto got =
         fetch(conn,
               "SELECT 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, 12345678901234567890::numeric, "
-              "true, 2::smallint");
+              "true, 2::smallint, TIME '01:02:03', DATE '2024-01-02', "
+              "TIMESTAMP '2024-01-02 03:04:05'");
     ASSERT_TRUE(got.ok()) << got.error().message;
     EXPECT_EQ(got->rows[0][0].kind, Kind::Text);
     EXPECT_EQ(got->rows[0][0].str, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
@@ -124,6 +125,13 @@ TEST_P(Values, BackendSpecificKinds) {
     EXPECT_EQ(got->rows[0][1].str, "12345678901234567890");
     EXPECT_EQ(got->rows[0][2].kind, Kind::Bool);
     EXPECT_EQ(got->rows[0][3].kind, Kind::I64);
+    // psqlODBC answers 0 for the datetime subcode: date, time and timestamp
+    // are told apart by their length (docs/odbc.md, quirk).
+    EXPECT_EQ(got->columns[4].kind, Kind::Text);
+    EXPECT_EQ(got->rows[0][4].str, "01:02:03");
+    EXPECT_EQ(got->columns[5].native.time_form, db::TimeForm::date);
+    EXPECT_EQ(got->columns[6].native.time_form, db::TimeForm::timestamp);
+    EXPECT_EQ(got->rows[0][6].micros, 1704164645000000);
   } else if (target() == Target::mariadb) {
     const std::string t = table();
     exec(conn, "DROP TABLE IF EXISTS " + t);
