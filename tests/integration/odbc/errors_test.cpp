@@ -135,6 +135,17 @@ TEST_P(Errors, MultiStatementText) {
   EXPECT_FALSE(end.value());
 }
 
+TEST_P(Errors, PsqlodbcTakesJsonbQuestionMarkOperatorsForMarkers) {
+  if (target() != Target::postgresql) GTEST_SKIP() << "a psqlODBC quirk";
+  // docs/odbc.md: every ? outside literals is a marker to psqlODBC.
+  const db::Error e = error_of(conn, "SELECT '{\"a\": 1}'::jsonb ? 'a'");
+  EXPECT_FALSE(e.message.empty());
+  EXPECT_NE(e.code, Errc::connection);
+  auto ok = fetch(conn, "SELECT jsonb_exists('{\"a\": 1}'::jsonb, 'a')");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_TRUE(ok->rows[0][0].b);
+}
+
 INSTANTIATE_TEST_SUITE_P(Odbc, Errors, WP_ODBC_TARGETS);
 
 }  // namespace
