@@ -584,6 +584,7 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
   if (!ok(SQLNumResultCols(h, &n))) return s.stmt_error(h);
   size_t row_bytes = 0;
   bool unbounded = false;
+  bool full_width = false;  // a long column bound at its whole declared width
   for (SQLSMALLINT i = 1; i <= n; ++i) {
     std::string column_name;
     std::string type_name;
@@ -689,6 +690,15 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
                      &is_unsigned);
     ColumnPlan plan =
         plan_column(type, size, digits, is_unsigned == SQL_TRUE, s.options.long_bytes);
+    if (plan.unbounded && !s.reread && s.flavor == Flavor::mariadb && plan.read == Read::wtext &&
+        size > 0 && size <= 65535) {
+      // MariaDB's TEXT holds at most 65,535 bytes, so at most 65,535 UTF-16
+      // units: bound whole, it never overflows, and the rowset keeps several
+      // rows although MariaDB ODBC cannot re-read a cell (docs/odbc.md).
+      plan.unbounded = false;
+      plan.width = (static_cast<size_t>(size) + 1) * sizeof(SQLWCHAR);
+      full_width = true;
+    }
     db::Column c;
     c.name = std::move(column_name);
     c.kind = plan.kind;
@@ -710,8 +720,11 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
     out.get_data_only = true;
     out.rowset = 1;
   } else if (n > 0) {
-    out.rowset =
-        std::clamp<size_t>(s.options.rowset_bytes / std::max<size_t>(row_bytes, 1), 1, 4096);
+    size_t budget = s.options.rowset_bytes;
+    // A row of a full-width TEXT binding is ~128 KiB: allow 8 of them (1 MiB)
+    // rather than one a fetch.
+    if (full_width) budget = std::max(budget, std::min<size_t>(8 * row_bytes, 2u << 20));
+    out.rowset = std::clamp<size_t>(budget / std::max<size_t>(row_bytes, 1), 1, 4096);
   }
   return out;
 }
@@ -1031,6 +1044,13 @@ class OdbcRows final : public db::RowsImpl {
         if (ind == SQL_NO_TOTAL || static_cast<size_t>(ind) > plan.width - term) {
           // Longer than its bound width: position on the row, read it whole.
           Session& s = *session_;
+          if (!s.reread) {
+            // Only a full-width binding gets here, and its width is the most
+            // the column can hold: the driver broke its own description.
+            return protocol_error("XX000", "the ODBC driver returned a value of column " +
+                                               std::to_string(i + 1) +
+                                               " longer than the width it declared");
+          }
           if (!ok(SQLSetPos(hd.h, static_cast<SQLSETPOSIROW>(r + 1), SQL_POSITION,
                             SQL_LOCK_NO_CHANGE))) {
             return s.stmt_error(hd.h);
