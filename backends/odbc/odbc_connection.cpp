@@ -759,6 +759,9 @@ Status bind_columns(Session& s, SQLHSTMT h, const Shape& shape, std::vector<Boun
 /// the shape settled before execution still fits. The rowset is set here,
 /// before the cursor's first fetch.
 Status settle_result(Session& s, Handle& hd) {
+  // A prepared statement described and bound before its execution returns
+  // that result: no call needed.
+  if (hd.settled && hd.described && hd.shape && !hd.shape->columns.empty()) return {};
   SQLSMALLINT n = 0;
   if (!ok(SQLNumResultCols(hd.h, &n))) return s.stmt_error(hd.h);
   if (hd.settled && hd.shape && hd.shape->columns.size() == static_cast<size_t>(n)) return {};
