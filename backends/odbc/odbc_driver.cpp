@@ -52,12 +52,13 @@ std::vector<std::pair<std::string, std::string>> OdbcDriver::validate(
     const db::OpenOptions& o) const {
   std::vector<std::pair<std::string, std::string>> problems;
   if (o.connection.empty()) {
-    problems.emplace_back("connection",
+    // Key "": not an option; the loader reports it at the database entry.
+    problems.emplace_back("",
                           "the odbc driver needs an ODBC connection string "
                           "(\"Driver={...};Server=...\") or a DSN name");
   }
   if (!o.tls_ca.empty() || !o.tls_pins.empty()) {
-    problems.emplace_back("tls",
+    problems.emplace_back("",
                           "the odbc driver takes no tls block: ODBC drivers do their own TLS "
                           "from the connection string (psqlODBC sslmode, MariaDB SSLCA, ...)");
   }
