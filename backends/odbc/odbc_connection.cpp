@@ -262,7 +262,9 @@ class Watchdog {
         if (it->second.at < first->second.at) first = it;
       }
       if (std::chrono::steady_clock::now() < first->second.at) {
-        cv_.wait_until(lock, first->second.at);
+        // A copy: the entry may be disarmed (erased) while this waits.
+        const auto until = first->second.at;
+        cv_.wait_until(lock, until);
         continue;
       }
       Entry e = std::move(first->second);
