@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "backends/mysql/mysql_driver.hpp"
+#include "backends/odbc/odbc_driver.hpp"
 #include "backends/postgresql/postgresql_driver.hpp"
 #include "backends/sqlite/sqlite_driver.hpp"
 
@@ -379,7 +380,7 @@ constexpr DriverEntry kDrivers[] = {
     {"sqlite", [] { return &sqlite::driver(); }},
     {"postgresql", [] { return &postgresql::driver(); }},
     {"mysql", [] { return &mysql::driver(); }},
-    {"odbc", nullptr},
+    {"odbc", [] { return &odbc::driver(); }},
     {"tds", nullptr},
 };
 }  // namespace

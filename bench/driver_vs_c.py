@@ -11,7 +11,9 @@ through one prepared statement.
   sqlite      bench/c/sqlite.c   on a file          N = 100,000, M = 20,000
   postgresql  bench/c/libpq.c    throwaway PG 15    N = 20,000,  M = 5,000
   mysql       bench/c/mysql.c    throwaway MariaDB  N = 20,000,  M = 5,000
-  odbc        bench/c/odbc.c     when this build has it (see bench/odbc_vs_c.py)
+  odbc        bench/c/odbc.c     psqlODBC, MariaDB ODBC and SQLite ODBC (each a row),
+                                 N = 20,000, M = 5,000 (bench/odbc_vs_c.py adds the
+                                 psqlODBC-vs-libpq scan)
 
 (--quick: a fifth of N and M.) Prints one JSON object: every sample, per driver
 and cell the median and best rows per second of each program, and the driver
@@ -74,16 +76,30 @@ def setups(build, quick, only):
                         str(n), str(m)], env),
             "c": ([os.path.join(build, "sqlite_raw"), os.path.join(d, "c.db"), str(n), str(m)],
                   env)}, lambda: shutil.rmtree(d, ignore_errors=True)))
-    if "postgresql" in only:
-        n, m = 20000 // scale, 5000 // scale
+    servers = {}
+
+    def pg_info():
         info_path = os.environ.get("WIREPOOL_BENCH_PG_INFO")
-        server = None
         if info_path and os.path.exists(info_path):
             with open(info_path) as f:
-                info = json.load(f)
-        else:
-            server = Server("pgserver.py")
-            info = server.info
+                return json.load(f)
+        if "pg" not in servers:
+            servers["pg"] = Server("pgserver.py")
+        return servers["pg"].info
+
+    def maria_info():
+        if "mariadb" not in servers:
+            servers["mariadb"] = Server("mariadbserver.py")
+        return servers["mariadb"].info
+
+    def stop_servers():
+        for srv in servers.values():
+            srv.stop()
+        servers.clear()
+
+    n, m = 20000 // scale, 5000 // scale
+    if "postgresql" in only:
+        info = pg_info()
         conn = (f"host={info['host']} port={info['port']} user={info['user']} "
                 f"dbname={info['database']}")
         env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=info["password"])
@@ -91,11 +107,9 @@ def setups(build, quick, only):
             "driver": ([os.path.join(build, "driver_bench"), "postgresql", conn, str(n), str(m)],
                        env),
             "c": ([os.path.join(build, "libpq_raw"), conn, str(n), str(m)], env)},
-            server.stop if server else (lambda: None)))
+            lambda: None))
     if "mysql" in only:
-        n, m = 20000 // scale, 5000 // scale
-        server = Server("mariadbserver.py")
-        info = server.info
+        info = maria_info()
         conn = (f"host={info['host']} port={info['port']} user={info['user']} "
                 f"dbname={info['database']}")
         env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=info["password"])
@@ -104,7 +118,29 @@ def setups(build, quick, only):
         out.append(("mysql", n, m, {
             "driver": ([os.path.join(build, "driver_bench"), "mysql", conn, str(n), str(m)], env),
             "c": (raw, env),
-            "c_nonblock": (raw, dict(env, MYSQL_RAW_NONBLOCK="1"))}, server.stop))
+            "c_nonblock": (raw, dict(env, MYSQL_RAW_NONBLOCK="1"))}, lambda: None))
+    if "odbc" in only:
+        pg, maria = pg_info(), maria_info()
+        d = tempfile.mkdtemp(prefix="wp-sqliteodbc-bench-")
+        targets = {
+            "odbc (psqlODBC)": (f"Driver={{PostgreSQL Unicode}};Server={pg['host']};"
+                                f"Port={pg['port']};Database={pg['database']};Uid={pg['user']};"
+                                "BoolsAsChar=0", pg["password"]),
+            "odbc (MariaDB ODBC)": (f"Driver={{MariaDB Unicode}};Server={maria['host']};"
+                                    f"Port={maria['port']};Database={maria['database']};"
+                                    f"Uid={maria['user']}", maria["password"]),
+            "odbc (SQLite ODBC)": (f"Driver={{SQLite3}};Database={os.path.join(d, 'bench.db')}",
+                                   ""),
+        }
+        for label, (conn, password) in targets.items():
+            env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=password)
+            out.append((label, n, m, {
+                "driver": ([os.path.join(build, "driver_bench"), "odbc", conn, str(n), str(m)],
+                           env),
+                "c": ([os.path.join(build, "odbc_raw"), conn, str(n), str(m)], env)},
+                lambda: None))
+        out.append(("(sqlite odbc file)", 0, 0, {}, lambda: shutil.rmtree(d, ignore_errors=True)))
+    out.append(("(servers)", 0, 0, {}, stop_servers))
     return out
 
 
@@ -112,7 +148,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="sqlite,postgresql,mysql")
+    ap.add_argument("--only", default="sqlite,postgresql,mysql,odbc")
     ap.add_argument("--build", default=os.path.join(REPO, "build", "release"))
     ap.add_argument("--json", action="store_true", help="(default) print the JSON result")
     ap.add_argument("--no-save", action="store_true")
@@ -122,8 +158,11 @@ def main():
     table = []
     cleanups = []
     try:
-        for name, n, m, programs, cleanup in setups(a.build, a.quick, only):
-            cleanups.append(cleanup)
+        entries = setups(a.build, a.quick, only)
+        cleanups = [e[4] for e in entries]
+        for name, n, m, programs, cleanup in entries:
+            if not programs:
+                continue
             for cmd, env in programs.values():  # warm-up: caches, files, server buffers
                 subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
             results = {p: [] for p in programs}

@@ -407,7 +407,7 @@ TEST(Names, ToStringCoversEveryEnumerator) {
   EXPECT_EQ(sql::to_string(sql::Dialect::tsql), "tsql");
 }
 
-TEST(Drivers, SqlitePostgresqlAndMysqlAreBuiltInAndTheOthersAreNotYet) {
+TEST(Drivers, SqlitePostgresqlMysqlAndOdbcAreBuiltInAndTdsIsNotYet) {
   const Driver* d = find_driver("sqlite");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->name(), "sqlite");
@@ -415,13 +415,16 @@ TEST(Drivers, SqlitePostgresqlAndMysqlAreBuiltInAndTheOthersAreNotYet) {
   EXPECT_EQ(find_driver("postgresql")->name(), "postgresql");
   ASSERT_NE(find_driver("mysql"), nullptr);
   EXPECT_EQ(find_driver("mysql")->name(), "mysql");
-  EXPECT_EQ(find_driver("odbc"), nullptr);
+  ASSERT_NE(find_driver("odbc"), nullptr);
+  EXPECT_EQ(find_driver("odbc")->name(), "odbc");
+  EXPECT_EQ(find_driver("tds"), nullptr);
   EXPECT_EQ(find_driver("nosuch"), nullptr);
   const auto names = driver_names();
-  ASSERT_EQ(names.size(), 3u);
+  ASSERT_EQ(names.size(), 4u);
   EXPECT_EQ(names[0], "sqlite");
   EXPECT_EQ(names[1], "postgresql");
   EXPECT_EQ(names[2], "mysql");
+  EXPECT_EQ(names[3], "odbc");
 }
 
 }  // namespace
