@@ -396,7 +396,11 @@ def main():
         for name in only:
             log(f"workload {name}")
             t0 = time.time()
-            results[name] = WORKLOADS[name](bench)
+            try:
+                results[name] = WORKLOADS[name](bench)
+            except Exception as e:  # one failed workload is reported, the others still run
+                log(f"workload {name} failed: {e!r}")
+                results[name] = {"failed": True, "error": repr(e)[-2000:]}
             results[name]["elapsed_s"] = round(time.time() - t0, 1)
     finally:
         bench.stop()
