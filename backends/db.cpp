@@ -13,6 +13,8 @@
 
 #include <algorithm>
 
+#include "backends/mysql/mysql_driver.hpp"
+#include "backends/odbc/odbc_driver.hpp"
 #include "backends/postgresql/postgresql_driver.hpp"
 #include "backends/sqlite/sqlite_driver.hpp"
 #include "backends/tds/tds_driver.hpp"
@@ -378,8 +380,8 @@ struct DriverEntry {
 constexpr DriverEntry kDrivers[] = {
     {"sqlite", [] { return &sqlite::driver(); }},
     {"postgresql", [] { return &postgresql::driver(); }},
-    {"mysql", nullptr},
-    {"odbc", nullptr},
+    {"mysql", [] { return &mysql::driver(); }},
+    {"odbc", [] { return &odbc::driver(); }},
     {"tds", [] { return &tdsdrv::driver(); }},
 };
 }  // namespace

@@ -326,8 +326,12 @@ class Lexer {
       tok.number = parse_number(t_.substr(pos_ + 1, i - pos_ - 1));
       return i;
     }
-    if (d_ != Dialect::postgres) return pos_ + 1;
+    // $N is also a marker in mysql and ansi text: PostgreSQL clients write it,
+    // and the mysql and odbc drivers rewrite it to ? (neither dialect has any
+    // other use for a '$' that starts a token). tsql keeps '$' as code.
+    if (d_ == Dialect::tsql) return pos_ + 1;
     size_t i = pos_ + 1;
+    if (d_ != Dialect::postgres && !is_digit(at(i))) return pos_ + 1;
     if (is_digit(at(i))) {  // $N
       while (is_digit(at(i)))
         ++i;
@@ -912,5 +916,37 @@ std::vector<Marker> find_markers_impl(std::string_view text, Dialect d, bool cli
   return out;
 }
 }  // namespace
+
+QuestionText to_question_markers(std::string_view text, Dialect d) {
+  QuestionText out;
+  const std::vector<Marker> markers = find_markers(text, d);
+  bool dollar = false, question = false;
+  out.text.reserve(text.size());
+  size_t copied = 0;
+  for (const Marker& m : markers) {
+    if (m.type == Marker::Type::dollar) {
+      dollar = true;
+      if (m.number < 1) {
+        out.error = "parameter marker $" + std::to_string(m.number) + " is out of range";
+        return out;
+      }
+      out.slots.push_back(m.number - 1);
+      out.required = std::max(out.required, m.number);
+      out.text.append(text.substr(copied, m.offset - copied));
+      out.text.push_back('?');
+      copied = m.offset + m.length;
+    } else if (m.type == Marker::Type::question) {
+      question = true;
+      out.slots.push_back(m.number - 1);
+      out.required = std::max(out.required, m.number);
+    }
+  }
+  if (dollar && question) {
+    out.error = "the statement mixes $N and ? parameter markers";
+    return out;
+  }
+  out.text.append(text.substr(copied));
+  return out;
+}
 
 }  // namespace wirepool::sql

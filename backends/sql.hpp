@@ -53,13 +53,30 @@ struct Marker {
   int number = 0;         ///< $N's N, or the 1-based ordinal of a ?; 0 for named
   std::string_view name;  ///< named markers: the name without its sigil
 };
-/// Markers recognised in `d`: postgres: $N; sqlite: $N ? ?N :a @a $a; mysql: ?;
-/// tsql: @name; ansi: ?.
+/// Markers recognised in `d`: postgres: $N; sqlite: $N ? ?N :a @a $a; mysql: ? $N;
+/// tsql: @name; ansi: ? $N. ($N in mysql and ansi text is a PostgreSQL client's marker.)
 std::vector<Marker> find_markers(std::string_view text, Dialect d);
 /// The markers a client of a backend of dialect `d` may write: for tsql (the
 /// TDS driver, reached by PostgreSQL and other clients) `?` and `$N` as well as
 /// `@name`, each outside strings, [bracketed] and "quoted" identifiers and
 /// comments; for the other dialects the same as find_markers().
 std::vector<Marker> find_client_markers(std::string_view text, Dialect d);
+
+// ---------------------------------------------------------------------------
+// Rewriting markers for the mysql driver
+
+/// A statement for a backend whose only marker is `?` (MySQL).
+struct QuestionText {
+  std::string text;  ///< the statement with every $N replaced by ?
+  /// For each ? of `text` in order, the 0-based positional parameter it binds:
+  /// "$2 $1 $2" -> {1, 0, 1}; "? ?" -> {0, 1}.
+  std::vector<int> slots;
+  int required = 0;   ///< the number of positional parameters the text uses
+  std::string error;  ///< non-empty: the text mixes $N and ?, or has $0
+};
+/// Rewrites a PostgreSQL client's $N markers to ? in order of appearance (a
+/// repeated $N binds its value again), outside literals, quoted identifiers and
+/// comments as `d` lexes them. Text with ? markers stays as it is.
+QuestionText to_question_markers(std::string_view text, Dialect d);
 
 }  // namespace wirepool::sql

@@ -75,7 +75,7 @@ auth_type = {"scram-sha-256" if auth == "scram" else "trust"}
 auth_file = {self.dir}/users.txt
 pool_mode = transaction
 default_pool_size = {pool}
-max_client_conn = 2000
+max_client_conn = 20000
 logfile = {self.dir}/pgbouncer.log
 pidfile = {self.dir}/pgbouncer.pid
 unix_socket_dir =

@@ -139,6 +139,9 @@ def main():
         "away.",
         "",
     ]
+    failed = {k: v for k, v in w.items() if v.get("failed") and "summary" not in v}
+    for k in failed:
+        del w[k]
     if "poolers" in w:
         p = w["poolers"]
         md += ["## 1. Pooler throughput: `pgbench -S`, 32 clients, 2 threads", "",
@@ -200,6 +203,11 @@ def main():
         for mode in ("simple", "prepared"):
             md.append(f"| {mode} | {fmt(med(e[mode], 'tps'))}{spread(e[mode], 'tps')} | "
                       f"{fmt(med(e[mode], 'latency_ms'), 2)} |")
+        md.append("")
+    if failed:
+        md += ["## Workloads that failed in this run", ""]
+        for k, v in failed.items():
+            md.append(f"- `{k}`: {v.get('error', '')[:400]}")
         md.append("")
     md += ["## Reproducing", "",
            "```sh",

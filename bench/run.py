@@ -330,7 +330,7 @@ def workload_drivers(bench):
     if not os.path.exists(script):
         return {"skipped": "bench/driver_vs_c.py is not in this version"}
     a = bench.args
-    cmd = ["/usr/bin/python3", script, "--rounds", str(a.rounds), "--json"]
+    cmd = ["/usr/bin/python3", script, "--rounds", str(a.rounds), "--json", "--no-save"]
     if a.quick or a.self_check:
         cmd.append("--quick")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600,
@@ -387,18 +387,23 @@ def main():
     only = [w for w in a.only.split(",") if w] or list(WORKLOADS)
 
     started = time.time()
+    # The commit measured: read before the run (HEAD may move while it runs).
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     bench = Bench(a)
     results = {}
     try:
         for name in only:
             log(f"workload {name}")
             t0 = time.time()
-            results[name] = WORKLOADS[name](bench)
+            try:
+                results[name] = WORKLOADS[name](bench)
+            except Exception as e:  # one failed workload is reported, the others still run
+                log(f"workload {name} failed: {e!r}")
+                results[name] = {"failed": True, "error": repr(e)[-2000:]}
             results[name]["elapsed_s"] = round(time.time() - t0, 1)
     finally:
         bench.stop()
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     now = datetime.datetime.now(datetime.timezone.utc)
     doc = {
         "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),

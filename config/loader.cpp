@@ -131,6 +131,7 @@ struct DatabaseMarks {
   std::map<std::string, Location> option_keys;
   bool reset_query_written = false;
   std::optional<Location> tls_key;
+  std::optional<Location> pin_key;  ///< tls.pin_sha256, when written
 };
 
 struct UserMarks {
@@ -504,7 +505,11 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
          d.tls.present = true;
          const Fields tls_fields = {
              {"ca", [&](const Entry& c) { set(d.tls.ca, read_string(c)); }},
-             {"pin_sha256", [&](const Entry& p) { d.tls.pin_sha256 = read_pins(p); }},
+             {"pin_sha256",
+              [&](const Entry& p) {
+                m.pin_key = location_of(p.key);
+                d.tls.pin_sha256 = read_pins(p);
+              }},
          };
          read_map(v, tls_fields);
        }},
@@ -662,6 +667,14 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
     }
     if (!m.reset_query_written && db.driver == "postgresql" && db.pool.mode == PoolMode::session) {
       db.pool.reset_query = "DISCARD ALL";
+    }
+    // MariaDB Connector/C takes no OpenSSL context and exposes no peer
+    // certificate, so the mysql driver cannot check a SHA-256 pin: refused, never
+    // silently ignored (tls.ca still verifies the chain and the host name).
+    if (m.driver_ok && db.driver == "mysql" && m.pin_key && !db.tls.pin_sha256.empty()) {
+      problem(*m.pin_key, path + ".tls.pin_sha256: the mysql driver cannot check a SHA-256 pin " +
+                              "(MariaDB Connector/C exposes no peer certificate); " +
+                              "verify the backend with tls.ca");
     }
     // The driver checks need a complete entry; an incomplete one is reported already.
     if (!m.name_ok || !m.driver_ok || !m.connection_ok) continue;

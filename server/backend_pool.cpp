@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "backends/odbc/odbc_text.hpp"
 #include "server/log.hpp"
 
 namespace wirepool::server {
@@ -61,6 +62,12 @@ sql::Dialect dialect_for_driver(std::string_view driver) {
   return sql::Dialect::ansi;
 }
 
+sql::Dialect dialect_for_database(const config::Database& db) {
+  if (db.driver != "odbc") return dialect_for_driver(db.driver);
+  const auto name = odbc::connection_value(db.connection, "driver");
+  return odbc::dialect_of(odbc::flavor_of(name.value_or("")));
+}
+
 namespace {
 pool::Config pool_config(const config::Database& d) {
   pool::Config c;
@@ -81,7 +88,7 @@ DatabasePool::DatabasePool(const config::Database& cfg, const db::Driver& driver
       driver_(driver),
       open_(std::move(open)),
       blocking_(blocking),
-      dialect_(dialect_for_driver(cfg.driver)),
+      dialect_(dialect_for_database(cfg)),
       keeps_settings_(cfg.driver == "postgresql"),
       multi_statement_(cfg.driver != "odbc"),
       pool_(pool_config(cfg)),
@@ -189,6 +196,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                     b->caps = b->conn.capabilities();
                     self->keeps_settings_ = b->caps.session_settings;
                     self->multi_statement_ = b->caps.multi_statement;
+                    self->dialect_ = b->caps.dialect;
                     self->backends_[id] = std::move(b);
                     spdlog::debug("database {}: backend connection {} opened", self->cfg_.name, id);
                     self->pool_.handle_opened(id, now);

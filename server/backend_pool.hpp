@@ -96,6 +96,8 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
 
   const config::Database& config() const { return cfg_; }
   const db::Driver& driver() const { return driver_; }
+  /// The lexer for this database's SQL: from the driver (and, for ODBC, the
+  /// connection string's Driver name) until a connection reports its own.
   sql::Dialect dialect() const { return dialect_; }
   /// True when the driver keeps SET/SHOW itself (PostgreSQL): known once a
   /// connection opened; until then inferred from the driver name.
@@ -131,7 +133,7 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   const db::Driver& driver_;
   db::OpenOptions open_;
   BlockingExecutor& blocking_;
-  sql::Dialect dialect_;
+  std::atomic<sql::Dialect> dialect_;
   std::atomic<bool> keeps_settings_{false};
   std::atomic<bool> multi_statement_{false};
 
@@ -150,5 +152,10 @@ using DatabasePoolPtr = std::shared_ptr<DatabasePool>;
 
 /// The dialect a driver's SQL is lexed in, by driver name.
 sql::Dialect dialect_for_driver(std::string_view driver);
+/// The same for a database entry: an ODBC entry's dialect follows the ODBC
+/// driver its connection string names (PostgreSQL -> postgres, MariaDB/MySQL ->
+/// mysql, SQLite -> sqlite, else ansi; a DSN name is ansi until a connection
+/// opens and reports its DBMS).
+sql::Dialect dialect_for_database(const config::Database& db);
 
 }  // namespace wirepool::server

@@ -756,7 +756,12 @@ awaitable<void> TdsClient::serve(bool readable) {
         open = co_await handle(m);
         if (!open || gone_) break;
       }
-      if (!open || gone_) break;
+      if (gone_) {
+        // Seen by the ATTENTION watch (EOF while the request ran) rather than by a write.
+        spdlog::info("client {}: connection lost in the middle of a result", peer_);
+        break;
+      }
+      if (!open) break;
       if (!out_.empty() && !co_await flush()) break;
       if (draining_ && assembler_.idle() && pending_.empty() && !session_->in_transaction()) break;
       if (assembler_.idle() && pending_.empty()) {

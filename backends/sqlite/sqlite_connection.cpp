@@ -127,6 +127,8 @@ db::Kind natural_kind(int sqlite_type) {
   }
 }
 
+int positional_slot(const char* name, int index);
+
 /// A compiled statement. Finalized when the last owner lets go: its Statement,
 /// or the reader running it.
 struct PreparedStmt {
@@ -152,6 +154,27 @@ struct PreparedStmt {
     }
     return described;
   }
+  /// Per marker (1-based index - 1): its positional slot, 0 for a named marker;
+  /// and the largest slot. Worked out once: the text, hence the markers, never change.
+  struct Markers {
+    std::vector<int> slots;
+    int required = 0;
+  };
+  bool markers_known = false;
+  Markers marker_slots;
+  const Markers& markers() {
+    if (!markers_known) {
+      const int n = sqlite3_bind_parameter_count(stmt);
+      marker_slots.slots.resize(static_cast<size_t>(n));
+      for (int i = 1; i <= n; ++i) {
+        const int slot = positional_slot(sqlite3_bind_parameter_name(stmt, i), i);
+        marker_slots.slots[static_cast<size_t>(i - 1)] = slot;
+        marker_slots.required = std::max(marker_slots.required, slot);
+      }
+      markers_known = true;
+    }
+    return marker_slots;
+  }
   const std::string& command_verb() {
     if (!verb) {
       const char* text = sqlite3_sql(stmt);
@@ -164,16 +187,26 @@ using PreparedPtr = std::shared_ptr<PreparedStmt>;
 
 // ---- parameters -------------------------------------------------------------
 
-/// The caller's parameters, split into positional and named.
+/// The caller's parameters, split into positional and named. Without named
+/// ones (the usual case) nothing is allocated: the positional ones are `all`.
 struct ParamSet {
-  std::vector<const db::Param*> positional;
+  db::Params all;
+  bool split = false;  ///< some have names: `positional` and `named` hold them
+  std::vector<const db::Param*> positional_split;
   std::vector<const db::Param*> named;
+  size_t positional_size() const { return split ? positional_split.size() : all.size(); }
+  const db::Param* positional_at(size_t i) const { return split ? positional_split[i] : &all[i]; }
 };
 
 ParamSet split_params(db::Params params) {
   ParamSet set;
-  for (const auto& p : params)
-    (p.name.empty() ? set.positional : set.named).push_back(&p);
+  set.all = params;
+  set.split =
+      std::any_of(params.begin(), params.end(), [](const db::Param& p) { return !p.name.empty(); });
+  if (set.split) {
+    for (const auto& p : params)
+      (p.name.empty() ? set.positional_split : set.named).push_back(&p);
+  }
   return set;
 }
 
@@ -240,20 +273,21 @@ int bind_value(sqlite3_stmt* s, int i, const db::Value& v) {
   return SQLITE_MISUSE;
 }
 
-/// Binds every marker of `stmt`; a marker without a value is an error.
-std::optional<Error> bind_all(Session& session, sqlite3_stmt* stmt, const ParamSet& set) {
-  const int required = required_positional(stmt);
-  if (static_cast<size_t>(required) > set.positional.size()) {
-    return count_mismatch(set.positional.size(), required);
+/// Binds every marker of `ps`; a marker without a value is an error.
+std::optional<Error> bind_all(Session& session, PreparedStmt& ps, const ParamSet& set) {
+  const auto& markers = ps.markers();
+  if (static_cast<size_t>(markers.required) > set.positional_size()) {
+    return count_mismatch(set.positional_size(), markers.required);
   }
-  const int n = sqlite3_bind_parameter_count(stmt);
+  sqlite3_stmt* stmt = ps.stmt;
+  const int n = static_cast<int>(markers.slots.size());
   for (int i = 1; i <= n; ++i) {
-    const char* name = sqlite3_bind_parameter_name(stmt, i);
-    const int slot = positional_slot(name, i);
+    const int slot = markers.slots[static_cast<size_t>(i - 1)];
     const db::Param* p = nullptr;
     if (slot > 0) {
-      p = set.positional[static_cast<size_t>(slot - 1)];
+      p = set.positional_at(static_cast<size_t>(slot - 1));
     } else {
+      const char* name = sqlite3_bind_parameter_name(stmt, i);
       for (const db::Param* candidate : set.named) {
         if (names_match(*candidate, name)) {
           p = candidate;
@@ -274,8 +308,8 @@ std::optional<Error> bind_all(Session& session, sqlite3_stmt* stmt, const ParamS
 /// named ones no marker uses (`marker_names`, with their sigils).
 std::optional<Error> check_surplus(const ParamSet& set, int required,
                                    const std::vector<std::string>& marker_names) {
-  if (set.positional.size() > static_cast<size_t>(required)) {
-    return count_mismatch(set.positional.size(), required);
+  if (set.positional_size() > static_cast<size_t>(required)) {
+    return count_mismatch(set.positional_size(), required);
   }
   for (const db::Param* p : set.named) {
     const bool used = std::any_of(marker_names.begin(), marker_names.end(),
@@ -441,7 +475,7 @@ class SqliteRows final : public db::RowsImpl {
     pending_ = false;
     current_ = std::move(ps);
     if (current_->reusable) current_->busy = true;
-    if (auto e = bind_all(*session_, current_->stmt, set)) {
+    if (auto e = bind_all(*session_, *current_, set)) {
       release();
       done_ = true;
       return e;
@@ -637,10 +671,10 @@ class SqliteStatement final : public db::StatementImpl {
     const ParamSet set = split_params(params);
     // Positional values must match the parameters reported (hints included); a
     // statement with only named markers takes named values.
-    const bool named_only = positional_ == 0 && !named_.empty() && set.positional.empty();
+    const bool named_only = positional_ == 0 && !named_.empty() && set.positional_size() == 0;
     const int expected = named_only ? 0 : static_cast<int>(params_.size());
-    if (set.positional.size() != static_cast<size_t>(expected)) {
-      return count_mismatch(set.positional.size(), expected);
+    if (set.positional_size() != static_cast<size_t>(expected)) {
+      return count_mismatch(set.positional_size(), expected);
     }
     if (auto e = check_surplus(set, expected, named_)) return *e;
     auto rows = std::make_unique<SqliteRows>(session_);

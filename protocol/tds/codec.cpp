@@ -1140,17 +1140,21 @@ bool parse_env_change(Bytes body, EnvChange& c, std::string& e) {
     case 5:
     case 6:
     case 13:
-    case 19:
+    case 19:  // user instance name
       if (!read_b_varchar(r, c.new_value, &e) || !read_b_varchar(r, c.old_value, &e)) {
         if (e.empty()) e = "malformed ENVCHANGE";
         return false;
       }
       break;
-    case 20:  // routing: kept raw
-      c.new_value = std::string(wire::as_view(r.rest()));
-      r.take(r.remaining());
-      break;
-    default: {
+    case 7:     // SQL collation
+    case 8:     // begin transaction
+    case 9:     // commit transaction
+    case 10:    // rollback transaction
+    case 11:    // enlist DTC transaction
+    case 12:    // defect transaction
+    case 16:    // transaction manager address
+    case 17:    // transaction ended
+    case 18: {  // reset connection ack
       const uint8_t n = r.u8();
       c.new_value = std::string(wire::as_view(r.take(n)));
       const uint8_t o = r.u8();
@@ -1159,7 +1163,12 @@ bool parse_env_change(Bytes body, EnvChange& c, std::string& e) {
         e = "malformed ENVCHANGE";
         return false;
       }
+      break;
     }
+    default:  // routing (20), promote transaction (15), newer types: kept raw
+      c.new_value = std::string(wire::as_view(r.rest()));
+      r.take(r.remaining());
+      break;
   }
   if (r.remaining() != 0) {
     e = "trailing bytes in ENVCHANGE type " + std::to_string(c.type);

@@ -11,7 +11,8 @@
 // - TDS 8.0 ("strict", tedious `encrypt: 'strict'`, ALPN tds/8.0): the client
 //   starts TLS 1.3 at once; its first byte is a TLS handshake record (0x16, see
 //   looks_like_tls()). After the handshake everything below runs inside TLS:
-//   PRELOGIN (the answer's ENCRYPTION is informative), LOGIN7, requests.
+//   PRELOGIN (the answer's ENCRYPTION is informative; tedious 19 sends
+//   ENCRYPTION = NOT_SUP there, see the strict_* captures), LOGIN7, requests.
 // - TDS 7.x (FreeTDS, pytds, ODBC without strict): the client sends a cleartext
 //   PRELOGIN; when both sides agree on encryption the TLS handshake records then
 //   travel *inside* PRELOGIN packets (type 18) until TLS is established, and
@@ -21,6 +22,14 @@
 //   TDS listener speaks only TDS 8.0; this is here for completeness.)
 // - A message's packets are assembled by header length and the EOM bit, never
 //   by read boundaries; ATTENTION is an empty message of type 6.
+// - Cancel: tedious 19 reads the cancelled request's response as one message
+//   (up to EOM) and expects the attention acknowledgement — DONE with
+//   done::kAttn — in the *next* message; an acknowledgement inside the same
+//   message leaves it waiting until its cancel timeout (checked by
+//   integration_tds_tedious).
+// - The decoders of assembled messages (PRELOGIN, LOGIN7, SQL batch, RPC,
+//   transaction manager) answer ok or error, never need_more: a message cut
+//   short is malformed. Only TokenDecoder and decode_value stream.
 
 #include <array>
 #include <cstddef>
@@ -475,8 +484,9 @@ struct LoginAck {
   std::array<uint8_t, 4> prog_version{};  ///< major, minor, build high, build low
 };
 
-/// ENVCHANGE. String types (database, language, packet size) carry UTF-8 text;
-/// binary types (collation, transactions) raw bytes.
+/// ENVCHANGE. String types (database, language, packet size, ...) carry UTF-8
+/// text; binary types (collation, transactions) raw bytes; routing (20),
+/// promote transaction (15) and unknown types their whole body in new_value.
 struct EnvChange {
   uint8_t type = 0;
   std::string new_value;

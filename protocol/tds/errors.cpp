@@ -17,20 +17,24 @@ struct Entry {
 
 // SQLSTATE -> number. Severities are the ones SQL Server raises them with.
 constexpr std::array<Entry, 22> kToNumber{{
-    {"23505", 2627, 14},   // Violation of PRIMARY KEY / UNIQUE constraint
-    {"23503", 547, 16},    // The INSERT statement conflicted with the FOREIGN KEY constraint
-    {"23502", 515, 16},    // Cannot insert the value NULL into column
-    {"23514", 547, 16},    // ... conflicted with the CHECK constraint (same number)
-    {"23000", 2627, 14},   // a generic integrity violation: closest is the unique one
-    {"42601", 102, 15},    // Incorrect syntax near
-    {"42P01", 208, 16},    // Invalid object name
-    {"42703", 207, 16},    // Invalid column name
-    {"42883", 2812, 16},   // Could not find stored procedure (undefined function)
-    {"42501", 229, 14},    // The permission was denied
-    {"55P03", 1222, 16},   // Lock request time out period exceeded
-    {"40P01", 1205, 13},   // chosen as the deadlock victim
-    {"40001", 1205, 13},   // serialization failure: clients retry it like a deadlock
-    {"57014", 3617, 25},   // cancelled: a TDS client sees an attention ack instead (docs)
+    {"23505", 2627, 14},  // Violation of PRIMARY KEY / UNIQUE constraint
+    {"23503", 547, 16},   // The INSERT statement conflicted with the FOREIGN KEY constraint
+    {"23502", 515, 16},   // Cannot insert the value NULL into column
+    {"23514", 547, 16},   // ... conflicted with the CHECK constraint (same number)
+    {"23000", 2627, 14},  // a generic integrity violation: closest is the unique one
+    {"42601", 102, 15},   // Incorrect syntax near
+    {"42P01", 208, 16},   // Invalid object name
+    {"42703", 207, 16},   // Invalid column name
+    {"42883", 2812, 16},  // Could not find stored procedure (undefined function)
+    {"42501", 229, 14},   // The permission was denied
+    {"55P03", 1222, 16},  // Lock request time out period exceeded
+    {"40P01", 1205, 13},  // chosen as the deadlock victim
+    {"40001", 1205, 13},  // serialization failure: clients retry it like a deadlock
+    // Cancelled by the backend (statement timeout, admin cancel). SQL Server
+    // raises 3617 at severity 25, which clients treat as a dead connection;
+    // here the connection lives on, so severity 16. (A client's own cancel is
+    // answered with the attention acknowledgement, not an error.)
+    {"57014", 3617, 16},
     {"28000", 18456, 14},  // Login failed for user
     {"28P01", 18456, 14},  // Login failed (wrong password)
     {"3D000", 4060, 11},   // Cannot open database requested by the login

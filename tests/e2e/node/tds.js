@@ -179,6 +179,13 @@ const scenarios = {
     await batch(c, 'INSERT INTO t_tx VALUES (3)');
     await batch(c, 'COMMIT TRAN');
     await batch(c, 'BEGIN TRANSACTION; INSERT INTO t_tx VALUES (4); ROLLBACK TRANSACTION');
+    // RESETCONNECTION (tedious's reset()): an open transaction is rolled back.
+    await new Promise((res, rej) => c.beginTransaction((e) => (e ? rej(e) : res())));
+    await batch(c, 'INSERT INTO t_tx VALUES (5)');
+    let resetSeen = false;
+    c.once('resetConnection', () => { resetSeen = true; });
+    await new Promise((res, rej) => c.reset((e) => (e ? rej(e) : res())));
+    assert.ok(resetSeen, 'the server acknowledged RESETCONNECTION');
     const r = await batch(c, 'SELECT id FROM t_tx ORDER BY id');
     assert.deepStrictEqual(r.rows.map((row) => row.map(Number)), [[1], [3]]);
     await expectError(batch(c, 'COMMIT'), 3902, 'COMMIT without BEGIN');

@@ -1,8 +1,9 @@
 // A real tedious client against token_server (protocol/tds/ only): checks that
 // tedious accepts what the codec's encoders write (PRELOGIN answer, LOGINACK,
 // ENVCHANGE, INFO, FEATUREEXTACK, COLMETADATA, ROW/NBCROW, PLP, DONE*, ERROR,
-// RETURNSTATUS, transaction ENVCHANGEs) and that the codec decodes what tedious
-// sends: every parameter is echoed back with its own TYPE_INFO and compared.
+// RETURNSTATUS, RETURNVALUE, the attention acknowledgement, transaction
+// ENVCHANGEs) and that the codec decodes what tedious sends (every parameter
+// is echoed back with its own TYPE_INFO and compared; ATTENTION assembles).
 //
 // Usage: NODE_PATH=<dir with tedious 19> node tedious_tokens.js <token_server binary>
 'use strict';
@@ -120,6 +121,27 @@ server.stdout.on('data', (d) => {
       assert.strictEqual(v[14], 1e-18);
       assert.ok(nulls.every((x) => x === null), 'the NBCROW of NULLs');
       console.log('mapped: 15 column types and a row of NULLs read back');
+
+      const outputs = {};
+      await new Promise((resolve, reject) => {
+        const r = new Request('output', (err) => (err ? reject(err) : resolve()));
+        r.addOutputParameter('o', TYPES.Int, 41);
+        r.addOutputParameter('s', TYPES.NVarChar, 'sortie 😀');
+        r.addOutputParameter('d', TYPES.Decimal, 1.5, { precision: 5, scale: 2 });
+        r.addOutputParameter('n', TYPES.NVarChar, null);
+        r.on('returnValue', (name, value) => { outputs[name] = value; });
+        conn.callProcedure(r);
+      });
+      assert.deepStrictEqual(outputs, { o: 41, s: 'sortie 😀', d: 1.5, n: null });
+      console.log('output: 4 RETURNVALUE tokens read back');
+
+      // Cancel: tedious sends ATTENTION, the codec assembles it, DONE_ATTN ends the request.
+      await assert.rejects(new Promise((resolve, reject) => {
+        const r = new Request('slow', (err) => (err ? reject(err) : resolve()));
+        conn.execSql(r);
+        setTimeout(() => conn.cancel(), 100);
+      }), (err) => err.code === 'ECANCEL');
+      console.log('cancel: ATTENTION assembled and DONE_ATTN read back');
 
       await assert.rejects(query(conn, 'error'), (err) => err.number === 2627);
       await new Promise((res, rej) => conn.beginTransaction((er) => (er ? rej(er) : res()), 'tx1'));

@@ -11,8 +11,10 @@
 //   RPC "echo"   -> one row whose columns are the parameters with their own
 //                   TYPE_INFO (values decoded, then re-encoded), RETURNSTATUS,
 //                   DONEPROC
+//   RPC "output" -> each output parameter back as RETURNVALUE, RETURNSTATUS, DONEPROC
 //   RPC "mapped" -> column_type() of each db::Column kind, a row of values and a
 //                   row of NULLs (NBCROW), DONEPROC
+//   RPC "slow"   -> no answer until the client's ATTENTION
 //   RPC "error"  -> ERROR from error_for_sqlstate("23505"), DONEPROC with DONE_ERROR
 //   TM request   -> ENVCHANGE begin / commit / rollback, DONE
 //   ATTENTION    -> DONE with DONE_ATTN
@@ -24,7 +26,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -134,6 +138,7 @@ int main() {
   PacketWriter out;
   uint64_t tx = 0;
   int requests = 0;
+  bool pending = false;  // a "slow" request not answered yet
   char buf[4096];
   for (;;) {
     Message m;
@@ -147,6 +152,8 @@ int main() {
       in.feed(Bytes(reinterpret_cast<const uint8_t*>(buf), static_cast<size_t>(n)));
       continue;
     }
+    if (std::getenv("TOKEN_SERVER_TRACE"))
+      std::fprintf(stderr, "token_server: message type %d, %zu bytes\n", m.type, m.payload.size());
     std::string payload;
     TokenEncoder enc(payload);
     const Bytes body = as_bytes(m.payload);
@@ -193,12 +200,16 @@ int main() {
         if (r.status != DecodeStatus::ok) return fail("RPC: " + r.error);
         ++requests;
         const auto& params = r.message.params;
-        if (params.empty()) return fail("RPC without a statement");
-        const std::string sql = params[0].value.value.str;
+        // A named procedure (callProcedure) is the "statement" itself;
+        // sp_executesql carries it as its first parameter, then @params.
+        const bool named = !r.message.proc_name.empty();
+        if (!named && params.empty()) return fail("sp_executesql without a statement");
+        const std::string sql = named ? r.message.proc_name : params[0].value.value.str;
+        const size_t first = named ? 0 : std::min<size_t>(2, params.size());
         if (sql.rfind("echo", 0) == 0) {
           std::vector<ColumnMeta> metas;
           std::vector<db::ValueView> row;
-          for (size_t i = 2; i < params.size(); ++i) {
+          for (size_t i = first; i < params.size(); ++i) {
             metas.push_back(meta(params[i].value.type, params[i].name.substr(1)));
             row.push_back(db::view_of(params[i].value.value));
           }
@@ -210,6 +221,20 @@ int main() {
                         .row_count = 1});
           enc.return_status(0);
           enc.done(Done{.token = token::kDoneProc, .status = done::kFinal});
+        } else if (sql.rfind("output", 0) == 0) {
+          // Output parameters come back as RETURNVALUE with their own type.
+          for (size_t i = first; i < params.size(); ++i) {
+            if (!params[i].output()) continue;
+            const db::Status s =
+                enc.return_value(static_cast<uint16_t>(i), params[i].name, 0x01,
+                                 params[i].value.type, db::view_of(params[i].value.value));
+            if (!s.ok()) return fail("return value: " + s.error().message);
+          }
+          enc.return_status(0);
+          enc.done(Done{.token = token::kDoneProc, .status = done::kFinal});
+        } else if (sql.rfind("slow", 0) == 0) {
+          // No answer: the client cancels with ATTENTION (answered below).
+          pending = true;
         } else if (sql.rfind("mapped", 0) == 0) {
           if (auto s = mapped(enc); !s.ok()) return fail("mapped row: " + s.error().message);
           enc.done(Done{.token = token::kDoneInProc,
@@ -247,11 +272,22 @@ int main() {
         break;
       }
       case PacketType::attention:
+        // tedious reads the cancelled request's response as one message and
+        // the acknowledgement (DONE with DONE_ATTN) as the next one.
+        if (pending) {
+          std::string end;
+          TokenEncoder(end).done(Done{.status = done::kFinal});
+          std::string wire;
+          out.write(wire, PacketType::tabular_result, end);
+          if (!send_all(fd, wire)) return fail("write failed");
+          pending = false;
+        }
         enc.done(Done{.status = done::kAttn});
         break;
       default:
         return fail("unexpected message type " + std::to_string(m.type));
     }
+    if (payload.empty()) continue;  // "slow": nothing to send yet
     std::string wire;
     out.write(wire, PacketType::tabular_result, payload);  // every server answer is type 4
     if (!send_all(fd, wire)) return fail("write failed");

@@ -407,21 +407,26 @@ TEST(Names, ToStringCoversEveryEnumerator) {
   EXPECT_EQ(sql::to_string(sql::Dialect::tsql), "tsql");
 }
 
-TEST(Drivers, SqlitePostgresqlAndTdsAreBuiltInAndTheOthersAreNotYet) {
+TEST(Drivers, AllFiveDriversAreBuiltIn) {
   const Driver* d = find_driver("sqlite");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->name(), "sqlite");
   ASSERT_NE(find_driver("postgresql"), nullptr);
   EXPECT_EQ(find_driver("postgresql")->name(), "postgresql");
+  ASSERT_NE(find_driver("mysql"), nullptr);
+  EXPECT_EQ(find_driver("mysql")->name(), "mysql");
+  ASSERT_NE(find_driver("odbc"), nullptr);
+  EXPECT_EQ(find_driver("odbc")->name(), "odbc");
   ASSERT_NE(find_driver("tds"), nullptr);
   EXPECT_EQ(find_driver("tds")->name(), "tds");
-  EXPECT_EQ(find_driver("mysql"), nullptr);
   EXPECT_EQ(find_driver("nosuch"), nullptr);
   const auto names = driver_names();
-  ASSERT_EQ(names.size(), 3u);
+  ASSERT_EQ(names.size(), 5u);
   EXPECT_EQ(names[0], "sqlite");
   EXPECT_EQ(names[1], "postgresql");
-  EXPECT_EQ(names[2], "tds");
+  EXPECT_EQ(names[2], "mysql");
+  EXPECT_EQ(names[3], "odbc");
+  EXPECT_EQ(names[4], "tds");
 }
 
 }  // namespace

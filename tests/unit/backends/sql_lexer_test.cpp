@@ -239,11 +239,26 @@ TEST(FindMarkers, MysqlQuestionMarksOutsideLiteralsAndComments) {
                                     {"SELECT 'a\\'?', ?", {"?"}},
                                     {"SELECT `?`, ? # ?\n, ?", {"?", "?"}},
                                     {"SELECT 1 --?\n, ?", {"?", "?"}},
-                                    {"SELECT :a, @b, $1", {}},
+                                    {"SELECT :a, @b", {}},
                                 });
   const auto m = find_markers("SELECT ?, ?, ?", Dialect::mysql);
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m[2].number, 3);
+}
+
+TEST(FindMarkers, MysqlAndAnsiTakeAPostgresClientsDollarNumbers) {
+  // $N is what a PostgreSQL client writes; the mysql and odbc drivers rewrite it.
+  for (Dialect d : {Dialect::mysql, Dialect::ansi}) {
+    check_markers(d, {
+                         {"SELECT $1, ?, $12", {"$1", "?", "$12"}},
+                         {"SELECT '$1', \"$2\", $ , $a -- $3\n/* $4 */", {}},
+                     });
+  }
+  check_markers(Dialect::mysql, {{"SELECT a$1, `$2`, '\\'$3'", {}}});
+  const auto m = find_markers("SELECT $2, $1", Dialect::ansi);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].type, Marker::Type::dollar);
+  EXPECT_EQ(m[0].number, 2);
 }
 
 TEST(FindMarkers, PostgresDollarNumbersOnly) {
@@ -305,7 +320,7 @@ TEST(FindMarkers, TsqlAtNamesButNotGlobals) {
 TEST(FindMarkers, AnsiQuestionMarks) {
   check_markers(Dialect::ansi, {
                                    {"SELECT ?, '?', \"?\" -- ?\n, ? /* ? */", {"?", "?"}},
-                                   {"SELECT $1, :a, @b", {}},
+                                   {"SELECT $1, :a, @b", {"$1"}},
                                });
 }
 

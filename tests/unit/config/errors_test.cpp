@@ -19,7 +19,8 @@
 //    certificate, the TDS listener without a certificate;
 //  - not implemented in this version: the HTTP listener;
 //  - accepted TLS settings: listener modes (and their default with a
-//    certificate), tls.certificate, a database tls block with pins;
+//    certificate), tls.certificate, a database tls block with pins; a mysql
+//    entry's pins refused at their key (the connector cannot check them);
 //  - the driver validator's answers, located at the option or the entry;
 //  - several problems at once, sorted by position, one per line in what().
 
@@ -548,6 +549,27 @@ databases:
   ASSERT_EQ(c.databases[0].tls.pin_sha256.size(), 1u);
   EXPECT_EQ(c.databases[0].tls.pin_sha256[0],
             "abcdef00112233445566778899aabbccddeeff00112233445566778899aabbcc");
+}
+
+TEST(ConfigTls, MysqlPinIsRefusedAtItsKey) {
+  // MariaDB Connector/C exposes no peer certificate: a pin it cannot check is
+  // refused, never silently ignored.
+  EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
+databases:
+  - name: my
+    driver: mysql
+    connection: host=db.internal user=app
+    tls:
+      ca: ca.pem
+      pin_sha256: ["abcdef00112233445566778899aabbccddeeff00112233445566778899aabbcc"]
+)",
+                          8, 7, "databases[0].tls.pin_sha256: the mysql driver cannot check"));
+  const Config c = load_string(R"(users: [{name: demo, password: demo}]
+databases:
+  - { name: my, driver: mysql, connection: host=db.internal, tls: { ca: ca.pem } }
+)",
+                               testing::kFile);
+  EXPECT_TRUE(c.databases[0].tls.present);
 }
 
 // ---- the driver validator -----------------------------------------------------------

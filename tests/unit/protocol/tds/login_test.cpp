@@ -110,6 +110,31 @@ TEST(TdsLogin7, DecodesTediousLogin7) {
   EXPECT_TRUE(feature_acks(l, false).empty());
 }
 
+TEST(TdsStrict, Tds80ClientStartsWithTlsThenSendsPreloginAndLogin7InsideIt) {
+  // The first bytes on the wire are a TLS record, which the server must tell
+  // from a PRELOGIN packet before anything else.
+  const std::string first = test::unhex("1603010178010001740303e56e1fde28");
+  ASSERT_EQ(test::hex(first), [] {
+    std::ifstream f(std::filesystem::path(__FILE__).parent_path() / "captures" /
+                    "strict_tls_first_bytes.hex");
+    std::string line;
+    std::getline(f, line);
+    return line;
+  }());
+  EXPECT_TRUE(looks_like_tls(bytes_of(first)));
+  // Inside TLS: a PRELOGIN whose ENCRYPTION says NOT_SUP (informative in strict mode).
+  auto p = decode_prelogin(bytes_of(capture_message("strict_00_prelogin.hex").payload));
+  ASSERT_EQ(p.status, DecodeStatus::ok) << p.error;
+  EXPECT_EQ(*p.message.encryption, encrypt::kNotSup);
+  auto l = decode_login7(bytes_of(capture_message("strict_01_login7.hex").payload));
+  ASSERT_EQ(l.status, DecodeStatus::ok) << l.error;
+  EXPECT_EQ(l.message.tds_version, kTds74);
+  EXPECT_EQ(l.message.password, "Pässwörd!1");
+  auto r = decode_rpc(bytes_of(capture_message("strict_03_rpc.hex").payload));
+  ASSERT_EQ(r.status, DecodeStatus::ok) << r.error;
+  EXPECT_EQ(r.message.params.at(0).value.value.str, "SELECT 1");
+}
+
 TEST(TdsLogin7, RoundTripWithFeaturesAndSspi) {
   Login7 l;
   l.host_name = "host-ü";

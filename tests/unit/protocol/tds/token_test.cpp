@@ -386,6 +386,16 @@ TEST(TdsTokens, CurrentCommandForVerbs) {
   EXPECT_EQ(current_command("CREATE TABLE"), 0);
 }
 
+TEST(TdsTokens, RoutingAndUnknownEnvChangesAreKeptRaw) {
+  // ENVCHANGE 20 (routing): a 2-byte length and its own structure, kept raw.
+  const std::string routing = test::unhex("e3090014070000050000ab00");
+  TokenDecoder dec;
+  auto d = dec.next(bytes_of(routing));
+  ASSERT_EQ(d.status, DecodeStatus::ok) << d.error;
+  EXPECT_EQ(std::get<EnvChange>(d.message).type, 20);
+  EXPECT_EQ(std::get<EnvChange>(d.message).new_value.size(), 8u);
+}
+
 TEST(TdsTokens, MalformedTokensAreErrors) {
   TokenDecoder dec;
   EXPECT_EQ(dec.next(bytes_of(std::string("\xD1", 1))).status, DecodeStatus::error);  // no meta
@@ -408,6 +418,7 @@ TEST(TdsTypes, ColumnMapping) {
   EXPECT_EQ(map(db::Kind::Bool).type, type::kBitN);
   EXPECT_EQ(map(db::Kind::I64).max_length, 8u);
   EXPECT_EQ(map(db::Kind::I64, {.pg_oid = 23}).max_length, 4u);
+  EXPECT_EQ(map(db::Kind::I64, {.name = "INTEGER"}).max_length, 8u);  // SQLite: 64-bit
   EXPECT_EQ(map(db::Kind::I64, {.name = "SMALLINT"}).max_length, 2u);
   const TypeInfo u = map(db::Kind::U64);
   EXPECT_EQ(u.type, type::kDecimalN);
@@ -485,6 +496,7 @@ TEST(TdsErrors, SqlstateToNumberAndBack) {
   EXPECT_EQ(error_for_sqlstate("28000").severity, 14);
   EXPECT_EQ(error_for_sqlstate("3D000").number, 4060);
   EXPECT_EQ(error_for_sqlstate("53300").number, 17809);
+  EXPECT_EQ(error_for_sqlstate("57014").severity, 16);  // the connection stays usable
   EXPECT_EQ(error_for_sqlstate("XX000").number, 50000);
   EXPECT_EQ(error_for_sqlstate("XX000").severity, 16);
   EXPECT_EQ(sqlstate_for_error(2627), "23505");

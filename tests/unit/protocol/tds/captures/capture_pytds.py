@@ -25,8 +25,8 @@ import uuid
 
 import pytds
 
-OUT = sys.argv[1]
-os.makedirs(OUT, exist_ok=True)
+OUT = sys.argv[1] if len(sys.argv) > 1 else "."
+PREFIX = "pytds"  # capture_freetds.py reuses serve() with its own prefix
 NAMES = {1: "sqlbatch", 3: "rpc", 6: "attention", 14: "txmgr", 16: "login7", 18: "prelogin"}
 
 
@@ -82,7 +82,8 @@ def serve(listener):
             if not p[1] & 1:
                 continue
             kind = packets[0][0]
-            with open(os.path.join(OUT, "pytds_%02d_%s.hex" % (n, NAMES.get(kind, kind))), "w") as f:
+            name = "%s_%02d_%s.hex" % (PREFIX, n, NAMES.get(kind, kind))
+            with open(os.path.join(OUT, name), "w") as f:
                 f.write("".join(x.hex() + "\n" for x in packets))
             n += 1
             payload = b"".join(x[8:] for x in packets)
@@ -104,6 +105,7 @@ def serve(listener):
 
 
 def main():
+    os.makedirs(OUT, exist_ok=True)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)

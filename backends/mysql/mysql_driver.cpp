@@ -1,0 +1,51 @@
+#include "backends/mysql/mysql_driver.hpp"
+
+#include <mysql.h>
+
+#include <mutex>
+
+#include "backends/mysql/mysql_connection.hpp"
+#include "backends/mysql/mysql_options.hpp"
+
+namespace wirepool::mysql {
+
+std::vector<std::pair<std::string, std::string>> MysqlDriver::validate(
+    const db::OpenOptions& o) const {
+  return validate_options(o);
+}
+
+db::Result<db::Connection> MysqlDriver::open(const db::OpenOptions& o) const {
+  auto problems = validate_options(o);
+  if (!o.tls_pins.empty()) {
+    // MariaDB Connector/C exposes no peer certificate: a pin cannot be checked,
+    // and an unchecked pin must not pass for a checked one.
+    problems.emplace_back("tls.pin_sha256",
+                          "the mysql driver cannot check tls.pin_sha256 (MariaDB Connector/C "
+                          "exposes no peer certificate); verify the backend with tls.ca");
+  }
+  if (!problems.empty()) {
+    std::string message;
+    for (const auto& [key, text] : problems) {
+      if (!message.empty()) message += "; ";
+      message += text;
+    }
+    db::Error e = db::Error::connection(std::move(message));
+    e.sqlstate = "22023";  // invalid_parameter_value
+    return e;
+  }
+  // mysql_library_init is not thread-safe; the first open may race with others.
+  static std::once_flag init;
+  std::call_once(init, [] { mysql_library_init(0, nullptr, nullptr); });
+  return open_connection(connect_info(o));
+}
+
+std::string MysqlDriver::redact(std::string_view connection) const {
+  return redact_connection(connection);
+}
+
+const db::Driver& driver() {
+  static const MysqlDriver instance;
+  return instance;
+}
+
+}  // namespace wirepool::mysql

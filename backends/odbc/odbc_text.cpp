@@ -1,0 +1,304 @@
+#include "backends/odbc/odbc_text.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace wirepool::odbc {
+
+// ---- UTF-16 ------------------------------------------------------------------
+
+std::optional<std::u16string> to_utf16(std::string_view s) {
+  std::u16string out;
+  if (!to_utf16(s, out)) return std::nullopt;
+  return out;
+}
+
+bool to_utf16(std::string_view s, std::u16string& out) {
+  // ASCII first, written in place: most text is nothing else.
+  out.resize(s.size());
+  size_t i = 0;
+  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) {
+    out[i] = static_cast<char16_t>(s[i]);
+    ++i;
+  }
+  out.resize(i);
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    int len = 0;
+    uint32_t cp = 0;
+    uint32_t min = 0;
+    if ((c & 0xe0) == 0xc0) {
+      len = 2, cp = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3, cp = c & 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (i + static_cast<size_t>(len) > s.size()) return false;
+    for (int k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      out.push_back(static_cast<char16_t>(0xd800 + (cp >> 10)));
+      out.push_back(static_cast<char16_t>(0xdc00 + (cp & 0x3ff)));
+    } else {
+      out.push_back(static_cast<char16_t>(cp));
+    }
+    i += static_cast<size_t>(len);
+  }
+  return true;
+}
+
+void append_utf8(const char16_t* u, size_t n, std::string& out) {
+  // ASCII first, written in place: most cells are nothing else.
+  size_t i = 0;
+  const size_t start = out.size();
+  out.resize(start + n);
+  char* w = out.data() + start;
+  while (i < n && u[i] < 0x80) {
+    w[i] = static_cast<char>(u[i]);
+    ++i;
+  }
+  out.resize(start + i);
+  if (i == n) return;
+  out.reserve(out.size() + (n - i) * 3);
+  for (; i < n; ++i) {
+    uint32_t cp = u[i];
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp));
+      continue;
+    }
+    if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < n && u[i + 1] >= 0xdc00 && u[i + 1] <= 0xdfff) {
+      cp = 0x10000 + ((cp - 0xd800) << 10) + (u[i + 1] - 0xdc00);
+      ++i;
+    } else if (cp >= 0xd800 && cp <= 0xdfff) {
+      cp = 0xfffd;  // a lone surrogate
+    }
+    if (cp < 0x800) {
+      out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else if (cp < 0x10000) {
+      out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else {
+      out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    }
+  }
+}
+
+std::string to_utf8(const char16_t* units, size_t count) {
+  std::string out;
+  append_utf8(units, count, out);
+  return out;
+}
+
+// ---- parameter markers ---------------------------------------------------------
+
+std::optional<Rewritten> rewrite_markers(std::string_view text, sql::Dialect d, db::Error* error) {
+  Rewritten r;
+  const auto markers = sql::find_markers(text, d);
+  bool dollar = false;
+  bool question = false;
+  for (const auto& m : markers) {
+    dollar = dollar || m.type == sql::Marker::Type::dollar;
+    question = question || m.type != sql::Marker::Type::dollar;
+  }
+  if (dollar && question) {
+    if (error) {
+      error->code = db::Errc::invalid_query;
+      error->sqlstate = "42601";
+      error->message = "a statement cannot mix $n and ? parameter markers";
+    }
+    return std::nullopt;
+  }
+  if (!dollar) {
+    // ? markers (and, in SQLite text, its other forms) bind in order.
+    r.text.assign(text);
+    r.binds.reserve(markers.size());
+    for (size_t i = 0; i < markers.size(); ++i)
+      r.binds.push_back(i);
+    r.needed = markers.size();
+    return r;
+  }
+  r.text.reserve(text.size());
+  size_t pos = 0;
+  for (const auto& m : markers) {
+    r.text.append(text.substr(pos, m.offset - pos));
+    r.text.push_back('?');
+    // SQLite reads "$1::int" as one marker; the cast is PostgreSQL's, not SQLite's.
+    const int n = std::max(m.number, 1);
+    r.binds.push_back(static_cast<size_t>(n - 1));
+    r.needed = std::max(r.needed, static_cast<size_t>(n));
+    pos = m.offset + m.length;
+  }
+  r.text.append(text.substr(pos));
+  return r;
+}
+
+// ---- connection strings ----------------------------------------------------------
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
+    s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.remove_suffix(1);
+  return s;
+}
+
+struct Attr {
+  std::string_view key;
+  size_t value_begin;  // in the connection string
+  size_t value_end;
+  std::string value;  // unbraced
+};
+
+/// Key=value pairs; a value in braces may hold ';' and '}}' stands for '}'.
+std::vector<Attr> parse(std::string_view c) {
+  std::vector<Attr> out;
+  size_t i = 0;
+  while (i < c.size()) {
+    const size_t eq = c.find('=', i);
+    const size_t semi = c.find(';', i);
+    if (eq == std::string_view::npos || (semi != std::string_view::npos && semi < eq)) {
+      if (semi == std::string_view::npos) break;
+      i = semi + 1;
+      continue;
+    }
+    Attr a;
+    a.key = trim(c.substr(i, eq - i));
+    size_t v = eq + 1;
+    while (v < c.size() && c[v] == ' ')
+      ++v;
+    a.value_begin = v;
+    if (v < c.size() && c[v] == '{') {
+      size_t j = v + 1;
+      while (j < c.size()) {
+        if (c[j] == '}') {
+          if (j + 1 < c.size() && c[j + 1] == '}') {
+            a.value.push_back('}');
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        a.value.push_back(c[j++]);
+      }
+      a.value_end = std::min(j + 1, c.size());
+      const size_t next = c.find(';', a.value_end);
+      i = next == std::string_view::npos ? c.size() : next + 1;
+    } else {
+      const size_t end = c.find(';', v);
+      a.value_end = end == std::string_view::npos ? c.size() : end;
+      a.value = std::string(trim(c.substr(v, a.value_end - v)));
+      i = end == std::string_view::npos ? c.size() : end + 1;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> connection_value(std::string_view conn, std::string_view key) {
+  for (auto& a : parse(conn)) {
+    if (iequals(a.key, key)) return std::move(a.value);
+  }
+  return std::nullopt;
+}
+
+std::string redact_connection(std::string_view conn) {
+  std::string out;
+  size_t pos = 0;
+  for (const auto& a : parse(conn)) {
+    if (iequals(a.key, "pwd") || iequals(a.key, "password")) {
+      out.append(conn.substr(pos, a.value_begin - pos));
+      out += "***";
+      pos = a.value_end;
+    }
+  }
+  out.append(conn.substr(pos));
+  return out;
+}
+
+std::string full_connection_string(std::string_view conn, std::string_view password) {
+  std::string out(trim(conn));
+  if (out.find('=') == std::string::npos) out = "DSN=" + out;
+  if (!password.empty() && !connection_value(out, "pwd") && !connection_value(out, "password")) {
+    if (!out.empty() && out.back() != ';') out += ';';
+    out += "PWD={";
+    for (char c : password) {
+      out += c;
+      if (c == '}') out += '}';
+    }
+    out += "}";
+  }
+  return out;
+}
+
+// ---- flavors ----------------------------------------------------------------------
+
+std::string_view to_string(Flavor f) {
+  switch (f) {
+    case Flavor::postgresql:
+      return "postgresql";
+    case Flavor::mariadb:
+      return "mariadb";
+    case Flavor::sqlite:
+      return "sqlite";
+    case Flavor::generic:
+      break;
+  }
+  return "generic";
+}
+
+Flavor flavor_of(std::string_view dbms) {
+  std::string l(dbms);
+  for (char& c : l)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l.find("postgres") != std::string::npos) return Flavor::postgresql;
+  if (l.find("mariadb") != std::string::npos || l.find("mysql") != std::string::npos) {
+    return Flavor::mariadb;
+  }
+  if (l.find("sqlite") != std::string::npos) return Flavor::sqlite;
+  return Flavor::generic;
+}
+
+sql::Dialect dialect_of(Flavor f) {
+  switch (f) {
+    case Flavor::postgresql:
+      return sql::Dialect::postgres;
+    case Flavor::mariadb:
+      return sql::Dialect::mysql;
+    case Flavor::sqlite:
+      return sql::Dialect::sqlite;
+    case Flavor::generic:
+      break;
+  }
+  return sql::Dialect::ansi;
+}
+
+}  // namespace wirepool::odbc

@@ -1,0 +1,187 @@
+// The seed's three phases through the driver contract (backends/db.hpp), for
+// any driver of this build:
+//   insert  N rows of (bigint, text, double) through one prepared statement in
+//           one transaction;
+//   scan    every row back through one streaming reader (borrowed values);
+//   lookup  M primary-key reads through one prepared statement.
+// Prints one JSON object: rows per second of each phase.
+//
+// Usage: driver_bench DRIVER CONNECTION [ROWS [LOOKUPS]]
+//   The backend password comes from $WIREPOOL_BENCH_PASSWORD (as password_env
+//   would pass it), a CA for TLS from $WIREPOOL_BENCH_CA.
+// Statements use $N markers and portable SQL (DOUBLE PRECISION, VARCHAR), so the
+// same program drives sqlite, postgresql, mysql and odbc; bench/c/ holds the raw
+// C API programs it is compared with (bench/driver_vs_c.py runs both). Every
+// call goes through db::call_blocking, so a non-blocking driver (postgresql)
+// runs too: bench/odbc_vs_c.py compares ODBC's scan with libpq's.
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/db.hpp"
+
+namespace {
+
+using namespace wirepool;
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void die(const std::string& what, const db::Error& e) {
+  std::fprintf(stderr, "driver_bench: %s: %s (SQLSTATE %s)\n", what.c_str(), e.message.c_str(),
+               e.sqlstate.c_str());
+  std::exit(1);
+}
+
+template <class T>
+T check(db::Result<T> r, const std::string& what) {
+  if (!r.ok()) die(what, r.error());
+  return std::move(r.value());
+}
+void check(db::Status s, const std::string& what) {
+  if (!s.ok()) die(what, s.error());
+}
+
+db::Connection* g_conn = nullptr;
+
+/// Calls f() until it stops answering would_block (a non-blocking driver).
+template <class F>
+auto blocking(F f) {
+  return db::call_blocking(*g_conn->impl(), f);
+}
+
+/// Runs a statement to its end through blocking() (db::drain is for blocking
+/// connections only).
+db::Status run(db::Connection& c, std::string_view sql) {
+  auto rows = blocking([&] { return c.query(sql); });
+  if (!rows.ok()) return rows.take_error();
+  std::vector<db::ValueView> row(rows->columns().size());
+  for (;;) {
+    auto more = blocking([&] { return rows->next_borrowed(row); });
+    if (!more.ok()) return more.take_error();
+    if (!more.value()) break;
+  }
+  return blocking([&] { return rows->close(); });
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// A name of about 20 bytes, different per row.
+std::string name_of(int64_t i) {
+  return "name-" + std::to_string(i * 7919 % 1000003) + "-bench";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: driver_bench DRIVER CONNECTION [ROWS [LOOKUPS]]\n");
+    return 2;
+  }
+  const db::Driver* driver = db::find_driver(argv[1]);
+  if (driver == nullptr) {
+    std::fprintf(stderr, "driver_bench: no driver %s in this build\n", argv[1]);
+    return 2;
+  }
+  const int64_t rows = argc > 3 ? std::atoll(argv[3]) : 20000;
+  const int64_t lookups = argc > 4 ? std::atoll(argv[4]) : 5000;
+  db::OpenOptions o;
+  o.connection = argv[2];
+  if (const char* p = std::getenv("WIREPOOL_BENCH_PASSWORD")) o.password = p;
+  if (const char* ca = std::getenv("WIREPOOL_BENCH_CA")) o.tls_ca = ca;
+  db::Connection c = check(driver->open(o), "open");
+  g_conn = &c;
+
+  check(run(c, "DROP TABLE IF EXISTS wp_bench"), "drop");
+  // WIREPOOL_BENCH_TEXT=1: the name column is TEXT, which ODBC drivers
+  // describe as unbounded (docs/odbc.md, "Block cursors").
+  const char* text_env = std::getenv("WIREPOOL_BENCH_TEXT");
+  const bool text_column = text_env != nullptr && std::string_view(text_env) == "1";
+  const std::string create = std::string("CREATE TABLE wp_bench (id BIGINT PRIMARY KEY, name ") +
+                             (text_column ? "TEXT" : "VARCHAR(64)") + ", score DOUBLE PRECISION)";
+  check(run(c, create), "create");
+
+  // insert
+  auto t0 = Clock::now();
+  {
+    db::Transaction tx = check(blocking([&] { return c.begin(); }), "begin");
+    db::Statement ins =
+        check(blocking([&] { return tx.prepare("INSERT INTO wp_bench VALUES ($1, $2, $3)"); }),
+              "prepare");
+    std::vector<db::Param> p(3);
+    for (int64_t i = 1; i <= rows; ++i) {
+      p[0].value = db::Value::int64(i);
+      p[1].value = db::Value::text(name_of(i));
+      p[2].value = db::Value::float64(static_cast<double>(i) * 0.5);
+      db::Rows r = check(blocking([&] { return ins.query(p); }), "insert");
+      check(blocking([&] { return r.close(); }), "insert done");
+    }
+    check(blocking([&] { return ins.close(); }), "close insert");
+    check(blocking([&] { return tx.commit(); }), "commit");
+  }
+  const double insert_s = seconds_since(t0);
+
+  // scan
+  t0 = Clock::now();
+  int64_t scanned = 0;
+  double sum = 0;
+  {
+    db::Rows r =
+        check(blocking([&] { return c.query("SELECT id, name, score FROM wp_bench"); }), "scan");
+    std::vector<db::ValueView> row(3);
+    while (check(blocking([&] { return r.next_borrowed(row); }), "scan row")) {
+      ++scanned;
+      sum += row[2].f64 + static_cast<double>(row[1].str.size());
+    }
+    check(blocking([&] { return r.close(); }), "close scan");
+  }
+  const double scan_s = seconds_since(t0);
+  if (scanned != rows) {
+    std::fprintf(stderr, "driver_bench: scanned %lld rows, expected %lld\n",
+                 static_cast<long long>(scanned), static_cast<long long>(rows));
+    return 1;
+  }
+
+  // lookup
+  t0 = Clock::now();
+  int64_t found = 0;
+  {
+    db::Statement get =
+        check(blocking([&] { return c.prepare("SELECT name, score FROM wp_bench WHERE id = $1"); }),
+              "prepare lookup");
+    std::vector<db::Param> p(1);
+    std::vector<db::ValueView> row(2);
+    uint64_t x = 88172645463325252ULL;  // xorshift: the same ids in every program
+    for (int64_t i = 0; i < lookups; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      p[0].value = db::Value::int64(static_cast<int64_t>(x % static_cast<uint64_t>(rows)) + 1);
+      db::Rows r = check(blocking([&] { return get.query(p); }), "lookup");
+      while (check(blocking([&] { return r.next_borrowed(row); }), "lookup row"))
+        ++found;
+      check(blocking([&] { return r.close(); }), "close lookup");
+    }
+    check(blocking([&] { return get.close(); }), "close statement");
+  }
+  const double lookup_s = seconds_since(t0);
+  if (found != lookups) {
+    std::fprintf(stderr, "driver_bench: found %lld rows, expected %lld\n",
+                 static_cast<long long>(found), static_cast<long long>(lookups));
+    return 1;
+  }
+  check(run(c, "DROP TABLE wp_bench"), "drop");
+  check(blocking([&] { return c.close(); }), "close");
+  std::printf(
+      "{\"program\": \"driver:%s\", \"rows\": %lld, \"lookups\": %lld, \"insert_rows_per_s\": "
+      "%.0f, \"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"checksum\": %.1f}\n",
+      argv[1], static_cast<long long>(rows), static_cast<long long>(lookups),
+      static_cast<double>(rows) / insert_s, static_cast<double>(rows) / scan_s,
+      static_cast<double>(lookups) / lookup_s, sum);
+  return 0;
+}

@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""Each driver against the same work written directly in C on its raw C API.
+
+For every driver of this build: build/release/driver_bench (through the
+driver contract, bench/driver_bench.cpp) and the C program of bench/c/ with the
+driver's strategy, alternately (A B A B ...) ROUNDS times after a warm-up run
+each: insert N rows of (bigint, text, double) through one prepared statement in
+one transaction, scan them with one streaming reader, M primary-key lookups
+through one prepared statement.
+
+  sqlite      bench/c/sqlite.c   on a file          N = 100,000, M = 20,000
+  postgresql  bench/c/libpq.c    throwaway PG 15    N = 20,000,  M = 5,000
+  mysql       bench/c/mysql.c    throwaway MariaDB  N = 20,000,  M = 5,000
+  odbc        bench/c/odbc.c     psqlODBC, MariaDB ODBC and SQLite ODBC (each a row),
+                                 N = 20,000, M = 5,000 (bench/odbc_vs_c.py adds the
+                                 psqlODBC-vs-libpq scan)
+
+(--quick: a fifth of N and M.) Prints one JSON object: every sample, per driver
+and cell the median and best rows per second of each program, and the driver
+as a percentage of C (above 100%: the driver was faster). Also writes
+bench/results/driver_vs_c.json unless --no-save.
+
+Usage: bench/driver_vs_c.py [--rounds 5] [--quick] [--only sqlite,mysql]
+The PostgreSQL server of `make bench` is reused when $WIREPOOL_BENCH_PG_INFO
+names its info.json; else one is started. A measurement, not a test.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+FIXTURES = os.path.join(REPO, "tests", "fixtures")
+CELLS = ("insert", "scan", "lookup")
+
+
+def log(msg):
+    print(f"[driver_vs_c] {msg}", file=sys.stderr, flush=True)
+
+
+class Server:
+    """A throwaway server from tests/fixtures (pgserver.py / mariadbserver.py)."""
+
+    def __init__(self, script):
+        self.script = os.path.join(FIXTURES, script)
+        self.dir = tempfile.mkdtemp(prefix="wp-driver-bench-")
+        shutil.rmtree(self.dir)
+        subprocess.run(["/usr/bin/python3", self.script, "start", self.dir], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(os.path.join(self.dir, "info.json")) as f:
+            self.info = json.load(f)
+
+    def stop(self):
+        subprocess.run(["/usr/bin/python3", self.script, "stop", self.dir],
+                       stdout=subprocess.DEVNULL)
+
+
+def setups(build, quick, only):
+    """(name, n, m, {program: (cmd, env)}, cleanup) per driver: programs "driver", "c",
+    and for mysql "c_nonblock" (MariaDB's non-blocking API, the measurement behind
+    the driver's blocking design: docs/mysql.md)."""
+    scale = 5 if quick else 1
+    out = []
+    if "sqlite" in only:
+        d = tempfile.mkdtemp(prefix="wp-sqlite-bench-")
+        n, m = 100000 // scale, 20000 // scale
+        env = dict(os.environ)
+        out.append(("sqlite", n, m, {
+            "driver": ([os.path.join(build, "driver_bench"), "sqlite", os.path.join(d, "d.db"),
+                        str(n), str(m)], env),
+            "c": ([os.path.join(build, "sqlite_raw"), os.path.join(d, "c.db"), str(n), str(m)],
+                  env)}, lambda: shutil.rmtree(d, ignore_errors=True)))
+    servers = {}
+
+    def pg_info():
+        info_path = os.environ.get("WIREPOOL_BENCH_PG_INFO")
+        if info_path and os.path.exists(info_path):
+            with open(info_path) as f:
+                return json.load(f)
+        if "pg" not in servers:
+            servers["pg"] = Server("pgserver.py")
+        return servers["pg"].info
+
+    def maria_info():
+        if "mariadb" not in servers:
+            servers["mariadb"] = Server("mariadbserver.py")
+        return servers["mariadb"].info
+
+    def stop_servers():
+        for srv in servers.values():
+            srv.stop()
+        servers.clear()
+
+    n, m = 20000 // scale, 5000 // scale
+    if "postgresql" in only:
+        info = pg_info()
+        conn = (f"host={info['host']} port={info['port']} user={info['user']} "
+                f"dbname={info['database']}")
+        env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=info["password"])
+        out.append(("postgresql", n, m, {
+            "driver": ([os.path.join(build, "driver_bench"), "postgresql", conn, str(n), str(m)],
+                       env),
+            "c": ([os.path.join(build, "libpq_raw"), conn, str(n), str(m)], env)},
+            lambda: None))
+    if "mysql" in only:
+        info = maria_info()
+        conn = (f"host={info['host']} port={info['port']} user={info['user']} "
+                f"dbname={info['database']}")
+        env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=info["password"])
+        raw = [os.path.join(build, "mysql_raw"), info["host"], str(info["port"]), info["user"],
+               info["database"], str(n), str(m)]
+        out.append(("mysql", n, m, {
+            "driver": ([os.path.join(build, "driver_bench"), "mysql", conn, str(n), str(m)], env),
+            "c": (raw, env),
+            "c_nonblock": (raw, dict(env, MYSQL_RAW_NONBLOCK="1"))}, lambda: None))
+    if "odbc" in only:
+        pg, maria = pg_info(), maria_info()
+        d = tempfile.mkdtemp(prefix="wp-sqliteodbc-bench-")
+        targets = {
+            "odbc (psqlODBC)": (f"Driver={{PostgreSQL Unicode}};Server={pg['host']};"
+                                f"Port={pg['port']};Database={pg['database']};Uid={pg['user']};"
+                                "BoolsAsChar=0", pg["password"]),
+            "odbc (MariaDB ODBC)": (f"Driver={{MariaDB Unicode}};Server={maria['host']};"
+                                    f"Port={maria['port']};Database={maria['database']};"
+                                    f"Uid={maria['user']}", maria["password"]),
+            "odbc (SQLite ODBC)": (f"Driver={{SQLite3}};Database={os.path.join(d, 'bench.db')}",
+                                   ""),
+        }
+        for label, (conn, password) in targets.items():
+            env = dict(os.environ, WIREPOOL_BENCH_PASSWORD=password)
+            out.append((label, n, m, {
+                "driver": ([os.path.join(build, "driver_bench"), "odbc", conn, str(n), str(m)],
+                           env),
+                "c": ([os.path.join(build, "odbc_raw"), conn, str(n), str(m)], env)},
+                lambda: None))
+        out.append(("(sqlite odbc file)", 0, 0, {}, lambda: shutil.rmtree(d, ignore_errors=True)))
+    out.append(("(servers)", 0, 0, {}, stop_servers))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="sqlite,postgresql,mysql,odbc")
+    ap.add_argument("--build", default=os.path.join(REPO, "build", "release"))
+    ap.add_argument("--json", action="store_true", help="(default) print the JSON result")
+    ap.add_argument("--no-save", action="store_true")
+    a = ap.parse_args()
+    only = [d for d in a.only.split(",") if d]
+    samples = []
+    table = []
+    cleanups = []
+    try:
+        entries = setups(a.build, a.quick, only)
+        cleanups = [e[4] for e in entries]
+        for name, n, m, programs, cleanup in entries:
+            if not programs:
+                continue
+            for cmd, env in programs.values():  # warm-up: caches, files, server buffers
+                subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+            results = {p: [] for p in programs}
+            for rnd in range(a.rounds):
+                for p, (cmd, env) in programs.items():
+                    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+                    if r.returncode != 0:
+                        raise SystemExit(f"{name} {p}: {r.stderr.strip()[-500:]}")
+                    s = json.loads(r.stdout)
+                    s.update(driver=name, program=p, round=rnd)
+                    results[p].append(s)
+                    samples.append(s)
+            row = {"driver": name, "n": n, "lookups": m}
+            for cell in CELLS:
+                key = f"{cell}_rows_per_s"
+                med = {p: statistics.median(s[key] for s in rs) for p, rs in results.items()}
+                best = {p: max(s[key] for s in rs) for p, rs in results.items()}
+                row[f"{cell}_driver"] = med["driver"]
+                row[f"{cell}_c"] = med["c"]
+                row[f"{cell}_pct"] = round(med["driver"] * 100.0 / med["c"], 1)
+                row[f"{cell}_best_pct"] = round(best["driver"] * 100.0 / best["c"], 1)
+                if "c_nonblock" in med:
+                    row[f"{cell}_c_nonblock_pct_of_c"] = round(
+                        med["c_nonblock"] * 100.0 / med["c"], 1)
+            table.append(row)
+            log(f"{name}: insert {row['insert_pct']}%, scan {row['scan_pct']}%, "
+                f"lookup {row['lookup_pct']}% of C")
+    finally:
+        for c in cleanups:
+            c()
+    doc = {"rounds": a.rounds, "quick": a.quick, "table": table, "samples": samples}
+    if not a.no_save:
+        os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+        with open(os.path.join(HERE, "results", "driver_vs_c.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+    print(json.dumps(doc, indent=1))
+
+
+if __name__ == "__main__":
+    main()

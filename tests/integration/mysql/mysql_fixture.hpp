@@ -1,0 +1,202 @@
+#pragma once
+// Shared by the MySQL integration tests: the throwaway MariaDB that
+// tests/fixtures/mariadbserver.py started (WIREPOOL_MARIADB_INFO names its
+// info.json), openers through the driver, and read helpers. The driver is
+// blocking: every call returns when the server has answered.
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/db.hpp"
+
+namespace wirepool::mysql_it {
+
+using db::Column;
+using db::CommandInfo;
+using db::Connection;
+using db::Errc;
+using db::Kind;
+using db::Param;
+using db::Value;
+
+inline Param P(Value v) {
+  Param p;
+  p.value = std::move(v);
+  return p;
+}
+inline Value T(std::string s) {
+  return Value::text(std::move(s));
+}
+inline Value I(int64_t v) {
+  return Value::int64(v);
+}
+
+/// The fixture server's info.json: strings and numbers, and objects one level
+/// deep whose keys read as "object.key" ("tls.ca").
+class ServerInfo {
+ public:
+  static const ServerInfo& get() {
+    static const ServerInfo info = load();
+    return info;
+  }
+  std::string str(const std::string& key) const {
+    auto it = fields_.find(key);
+    return it == fields_.end() ? std::string() : it->second;
+  }
+  bool ok() const { return !fields_.empty(); }
+
+ private:
+  static ServerInfo load() {
+    ServerInfo info;
+    const char* path = std::getenv("WIREPOOL_MARIADB_INFO");
+    if (path == nullptr) return info;
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    std::string prefix;
+    size_t i = 0;
+    for (;;) {
+      const size_t quote = text.find('"', i);
+      const size_t close = text.find('}', i);
+      if (!prefix.empty() && close < quote) {
+        prefix.clear();
+        i = close + 1;
+        continue;
+      }
+      i = quote;
+      if (i == std::string::npos) break;
+      const size_t kend = text.find('"', i + 1);
+      if (kend == std::string::npos) break;
+      const std::string key = prefix + text.substr(i + 1, kend - i - 1);
+      size_t j = text.find_first_not_of(" \t\n", kend + 1);
+      if (j == std::string::npos || text[j] != ':') {
+        i = kend + 1;
+        continue;
+      }
+      j = text.find_first_not_of(" \t\n", j + 1);
+      if (text[j] == '{') {
+        prefix = key + ".";
+        i = j + 1;
+      } else if (text[j] == '"') {
+        const size_t vend = text.find('"', j + 1);
+        info.fields_[key] = text.substr(j + 1, vend - j - 1);
+        i = vend + 1;
+      } else {
+        const size_t vend = text.find_first_of(",}\n", j);
+        info.fields_[key] = text.substr(j, vend - j);
+        i = vend;
+      }
+    }
+    return info;
+  }
+  std::map<std::string, std::string> fields_;
+};
+
+/// One result of a query, read whole.
+struct Table {
+  std::vector<Column> columns;
+  std::vector<std::vector<Value>> rows;
+  CommandInfo info;
+};
+
+/// Reads the current result of `rows` to its end.
+inline db::Result<Table> read_all(db::Rows& rows) {
+  Table t;
+  t.columns.assign(rows.columns().begin(), rows.columns().end());
+  std::vector<Value> row(t.columns.size());
+  for (;;) {
+    auto more = rows.next(row);
+    if (!more.ok()) return more.take_error();
+    if (!more.value()) break;
+    t.rows.push_back(row);
+  }
+  t.info = rows.command();
+  return t;
+}
+
+/// Runs `sql` and reads its first result whole.
+inline db::Result<Table> fetch(Connection& c, std::string_view sql,
+                               std::vector<Param> params = {}) {
+  auto rows = c.query(sql, params);
+  if (!rows.ok()) return rows.take_error();
+  auto t = read_all(rows.value());
+  auto closed = rows.value().close();
+  if (t.ok() && !closed.ok()) return closed.take_error();
+  return t;
+}
+
+/// The single value of a one-row, one-column query.
+inline Value scalar(Connection& c, std::string_view sql, std::vector<Param> params = {}) {
+  auto t = fetch(c, sql, std::move(params));
+  EXPECT_TRUE(t.ok()) << sql << ": " << (t.ok() ? "" : t.error().message);
+  if (!t.ok() || t->rows.size() != 1 || t->rows[0].size() != 1) {
+    ADD_FAILURE() << sql << ": not a single value";
+    return Value::null();
+  }
+  return t->rows[0][0];
+}
+
+/// Runs statements that must succeed.
+inline void exec(Connection& c, std::string_view sql, std::vector<Param> params = {}) {
+  auto t = fetch(c, sql, std::move(params));
+  ASSERT_TRUE(t.ok()) << sql << ": " << (t.ok() ? "" : t.error().message);
+}
+
+/// The error a statement answers (it must fail).
+inline db::Error error_of(Connection& c, std::string_view sql, std::vector<Param> params = {}) {
+  auto t = fetch(c, sql, std::move(params));
+  EXPECT_FALSE(t.ok()) << sql << " succeeded";
+  return t.ok() ? db::Error{} : t.error();
+}
+
+class MysqlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!ServerInfo::get().ok()) {
+      GTEST_SKIP() << "WIREPOOL_MARIADB_INFO is not set: run through ctest (fixture "
+                      "mariadb_server_start)";
+    }
+  }
+
+  static const ServerInfo& info() { return ServerInfo::get(); }
+
+  /// The `wirepool` user over TCP, plaintext, with the password as the
+  /// entry's password_env would pass it.
+  static db::OpenOptions options() {
+    db::OpenOptions o;
+    o.connection = "host=" + info().str("host") + " port=" + info().str("port") +
+                   " user=" + info().str("user") + " dbname=" + info().str("database");
+    o.password = info().str("password");
+    return o;
+  }
+
+  static const db::Driver& driver() { return *db::find_driver("mysql"); }
+
+  static Connection open(const db::OpenOptions& o = options()) {
+    auto c = driver().open(o);
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+    if (!c.ok()) return Connection();
+    return std::move(c.value());
+  }
+
+  /// A table name unique to the running test.
+  static std::string table(std::string_view suffix = "") {
+    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(t->test_suite_name()) + "_" + t->name();
+    for (char& ch : name) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+    return "t_" + name + std::string(suffix);
+  }
+};
+
+}  // namespace wirepool::mysql_it
