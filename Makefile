@@ -25,7 +25,7 @@ BUILD_PKGS := cmake ninja-build g++ pkg-config libboost1.81-dev libssl-dev libsp
 # (pgbench ships in postgresql-15, the server package.)
 TEST_PKGS := clang-14 libclang-rt-14-dev clang-format postgresql-client-15 postgresql-15 \
   python3-psycopg2 libpostgresql-jdbc-java procps mariadb-server mariadb-client \
-  odbc-postgresql odbc-mariadb libsqliteodbc freetds-bin python3-tds pgbouncer
+  odbc-postgresql odbc-mariadb libsqliteodbc freetds-bin python3-tds pgbouncer prometheus
 # Commands that may come from elsewhere than Debian (NodeSource's nodejs bundles npm):
 # the Debian package is installed only when the command is missing.
 TEST_CMDS := node:nodejs npm:npm javac:openjdk-17-jdk-headless

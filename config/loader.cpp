@@ -148,8 +148,7 @@ class Loader : Reader {
   Loader(std::string file, fs::path config_dir)
       : Reader(std::move(file)), dir_(std::move(config_dir)) {}
 
-  std::vector<Problem> run(Config& c, std::string_view yaml, DatabaseValidator validator,
-                           bool refuse_unimplemented);
+  std::vector<Problem> run(Config& c, std::string_view yaml, DatabaseValidator validator);
 
  private:
   // The schema, one function per section.
@@ -169,7 +168,6 @@ class Loader : Reader {
   void check_listeners(Config& c);
   void check_databases(Config& c, DatabaseValidator validator);
   void check_users(const Config& c);
-  void report_unimplemented(const Config& c);
 
   fs::path dir_;
   Location root_;
@@ -708,27 +706,7 @@ void Loader::check_users(const Config& c) {
   }
 }
 
-// ==== NOT IMPLEMENTED IN THIS VERSION ==================================================
-// What the schema accepts but this build cannot serve yet: the HTTP listener. It is
-// refused at load time, pointing
-// at its key, rather than silently ignored. Delete a check when its feature lands,
-// with the matching lines of docs/configuration.md and tests/unit/config/.
-void Loader::report_unimplemented(const Config& c) {
-  const std::string not_implemented = " is not implemented in this version of wirepool";
-  for (size_t i = 0; i < c.listeners.size(); ++i) {
-    const Listener& l = c.listeners[i];
-    const ListenerMarks& m = listeners_[i];
-    const std::string path = indexed("listeners", i);
-    if (l.protocol == Protocol::http && m.protocol_key) {
-      problem(*m.protocol_key, path + ".protocol: the " + std::string(to_string(l.protocol)) +
-                                   " listener" + not_implemented);
-    }
-  }
-}
-// ==== END NOT IMPLEMENTED ==============================================================
-
-std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValidator validator,
-                                 bool refuse_unimplemented) {
+std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValidator validator) {
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(yaml));
@@ -747,16 +725,15 @@ std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValid
   check_listeners(c);
   check_databases(c, validator);
   check_users(c);
-  if (refuse_unimplemented) report_unimplemented(c);
   return std::move(problems());
 }
 
 }  // namespace
 
 std::vector<Problem> load_into(Config& config, std::string_view yaml, const std::string& file,
-                               const std::filesystem::path& config_dir, DatabaseValidator validator,
-                               bool refuse_unimplemented) {
-  return Loader(file, config_dir).run(config, yaml, validator, refuse_unimplemented);
+                               const std::filesystem::path& config_dir,
+                               DatabaseValidator validator) {
+  return Loader(file, config_dir).run(config, yaml, validator);
 }
 
 }  // namespace wirepool::config

@@ -17,7 +17,7 @@
 //    password_env with password_file, non-scalar options, cipher suites;
 //  - TLS: certificate without key, client_ca or listener TLS without a
 //    certificate, the TDS listener without a certificate;
-//  - not implemented in this version: the HTTP listener;
+//  - the HTTP listener is accepted beside the others;
 //  - accepted TLS settings: listener modes (and their default with a
 //    certificate), tls.certificate, a database tls block with pins;
 //  - the driver validator's answers, located at the option or the entry;
@@ -485,20 +485,20 @@ TEST(ConfigErrors, TdsListenerWithoutACertificateSaysWhatToSet) {
   EXPECT_EQ(c.listeners[0].protocol, Protocol::tds);
 }
 
-// ---- not implemented in this version ------------------------------------------------
+// ---- the HTTP listener ---------------------------------------------------------------
 
-TEST(ConfigNotImplemented, HttpListenerIsRefusedAtTheProtocolKeyTdsIsServed) {
-  auto problems = problems_of(R"(tls: {generate: true}
+TEST(ConfigHttp, HttpListenerIsAcceptedBesideTheOthers) {
+  const Config c = load_string(R"(tls: {generate: true}
 listeners:
   - { protocol: postgres, port: 6432, tls: off }
   - { protocol: tds, port: 11433 }
   - protocol: http
     port: 9930
-)" + kTail);
-  EXPECT_TRUE(has_problem(problems, 5, 5,
-                          "listeners[2].protocol: the http listener is not implemented in this "
-                          "version of wirepool"));
-  EXPECT_EQ(problems.size(), 1u) << testing::list(problems);
+)" + kTail,
+                               testing::kFile);
+  ASSERT_EQ(c.listeners.size(), 3u);
+  EXPECT_EQ(c.listeners[2].protocol, Protocol::http);
+  EXPECT_EQ(c.listeners[2].port, 9930);
 }
 
 // ---- TLS ----------------------------------------------------------------------------

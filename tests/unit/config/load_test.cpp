@@ -44,10 +44,10 @@ constexpr const char* kScram =
     "KHPk7iMcv/aMZxMQuDVaQ2YUuYfce13CzkJjTJcP7Dk=";
 constexpr const char* kPin = "64f46a7526a186d2346552453ae478ca51244674f5b21ba150bd483b39f7c812";
 
-/// Loads without the not-implemented refusals, to reach the resolution behind them.
+/// Loads with /etc/wirepool as the configuration's directory, expecting no problem.
 Config load_everything(const std::string& yaml) {
   Config c;
-  auto problems = load_into(c, yaml, kFile, "/etc/wirepool", nullptr, false);
+  auto problems = load_into(c, yaml, kFile, "/etc/wirepool", nullptr);
   EXPECT_TRUE(problems.empty()) << testing::list(problems);
   return c;
 }
