@@ -12,6 +12,7 @@
 
 #include "server/http.hpp"
 #include "server/log.hpp"
+#include "server/notify.hpp"
 #include "server/pg_client.hpp"
 #include "server/tds_client.hpp"
 #include "tls/tls.hpp"
@@ -310,6 +311,7 @@ int Server::run() {
   }
   spdlog::info("wirepool ready: {} event loop(s), {} blocking thread(s), {} database(s)",
                loops_.size(), blocking_.threads(), pools().size());
+  notify_ready(ready_status());
   main_.run();
   stop_all();
   spdlog::info("wirepool stopped");
@@ -379,8 +381,19 @@ void Server::on_signal(int signo) {
   begin_drain();
 }
 
+std::string Server::ready_status() const {
+  return "serving " + std::to_string(pools().size()) + " database(s) on " +
+         std::to_string(acceptors_.size()) + " listener(s)";
+}
+
 void Server::reload() {
   if (draining_) return;
+  notify_reloading();
+  // Whatever the outcome, systemd hears READY=1 again when this returns.
+  struct Ready {
+    const Server& s;
+    ~Ready() { notify_ready(s.ready_status()); }
+  } ready{*this};
   spdlog::info("reloading the configuration from {}", cfg_.path);
   config::Config next;
   try {
@@ -514,6 +527,7 @@ void Server::sweep_retired() {
 }
 
 void Server::begin_drain() {
+  notify_stopping();
   draining_ = true;
   listening_ = false;
   stats_timer_.cancel();

@@ -170,6 +170,8 @@ class Server {
   void reload();
   /// Every kStatsPeriod: ends the SHOW STATS period of every pool.
   void start_stats_timer();
+  /// systemd's STATUS= line while serving.
+  std::string ready_status() const;
   void begin_drain();
   void check_drained();
   void stop_all();
