@@ -57,7 +57,10 @@ struct Listener {
   int port = 0;
   TlsMode tls = TlsMode::off;  ///< resolved: off without a certificate, optional with one
   std::vector<Cidr> allow;     ///< empty = any address
-  int line = 0;                ///< where it was declared (for messages)
+  /// SO_REUSEPORT: a second process may listen on the same port (online
+  /// restart: the new one starts beside the old one, which then drains).
+  bool reuse_port = false;
+  int line = 0;  ///< where it was declared (for messages)
 };
 
 struct Tls {

@@ -323,6 +323,7 @@ void Loader::read_listener(const Entry& e, Listener& l, ListenerMarks& m) {
          port_written = true;
          set(l.port, read_int(v, 0, 65535));
        }},
+      {"reuse_port", [&](const Entry& v) { set(l.reuse_port, read_bool(v)); }},
       {"tls",
        [&](const Entry& v) {
          m.tls_key = location_of(v.key);

@@ -227,6 +227,11 @@ void Server::start_listeners() {
       auto acc = std::make_unique<asio::ip::tcp::acceptor>(main_);
       acc->open(ep.protocol());
       acc->set_option(asio::ip::tcp::acceptor::reuse_address(true));
+      if (l.reuse_port) {
+        // Linux spreads new connections over every socket bound with it; one
+        // that closes (the drain) stops receiving them.
+        acc->set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true));
+      }
       acc->bind(ep);
       acc->listen(asio::socket_base::max_listen_connections);
       acceptors_.push_back(std::move(acc));

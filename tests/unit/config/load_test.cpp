@@ -243,6 +243,13 @@ TEST(ConfigLoad, ListenerPortDefaultsPerProtocol) {
   EXPECT_EQ(c.listeners[2].port, 9930);
 }
 
+TEST(ConfigLoad, ListenerReusePortIsOffUnlessAskedFor) {
+  const Config c = load_everything("listeners: [{port: 1}, {port: 2, reuse_port: true}]\n" + kTail);
+  ASSERT_EQ(c.listeners.size(), 2u);
+  EXPECT_FALSE(c.listeners[0].reuse_port);
+  EXPECT_TRUE(c.listeners[1].reuse_port);
+}
+
 TEST(ConfigLoad, ListenerTlsDefaultsToOffWithoutACertificateAndOptionalWithOne) {
   Config c = load_everything("listeners: [{port: 1}, {port: 2, tls: off}]\n" + kTail);
   EXPECT_FALSE(c.tls.present);
