@@ -27,6 +27,8 @@ constexpr int kDefaultPostgresPort = 6432;
 constexpr int kDefaultTdsPort = 11433;
 constexpr int kDefaultHttpPort = 9930;
 constexpr int kMaxThreads = 1024;
+/// Peer ids fill 8 bits of a cancel key's process id (server/server.cpp).
+constexpr int kMaxPeerId = 255;
 constexpr std::string_view kNeedsCertificate =
     "needs a certificate: set tls.certificate/tls.key or tls.generate: true";
 
@@ -168,6 +170,7 @@ class Loader : Reader {
   void check_listeners(Config& c);
   void check_databases(Config& c, DatabaseValidator validator);
   void check_users(const Config& c);
+  void check_peers(const Config& c);
 
   fs::path dir_;
   Location root_;
@@ -176,6 +179,8 @@ class Loader : Reader {
   std::vector<ListenerMarks> listeners_;
   std::vector<DatabaseMarks> databases_;
   std::vector<UserMarks> users_;
+  std::vector<Location> peers_;  ///< where each peer entry starts
+  std::optional<Location> peer_id_;
 };
 
 /// Assigns an optional value read from the file, keeping the default on nullopt.
@@ -212,6 +217,41 @@ void Loader::read_root(const Entry& e, Config& c) {
          if (ok && c.users.empty()) {
            problem(location_of(v.value), "users is an empty list; add at least one user");
          }
+       }},
+      {"peers",
+       [&](const Entry& v) {
+         read_list(v, [&](const Entry& item) {
+           Peer& p = c.peers.emplace_back();
+           const Location at = location_of(item.value);
+           p.line = at.line;
+           peers_.push_back(at);
+           bool id_written = false, address_written = false;
+           const Fields peer_fields = {
+               {"id",
+                [&](const Entry& x) {
+                  id_written = true;
+                  set(p.id, read_int(x, 1, kMaxPeerId));
+                }},
+               {"address",
+                [&](const Entry& x) {
+                  address_written = true;
+                  auto a = read_string(x);
+                  AddressKey key;
+                  if (a && !parse_address(*a, key)) {
+                    problem(location_of(x.value),
+                            x.path + " must be an IPv4 or IPv6 address, got " + in_quotes(*a));
+                  } else if (a) {
+                    p.address = *a;
+                  }
+                }},
+               {"port", [&](const Entry& x) { set(p.port, read_int(x, 1, 65535)); }},
+           };
+           if (!read_map(item, peer_fields)) return;
+           if (!id_written) problem(at, item.path + " is missing the required key \"id\"");
+           if (!address_written) {
+             problem(at, item.path + " is missing the required key \"address\"");
+           }
+         });
        }},
       {"databases",
        [&](const Entry& v) {
@@ -275,6 +315,11 @@ void Loader::read_server(const Entry& e, Server& s) {
        [&](const Entry& v) { set(s.idle_in_transaction_timeout, read_duration(v)); }},
       {"query_timeout", [&](const Entry& v) { set(s.query_timeout, read_duration(v)); }},
       {"shutdown_grace", [&](const Entry& v) { set(s.shutdown_grace, read_duration(v)); }},
+      {"peer_id",
+       [&](const Entry& v) {
+         peer_id_ = location_of(v.value);
+         set(s.peer_id, read_int(v, 0, kMaxPeerId));
+       }},
   };
   read_map(e, fields);
 }
@@ -684,6 +729,29 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
   }
 }
 
+void Loader::check_peers(const Config& c) {
+  std::map<int, int> ids;  // id -> line
+  for (size_t i = 0; i < c.peers.size(); ++i) {
+    const Peer& p = c.peers[i];
+    if (p.id == 0) continue;  // already reported
+    const std::string path = indexed("peers", i);
+    auto [first, fresh] = ids.emplace(p.id, p.line);
+    if (!fresh) {
+      problem(peers_[i], path + ": duplicate peer id " + std::to_string(p.id) +
+                             " (first declared at line " + std::to_string(first->second) + ")");
+    }
+    if (p.id == c.server.peer_id) {
+      problem(peers_[i],
+              path + ": peer id " + std::to_string(p.id) + " is this process's own server.peer_id");
+    }
+  }
+  if (!c.peers.empty() && c.server.peer_id == 0) {
+    problem(peer_id_.value_or(peers_.front()),
+            "peers needs server.peer_id (1-255): this process's own id, carried in its cancel "
+            "keys");
+  }
+}
+
 void Loader::check_users(const Config& c) {
   std::map<std::string, int> names;  // -> line
   for (size_t i = 0; i < c.users.size(); ++i) {
@@ -726,6 +794,7 @@ std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValid
   check_listeners(c);
   check_databases(c, validator);
   check_users(c);
+  check_peers(c);
   return std::move(problems());
 }
 

@@ -5,7 +5,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -375,6 +377,16 @@ awaitable<bool> PgClient::login() {
     in_.consume(d.consumed);
     if (auto* cancel = std::get_if<pg::CancelRequest>(&d.message)) {
       bool done = server_.cancels().cancel(cancel->pid, cancel->secret);
+      const config::Peer* peer = done ? nullptr : server_.cancel_peer(cancel->pid);
+      if (peer) {
+        // Another process issued this key (several processes on one port,
+        // replicas behind a Service): forward the request to it, once.
+        bool sent = co_await forward_cancel(*peer, cancel->pid, cancel->secret);
+        spdlog::info("client {}: cancel request for {} {} peer {} ({}:{})", peer_, cancel->pid,
+                     sent ? "forwarded to" : "could not be forwarded to", peer->id, peer->address,
+                     peer->port);
+        co_return false;
+      }
       spdlog::info("client {}: cancel request for {} {}", peer_, cancel->pid,
                    done ? "delivered" : "matched no session");
       co_return false;
@@ -560,6 +572,44 @@ awaitable<bool> PgClient::login() {
   spdlog::info("client {}: user \"{}\" connected to database \"{}\" (pid {})", peer_, user,
                database, pid);
   co_return co_await flush();
+}
+
+awaitable<bool> PgClient::forward_cancel(const config::Peer& peer, int32_t pid, int32_t secret) {
+  auto executor = co_await asio::this_coro::executor;
+  auto sock = std::make_shared<asio::ip::tcp::socket>(executor);
+  // Bounded: the peer may be down. The timer closes the socket, which ends the
+  // pending connect or write.
+  asio::steady_timer deadline(executor, kPeerCancelTimeout);
+  deadline.async_wait([sock](boost::system::error_code ec) {
+    if (ec) return;
+    boost::system::error_code ignored;
+    sock->close(ignored);
+  });
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(peer.address, ec);
+  if (!ec) {
+    asio::ip::tcp::endpoint to(address, static_cast<uint16_t>(peer.port));
+    co_await sock->async_connect(to, asio::redirect_error(use_awaitable, ec));
+  }
+  if (!ec) {
+    // CancelRequest: length 16, code 80877102, process id, secret (big-endian).
+    uint8_t msg[16];
+    auto put = [&msg](size_t at, uint32_t v) {
+      msg[at] = static_cast<uint8_t>(v >> 24);
+      msg[at + 1] = static_cast<uint8_t>(v >> 16);
+      msg[at + 2] = static_cast<uint8_t>(v >> 8);
+      msg[at + 3] = static_cast<uint8_t>(v);
+    };
+    put(0, 16);
+    put(4, pg::kCancelRequestCode);
+    put(8, static_cast<uint32_t>(pid));
+    put(12, static_cast<uint32_t>(secret));
+    co_await asio::async_write(*sock, asio::buffer(msg), asio::redirect_error(use_awaitable, ec));
+  }
+  deadline.cancel();
+  boost::system::error_code ignored;
+  sock->close(ignored);
+  co_return !ec;
 }
 
 awaitable<bool> PgClient::admin_login(const UserRecord& record) {

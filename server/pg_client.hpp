@@ -21,6 +21,9 @@
 
 namespace wirepool::server {
 
+/// How long forwarding a CancelRequest to a peer may take (connect and write).
+inline constexpr auto kPeerCancelTimeout = std::chrono::seconds(2);
+
 class PgClient final : public ClientConnection,
                        public CancelTarget,
                        public std::enable_shared_from_this<PgClient> {
@@ -63,6 +66,9 @@ class PgClient final : public ClientConnection,
   void arm_idle_deadline();
   boost::asio::awaitable<bool> login();
   boost::asio::awaitable<bool> authenticate(const std::string& user);
+  /// Sends a CancelRequest to the peer that issued its key (bounded by kPeerCancelTimeout).
+  static boost::asio::awaitable<bool> forward_cancel(const config::Peer& peer, int32_t pid,
+                                                     int32_t secret);
   /// After authentication, for the admin console's database: admin users only (42501).
   boost::asio::awaitable<bool> admin_login(const UserRecord& record);
   /// TLS after SSLRequest, or `direct` (a ClientHello first, ALPN required).

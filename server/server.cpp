@@ -30,6 +30,7 @@ std::pair<int32_t, int32_t> CancelRegistry::add(std::weak_ptr<CancelTarget> targ
       throw std::runtime_error("RAND_bytes failed");
     }
     int32_t pid = key[0] & 0x7fffffff;
+    if (peer_id_) pid = (peer_id_ << kPeerShift) | (pid & ((1 << kPeerShift) - 1));
     if (pid == 0 || entries_.count(pid)) continue;
     entries_.emplace(pid, Entry{key[1], std::move(target)});
     return {pid, key[1]};
@@ -108,6 +109,7 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
                              ec.message());
   }
   metrics().set_config_hash(file_sha256(cfg_.path));
+  cancels_.set_peer_id(cfg_.server.peer_id);
   setup_tls();
   for (size_t i = 0; i < loop_count(cfg_); ++i)
     loops_.push_back(std::make_unique<Loop>());
@@ -126,6 +128,15 @@ DatabasePoolPtr Server::make_pool(const config::Database& d) {
   o.tls_ca = d.tls.ca;
   o.tls_pins = d.tls.pin_sha256;
   return std::make_shared<DatabasePool>(d, *driver, std::move(o), blocking_, main_);
+}
+
+const config::Peer* Server::cancel_peer(int32_t pid) const {
+  int peer = cancels_.peer_of(pid);
+  if (peer == 0 || peer == cfg_.server.peer_id) return nullptr;
+  for (const auto& p : cfg_.peers) {
+    if (p.id == peer) return &p;
+  }
+  return nullptr;
 }
 
 std::shared_ptr<const config::Config> Server::current_config() const {

@@ -88,6 +88,12 @@ class CancelTarget {
 /// BackendKeyData keys -> the client they cancel.
 class CancelRegistry {
  public:
+  /// With a peer id (1..255, server.peer_id), every key's process id carries it
+  /// in bits 23..30 (the rest random), so that a peer can tell whose it is.
+  void set_peer_id(int id) { peer_id_ = id; }
+  /// The peer id a key's process id carries (0 when this process has none).
+  int peer_of(int32_t pid) const { return peer_id_ ? (pid >> kPeerShift) & 0xff : 0; }
+  static constexpr int kPeerShift = 23;
   /// Registers `target` under a fresh random (pid, secret) pair.
   std::pair<int32_t, int32_t> add(std::weak_ptr<CancelTarget> target);
   void remove(int32_t pid);
@@ -101,6 +107,7 @@ class CancelRegistry {
   };
   std::mutex mu_;
   std::unordered_map<int32_t, Entry> entries_;
+  int peer_id_ = 0;
 };
 
 class Server {
@@ -129,6 +136,9 @@ class Server {
   bool listening() const { return listening_.load(std::memory_order_relaxed); }
   BlockingExecutor& blocking() { return blocking_; }
   CancelRegistry& cancels() { return cancels_; }
+  /// The peer that issued cancel key `pid`, when it is another configured
+  /// peer's (its CancelRequest is forwarded there), else nullptr.
+  const config::Peer* cancel_peer(int32_t pid) const;
   /// The PostgreSQL listeners' TLS context (the current one: SIGHUP may swap
   /// it), or nullptr without a certificate.
   tls::ServerContextPtr pg_tls() const { return pg_tls_ ? pg_tls_->current() : nullptr; }

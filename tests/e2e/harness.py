@@ -189,10 +189,11 @@ def startup_packet(user="alice", database="app"):
 
 
 def raw_login(port, user="alice", password="wonderland", database="app", timeout=10,
-              tls_ca=None):
+              tls_ca=None, key=None):
     """A socket past SCRAM-SHA-256 authentication and the first ReadyForQuery,
     done by hand (no client library), for tests that then send raw bytes.
-    With `tls_ca`, TLS is negotiated first (SSLRequest) against that root."""
+    With `tls_ca`, TLS is negotiated first (SSLRequest) against that root; with a
+    dict `key`, its "pid" and "secret" are set from BackendKeyData."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     # As libpq, PgJDBC and node-postgres do: without it the first message after
     # the TLS handshake waits for the server's delayed ACK (~40 ms, Nagle).
@@ -243,6 +244,8 @@ def raw_login(port, user="alice", password="wonderland", database="app", timeout
     s.sendall(b"p" + struct.pack("!I", len(final) + 4) + final)
     while True:
         t, body = read_msg()
+        if t == b"K" and key is not None:  # BackendKeyData: the caller wants the cancel key
+            key["pid"], key["secret"] = struct.unpack("!ii", body[:8])
         if t == b"Z":
             return s
 

@@ -485,6 +485,37 @@ TEST(ConfigErrors, TdsListenerWithoutACertificateSaysWhatToSet) {
   EXPECT_EQ(c.listeners[0].protocol, Protocol::tds);
 }
 
+// ---- peers ---------------------------------------------------------------------------
+
+TEST(ConfigPeers, PeersNeedAPeerIdUniqueIdsAndIpAddresses) {
+  auto problems = problems_of(R"(server: {peer_id: 2}
+peers:
+  - {id: 2, address: 10.0.0.2}
+  - {id: 3, address: db.example}
+  - {id: 3, address: 10.0.0.4}
+  - {address: 10.0.0.5}
+  - {id: 300, address: 10.0.0.6}
+)" + kTail);
+  EXPECT_TRUE(
+      has_problem(problems, 3, 5, "peers[0]: peer id 2 is this process's own server.peer_id"))
+      << testing::list(problems);
+  EXPECT_TRUE(has_problem(problems, 4, 22,
+                          "peers[1].address must be an IPv4 or IPv6 address, got \"db.example\""))
+      << testing::list(problems);
+  EXPECT_TRUE(
+      has_problem(problems, 5, 5, "peers[2]: duplicate peer id 3 (first declared at line 4)"))
+      << testing::list(problems);
+  EXPECT_TRUE(has_problem(problems, 6, 5, "peers[3] is missing the required key \"id\""))
+      << testing::list(problems);
+  EXPECT_EQ(problems.size(), 5u) << testing::list(problems);
+
+  auto missing = problems_of("peers: [{id: 1, address: 10.0.0.1}]\n" + kTail);
+  EXPECT_TRUE(has_problem(missing, 1, 9,
+                          "peers needs server.peer_id (1-255): this process's own id, carried "
+                          "in its cancel keys"))
+      << testing::list(missing);
+}
+
 // ---- the HTTP listener ---------------------------------------------------------------
 
 TEST(ConfigHttp, HttpListenerIsAcceptedBesideTheOthers) {

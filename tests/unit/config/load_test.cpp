@@ -243,6 +243,20 @@ TEST(ConfigLoad, ListenerPortDefaultsPerProtocol) {
   EXPECT_EQ(c.listeners[2].port, 9930);
 }
 
+TEST(ConfigLoad, PeersAndPeerIdAreRead) {
+  const Config c = load_everything(
+      "server: {peer_id: 1}\n"
+      "peers: [{id: 2, address: 10.0.0.2, port: 6433}, {id: 3, address: '::1'}]\n" +
+      kTail);
+  EXPECT_EQ(c.server.peer_id, 1);
+  ASSERT_EQ(c.peers.size(), 2u);
+  EXPECT_EQ(c.peers[0].id, 2);
+  EXPECT_EQ(c.peers[0].address, "10.0.0.2");
+  EXPECT_EQ(c.peers[0].port, 6433);
+  EXPECT_EQ(c.peers[1].port, 6432);  // the default
+  EXPECT_TRUE(load_everything(kTail).peers.empty());
+}
+
 TEST(ConfigLoad, ListenerReusePortIsOffUnlessAskedFor) {
   const Config c = load_everything("listeners: [{port: 1}, {port: 2, reuse_port: true}]\n" + kTail);
   ASSERT_EQ(c.listeners.size(), 2u);
