@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -16,11 +17,12 @@ namespace {
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
-  // %.17g prints 0.0001 as 0.00010000000000000000479: try shorter forms first.
+  // %.17g prints 0.0001 as 0.00010000000000000000479: try shorter forms first,
+  // without an exponent where one is not needed ("30", not "3e+01").
   for (int p = 1; p <= 17; ++p) {
     char s[32];
     std::snprintf(s, sizeof s, "%.*g", p, v);
-    if (std::strtod(s, nullptr) == v) return s;
+    if (std::strtod(s, nullptr) == v && (std::strchr(s, 'e') == nullptr || p == 17)) return s;
   }
   return buf;
 }
