@@ -100,6 +100,8 @@ class ContainerTest(unittest.TestCase):
         r = run("readelf", "-d", WIREPOOL)
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", r.stdout)
         self.assertTrue(needed)
+        # make test's second pass runs a sanitizer build; the image ships the release one.
+        needed = [l for l in needed if not re.match(r"lib(a|ub|t|l)san\.", l)]
         runtime = dockerfile_packages(1)
         base = {"libc6", "libstdc++6", "libgcc-s1"}  # in debian:bookworm-slim itself
         for lib in needed:
