@@ -49,6 +49,18 @@ struct Server {
   Duration idle_in_transaction_timeout{0};  ///< 0 = none
   Duration query_timeout{0};                ///< 0 = none
   Duration shutdown_grace = std::chrono::seconds(30);
+  /// This process's id among its `peers` (1..255; 0 = none): its cancel keys
+  /// carry it, so a peer that receives one of its CancelRequests can forward it.
+  int peer_id = 0;
+};
+
+/// Another wirepool process that shares clients with this one (several
+/// processes on one port, replicas behind a Service), as PgBouncer's [peers].
+struct Peer {
+  int id = 0;           ///< its server.peer_id
+  std::string address;  ///< an IP address
+  int port = 6432;      ///< its PostgreSQL listener
+  int line = 0;
 };
 
 struct Listener {
@@ -57,7 +69,10 @@ struct Listener {
   int port = 0;
   TlsMode tls = TlsMode::off;  ///< resolved: off without a certificate, optional with one
   std::vector<Cidr> allow;     ///< empty = any address
-  int line = 0;                ///< where it was declared (for messages)
+  /// SO_REUSEPORT: a second process may listen on the same port (online
+  /// restart: the new one starts beside the old one, which then drains).
+  bool reuse_port = false;
+  int line = 0;  ///< where it was declared (for messages)
 };
 
 struct Tls {
@@ -115,6 +130,7 @@ struct Config {
   Tls tls;
   std::vector<User> users;
   std::vector<Database> databases;
+  std::vector<Peer> peers;
 
   const Database* find_database(std::string_view name) const;
   const User* find_user(std::string_view name) const;

@@ -27,6 +27,8 @@ constexpr int kDefaultPostgresPort = 6432;
 constexpr int kDefaultTdsPort = 11433;
 constexpr int kDefaultHttpPort = 9930;
 constexpr int kMaxThreads = 1024;
+/// Peer ids fill 8 bits of a cancel key's process id (server/server.cpp).
+constexpr int kMaxPeerId = 255;
 constexpr std::string_view kNeedsCertificate =
     "needs a certificate: set tls.certificate/tls.key or tls.generate: true";
 
@@ -149,8 +151,7 @@ class Loader : Reader {
   Loader(std::string file, fs::path config_dir)
       : Reader(std::move(file)), dir_(std::move(config_dir)) {}
 
-  std::vector<Problem> run(Config& c, std::string_view yaml, DatabaseValidator validator,
-                           bool refuse_unimplemented);
+  std::vector<Problem> run(Config& c, std::string_view yaml, DatabaseValidator validator);
 
  private:
   // The schema, one function per section.
@@ -170,7 +171,7 @@ class Loader : Reader {
   void check_listeners(Config& c);
   void check_databases(Config& c, DatabaseValidator validator);
   void check_users(const Config& c);
-  void report_unimplemented(const Config& c);
+  void check_peers(const Config& c);
 
   fs::path dir_;
   Location root_;
@@ -179,6 +180,8 @@ class Loader : Reader {
   std::vector<ListenerMarks> listeners_;
   std::vector<DatabaseMarks> databases_;
   std::vector<UserMarks> users_;
+  std::vector<Location> peers_;  ///< where each peer entry starts
+  std::optional<Location> peer_id_;
 };
 
 /// Assigns an optional value read from the file, keeping the default on nullopt.
@@ -215,6 +218,41 @@ void Loader::read_root(const Entry& e, Config& c) {
          if (ok && c.users.empty()) {
            problem(location_of(v.value), "users is an empty list; add at least one user");
          }
+       }},
+      {"peers",
+       [&](const Entry& v) {
+         read_list(v, [&](const Entry& item) {
+           Peer& p = c.peers.emplace_back();
+           const Location at = location_of(item.value);
+           p.line = at.line;
+           peers_.push_back(at);
+           bool id_written = false, address_written = false;
+           const Fields peer_fields = {
+               {"id",
+                [&](const Entry& x) {
+                  id_written = true;
+                  set(p.id, read_int(x, 1, kMaxPeerId));
+                }},
+               {"address",
+                [&](const Entry& x) {
+                  address_written = true;
+                  auto a = read_string(x);
+                  AddressKey key;
+                  if (a && !parse_address(*a, key)) {
+                    problem(location_of(x.value),
+                            x.path + " must be an IPv4 or IPv6 address, got " + in_quotes(*a));
+                  } else if (a) {
+                    p.address = *a;
+                  }
+                }},
+               {"port", [&](const Entry& x) { set(p.port, read_int(x, 1, 65535)); }},
+           };
+           if (!read_map(item, peer_fields)) return;
+           if (!id_written) problem(at, item.path + " is missing the required key \"id\"");
+           if (!address_written) {
+             problem(at, item.path + " is missing the required key \"address\"");
+           }
+         });
        }},
       {"databases",
        [&](const Entry& v) {
@@ -278,6 +316,11 @@ void Loader::read_server(const Entry& e, Server& s) {
        [&](const Entry& v) { set(s.idle_in_transaction_timeout, read_duration(v)); }},
       {"query_timeout", [&](const Entry& v) { set(s.query_timeout, read_duration(v)); }},
       {"shutdown_grace", [&](const Entry& v) { set(s.shutdown_grace, read_duration(v)); }},
+      {"peer_id",
+       [&](const Entry& v) {
+         peer_id_ = location_of(v.value);
+         set(s.peer_id, read_int(v, 0, kMaxPeerId));
+       }},
   };
   read_map(e, fields);
 }
@@ -326,6 +369,7 @@ void Loader::read_listener(const Entry& e, Listener& l, ListenerMarks& m) {
          port_written = true;
          set(l.port, read_int(v, 0, 65535));
        }},
+      {"reuse_port", [&](const Entry& v) { set(l.reuse_port, read_bool(v)); }},
       {"tls",
        [&](const Entry& v) {
          m.tls_key = location_of(v.key);
@@ -698,6 +742,29 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
   }
 }
 
+void Loader::check_peers(const Config& c) {
+  std::map<int, int> ids;  // id -> line
+  for (size_t i = 0; i < c.peers.size(); ++i) {
+    const Peer& p = c.peers[i];
+    if (p.id == 0) continue;  // already reported
+    const std::string path = indexed("peers", i);
+    auto [first, fresh] = ids.emplace(p.id, p.line);
+    if (!fresh) {
+      problem(peers_[i], path + ": duplicate peer id " + std::to_string(p.id) +
+                             " (first declared at line " + std::to_string(first->second) + ")");
+    }
+    if (p.id == c.server.peer_id) {
+      problem(peers_[i],
+              path + ": peer id " + std::to_string(p.id) + " is this process's own server.peer_id");
+    }
+  }
+  if (!c.peers.empty() && c.server.peer_id == 0) {
+    problem(peer_id_.value_or(peers_.front()),
+            "peers needs server.peer_id (1-255): this process's own id, carried in its cancel "
+            "keys");
+  }
+}
+
 void Loader::check_users(const Config& c) {
   std::map<std::string, int> names;  // -> line
   for (size_t i = 0; i < c.users.size(); ++i) {
@@ -721,27 +788,7 @@ void Loader::check_users(const Config& c) {
   }
 }
 
-// ==== NOT IMPLEMENTED IN THIS VERSION ==================================================
-// What the schema accepts but this build cannot serve yet: the HTTP listener. It is
-// refused at load time, pointing
-// at its key, rather than silently ignored. Delete a check when its feature lands,
-// with the matching lines of docs/configuration.md and tests/unit/config/.
-void Loader::report_unimplemented(const Config& c) {
-  const std::string not_implemented = " is not implemented in this version of wirepool";
-  for (size_t i = 0; i < c.listeners.size(); ++i) {
-    const Listener& l = c.listeners[i];
-    const ListenerMarks& m = listeners_[i];
-    const std::string path = indexed("listeners", i);
-    if (l.protocol == Protocol::http && m.protocol_key) {
-      problem(*m.protocol_key, path + ".protocol: the " + std::string(to_string(l.protocol)) +
-                                   " listener" + not_implemented);
-    }
-  }
-}
-// ==== END NOT IMPLEMENTED ==============================================================
-
-std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValidator validator,
-                                 bool refuse_unimplemented) {
+std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValidator validator) {
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(yaml));
@@ -760,16 +807,16 @@ std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValid
   check_listeners(c);
   check_databases(c, validator);
   check_users(c);
-  if (refuse_unimplemented) report_unimplemented(c);
+  check_peers(c);
   return std::move(problems());
 }
 
 }  // namespace
 
 std::vector<Problem> load_into(Config& config, std::string_view yaml, const std::string& file,
-                               const std::filesystem::path& config_dir, DatabaseValidator validator,
-                               bool refuse_unimplemented) {
-  return Loader(file, config_dir).run(config, yaml, validator, refuse_unimplemented);
+                               const std::filesystem::path& config_dir,
+                               DatabaseValidator validator) {
+  return Loader(file, config_dir).run(config, yaml, validator);
 }
 
 }  // namespace wirepool::config

@@ -13,11 +13,9 @@ namespace wirepool::config {
 
 /// Reads `yaml` into `config` and answers every problem found (empty = valid).
 /// `file` names the source in messages; `config_dir` (absolute) is where a
-/// relative state_dir starts. `refuse_unimplemented` = false skips the checks
-/// for features this version lacks, so that tests can reach the resolution
-/// behind them (TLS defaults, TLS paths); load() always passes true.
+/// relative state_dir starts.
 std::vector<Problem> load_into(Config& config, std::string_view yaml, const std::string& file,
-                               const std::filesystem::path& config_dir, DatabaseValidator validator,
-                               bool refuse_unimplemented = true);
+                               const std::filesystem::path& config_dir,
+                               DatabaseValidator validator);
 
 }  // namespace wirepool::config

@@ -6,6 +6,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <functional>
 
 #include "backends/odbc/odbc_text.hpp"
@@ -92,6 +93,7 @@ DatabasePool::DatabasePool(const config::Database& cfg, const db::Driver& driver
       keeps_settings_(cfg.driver == "postgresql"),
       multi_statement_(cfg.driver != "odbc"),
       pool_(pool_config(cfg)),
+      settings_(cfg.pool),
       timer_(timer_context) {}
 
 DatabasePool::~DatabasePool() {
@@ -99,6 +101,48 @@ DatabasePool::~DatabasePool() {
     b->statements.forget();  // the connection's close drops them on the server
     (void)b->conn.close();
   }
+}
+
+void DatabasePool::reconfigure(const config::PoolSettings& settings) {
+  config::Database d = cfg_;
+  d.pool = settings;
+  std::unique_lock lock(mu_);
+  pool_.reconfigure(pool_config(d), pool::Clock::now());
+  settings_ = settings;
+  spdlog::info("database {}: pool now min {} max {}, acquire_timeout {} ms", cfg_.name,
+               settings.min, settings.max, settings.acquire_timeout.count());
+  pump(lock);
+}
+
+config::PoolSettings DatabasePool::settings() const {
+  std::lock_guard lock(mu_);
+  return settings_;
+}
+
+void DatabasePool::reconnect() {
+  std::unique_lock lock(mu_);
+  pool_.reconnect(pool::Clock::now());
+  pump(lock);
+}
+
+std::vector<DatabasePool::ServerInfo> DatabasePool::servers() const {
+  std::lock_guard lock(mu_);
+  std::vector<ServerInfo> out;
+  for (const auto& [id, b] : backends_)
+    out.push_back(ServerInfo{id, b->leased, b->opened_at});
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  return out;
+}
+
+bool DatabasePool::is_shut_down() const {
+  std::lock_guard lock(mu_);
+  return pool_.is_shut_down();
+}
+
+bool DatabasePool::reachable(std::string* error) const {
+  std::lock_guard lock(mu_);
+  if (last_open_failed_ && error) *error = last_open_error_;
+  return !last_open_failed_;
 }
 
 void DatabasePool::start() {
@@ -145,6 +189,7 @@ void DatabasePool::release(Backend* backend, bool healthy) {
   auto now = pool::Clock::now();
   backend->released_at = now;
   std::unique_lock lock(mu_);
+  backend->leased = false;
   pool_.handle_release(backend->id, healthy, tx, now);
   pump(lock);
 }
@@ -194,14 +239,17 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                     b->id = id;
                     b->conn = std::move(result.value());
                     b->caps = b->conn.capabilities();
+                    b->opened_at = std::chrono::system_clock::now();
                     self->keeps_settings_ = b->caps.session_settings;
                     self->multi_statement_ = b->caps.multi_statement;
                     self->dialect_ = b->caps.dialect;
                     self->backends_[id] = std::move(b);
                     spdlog::debug("database {}: backend connection {} opened", self->cfg_.name, id);
+                    self->last_open_failed_ = false;
                     self->pool_.handle_opened(id, now);
                   } else {
                     self->last_open_error_ = result.error().message;
+                    self->last_open_failed_ = true;
                     spdlog::error("database {}: cannot open backend ({}): {}", self->cfg_.name,
                                   redact_secrets(self->cfg_.connection), result.error().message);
                     self->pool_.handle_open_failed(id, now);
@@ -218,6 +266,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                                  g.waiter, g.conn);
                 return;
               }
+              b->second->leased = true;
               todo.emplace_back([w = std::make_shared<Waiter>(std::move(w->second)),
                                  backend = b->second.get()]() mutable { complete(*w, backend); });
               waiters_.erase(w);

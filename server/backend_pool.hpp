@@ -24,6 +24,7 @@
 #include "config/config.hpp"
 #include "pool/pool.hpp"
 #include "server/blocking.hpp"
+#include "server/metrics.hpp"
 
 namespace wirepool::server {
 
@@ -77,6 +78,9 @@ struct Backend {
   bool settings_unknown = false;  ///< a replay failed half-way: RESET ALL next time
   /// When a session last gave it back (ensure_backend probes it after a while idle).
   std::chrono::steady_clock::time_point released_at{};
+  /// For SHOW SERVERS: when it opened, and whether a session holds it (under the pool's mutex).
+  std::chrono::system_clock::time_point opened_at{};
+  bool leased = false;
 
   ~Backend();
 };
@@ -117,6 +121,33 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   void shutdown();
 
   pool::Stats stats() const;
+  /// What this database's sessions count, for /metrics.
+  DatabaseMetrics& metrics() { return metrics_; }
+
+  /// PAUSE: sessions that need a backend wait (Session::ensure_backend) until
+  /// resume(); sessions holding one keep it until they release it.
+  void pause() { paused_ = true; }
+  void resume() { paused_ = false; }
+  bool paused() const { return paused_.load(std::memory_order_relaxed); }
+  /// RECONNECT: idle backend connections close now, busy ones when released.
+  void reconnect();
+  /// Reload: new sizes and timeouts, in place (connections in use are kept;
+  /// a lowered max closes the surplus as it is released). The mode and the
+  /// reset query are not changed here (a reload replaces such a pool).
+  void reconfigure(const config::PoolSettings& settings);
+  /// The sizes and timeouts in force (config().pool is the one it started with).
+  config::PoolSettings settings() const;
+  /// One backend connection as SHOW SERVERS reports it.
+  struct ServerInfo {
+    pool::ConnId id;
+    bool leased;
+    std::chrono::system_clock::time_point opened_at;
+  };
+  std::vector<ServerInfo> servers() const;
+  bool is_shut_down() const;
+  /// False when the last attempt to open a backend connection failed (true
+  /// before any attempt): /readyz reports such a pool. `error` gets the reason.
+  bool reachable(std::string* error = nullptr) const;
 
  private:
   using Handler = boost::asio::any_completion_handler<void(std::variant<Backend*, AcquireError>)>;
@@ -143,6 +174,10 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   std::unordered_map<pool::WaiterId, Waiter> waiters_;
   pool::WaiterId next_waiter_ = 1;
   std::string last_open_error_;
+  bool last_open_failed_ = false;  ///< under mu_
+  std::atomic<bool> paused_{false};
+  config::PoolSettings settings_;  ///< under mu_
+  DatabaseMetrics metrics_;
   boost::asio::steady_timer timer_;
   std::optional<pool::TimePoint> armed_for_;  ///< on the timer's thread only
   std::optional<pool::TimePoint> requested_;  ///< under mu_: asked of the timer, not yet fired

@@ -49,8 +49,10 @@ void InBuffer::release() {
 // ---------------------------------------------------------------------------
 // ClientConnection
 
-ClientConnection::ClientConnection(Loop& loop, ClientSocket socket)
-    : loop_(loop), socket_(std::move(socket)) {
+ClientConnection::ClientConnection(Loop& loop, ClientSocket socket, ProtocolIndex protocol)
+    : loop_(loop), counters_(metrics().protocol(protocol)), socket_(std::move(socket)) {
+  counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+  counters_.connected.fetch_add(1, std::memory_order_relaxed);
   boost::system::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
   if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -59,15 +61,34 @@ ClientConnection::ClientConnection(Loop& loop, ClientSocket socket)
   loop_.clients.push_back(*this);
 }
 
+ClientConnection::~ClientConnection() {
+  counters_.connected.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void ClientConnection::count_in(size_t n) {
+  counters_.bytes_in.fetch_add(n, std::memory_order_relaxed);
+  if (db_counters_) db_counters_->bytes_in.fetch_add(n, std::memory_order_relaxed);
+}
+
+void ClientConnection::count_out(size_t n) {
+  counters_.bytes_out.fetch_add(n, std::memory_order_relaxed);
+  if (db_counters_) db_counters_->bytes_out.fetch_add(n, std::memory_order_relaxed);
+}
+
 size_t ClientConnection::io_read(uint8_t* data, size_t size, boost::system::error_code& ec) {
   ec.clear();
   if (!ssl_) {
     want_write_ = false;
-    return socket_.read_some(asio::buffer(data, size), ec);
+    size_t n = socket_.read_some(asio::buffer(data, size), ec);
+    count_in(n);
+    return n;
   }
   size_t got = 0;
   int r = SSL_read_ex(ssl_.get(), data, size, &got);
-  if (r == 1) return got;
+  if (r == 1) {
+    count_in(got);
+    return got;
+  }
   return tls_error(r, ec);
 }
 
@@ -75,11 +96,16 @@ size_t ClientConnection::io_write(const uint8_t* data, size_t size, boost::syste
   ec.clear();
   if (!ssl_) {
     want_write_ = true;
-    return socket_.write_some(asio::buffer(data, size), ec);
+    size_t n = socket_.write_some(asio::buffer(data, size), ec);
+    count_out(n);
+    return n;
   }
   size_t put = 0;
   int r = SSL_write_ex(ssl_.get(), data, size, &put);
-  if (r == 1) return put;
+  if (r == 1) {
+    count_out(put);
+    return put;
+  }
   return tls_error(r, ec);
 }
 
@@ -113,8 +139,17 @@ awaitable<bool> ClientConnection::tls_accept(const tls::ServerContextPtr& contex
   ssl_.reset(tls::new_server_ssl(*tls_ctx_, socket_.native_handle()));
   if (!ssl_) {
     spdlog::error("client {}: cannot start TLS: {}", peer_, tls::last_error());
+    counters_.tls_failures.fetch_add(1, std::memory_order_relaxed);
     co_return false;
   }
+  // Every early return below is a failed handshake; success is counted after the loop.
+  struct FailureCount {
+    ProtocolMetrics& m;
+    bool ok = false;
+    ~FailureCount() {
+      if (!ok) m.tls_failures.fetch_add(1, std::memory_order_relaxed);
+    }
+  } failure{counters_};
   for (;;) {
     int r = SSL_accept(ssl_.get());
     if (r == 1) break;
@@ -141,6 +176,8 @@ awaitable<bool> ClientConnection::tls_accept(const tls::ServerContextPtr& contex
   }
   spdlog::debug("client {}: {} with {}", peer_, tls::tls_version(ssl_.get()),
                 SSL_get_cipher_name(ssl_.get()));
+  failure.ok = true;
+  counters_.tls_handshakes.fetch_add(1, std::memory_order_relaxed);
   co_return true;
 }
 
@@ -149,6 +186,8 @@ bool ClientConnection::adopt_tls(const tls::ServerContextPtr& context, tls::SslP
   if (!tls::attach_socket(ssl.get(), socket_.native_handle(), std::move(prefix))) return false;
   tls_ctx_ = context;
   ssl_ = std::move(ssl);
+  // TDS 7.x: the handshake ran inside PRELOGIN packets (tds_client counts failures there).
+  counters_.tls_handshakes.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -214,6 +253,11 @@ bool ClientConnection::allowed_by(const config::Listener& listener) const {
   boost::system::error_code ec;
   auto addr = socket_.remote_endpoint(ec).address();
   if (ec) return false;
+  return address_allowed(listener, addr);
+}
+
+bool address_allowed(const config::Listener& listener, const asio::ip::address& addr) {
+  if (listener.allow.empty()) return true;
   bool ok = false;
   if (addr.is_v4()) {
     auto b = addr.to_v4().to_bytes();
@@ -252,6 +296,42 @@ void ClientConnection::close_transport() {
   socket_.shutdown(ClientSocket::shutdown_both, ec);
   socket_.close(ec);
   unlink();  // leaves the loop's client list
+}
+
+}  // namespace wirepool::server
+
+namespace wirepool::server {
+
+void ClientConnection::describe_connection(ClientInfo& out, const Session* session) const {
+  boost::system::error_code ec;
+  auto remote = socket_.remote_endpoint(ec);
+  if (!ec) {
+    out.address = remote.address().to_string();
+    out.port = remote.port();
+  }
+  auto local = socket_.local_endpoint(ec);
+  if (!ec) {
+    out.local_address = local.address().to_string();
+    out.local_port = local.port();
+  }
+  out.connect_time = connected_at_;
+  out.id = reinterpret_cast<uintptr_t>(this);
+  if (ssl_) {
+    out.tls = std::string(tls::tls_version(ssl_.get())) + "/" + SSL_get_cipher_name(ssl_.get());
+  }
+  if (!session) return;
+  out.user = session->user().name;
+  out.database = session->pool_ptr()->config().name;
+  out.request_time = session->request_time();
+  if (session->backend()) {
+    out.state = "active";
+    out.backend = session->backend()->id;
+  } else if (session->waiting()) {
+    out.state = "waiting";
+    out.wait = std::chrono::steady_clock::now() - session->wait_started();
+  } else {
+    out.state = "idle";
+  }
 }
 
 }  // namespace wirepool::server

@@ -13,7 +13,9 @@
 #include <string>
 
 #include "server/auth.hpp"
+#include "server/metrics.hpp"
 #include "server/server.hpp"
+#include "server/session.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {
@@ -46,9 +48,14 @@ class InBuffer {
   size_t begin_ = 0, end_ = 0, cap_ = 0;
 };
 
+/// Whether `addr` is in the listener's allow-list (an empty list allows all).
+bool address_allowed(const config::Listener& listener, const boost::asio::ip::address& addr);
+
 class ClientConnection : public Client {
  protected:
-  ClientConnection(Loop& loop, ClientSocket socket);
+  /// `protocol`: where its connection, byte and TLS counts go (/metrics).
+  ClientConnection(Loop& loop, ClientSocket socket, ProtocolIndex protocol);
+  ~ClientConnection() override;
 
   /// The client's bytes, through TLS once negotiated; never waits: on
   /// would_block, want_write_ says which readiness to wait for.
@@ -82,8 +89,18 @@ class ClientConnection : public Client {
                                                  const config::Tls& tls) const;
   /// Sends close_notify (best effort, never waits), shuts the socket down and closes it.
   void close_transport();
+  /// Fills what every connection knows of `out` (addresses, times, TLS) and,
+  /// with a session, its user, database and state.
+  void describe_connection(ClientInfo& out, const Session* session) const;
 
   Loop& loop_;
+  ProtocolMetrics& counters_;  ///< this client's protocol's counters
+  /// The users in force when it began to log in (its UserRecord lives there).
+  std::shared_ptr<const UserStore> users_;
+  /// Its database's counters once logged in (SHOW STATS' bytes), else nullptr.
+  DatabaseMetrics* db_counters_ = nullptr;
+  /// When it connected (SHOW CLIENTS' connect_time).
+  const std::chrono::system_clock::time_point connected_at_ = std::chrono::system_clock::now();
   ClientSocket socket_;
   std::string peer_;  ///< "address:port", for log lines
   InBuffer in_;
@@ -96,6 +113,8 @@ class ClientConnection : public Client {
 
  private:
   size_t tls_error(int result, boost::system::error_code& ec);
+  void count_in(size_t n);
+  void count_out(size_t n);
 };
 
 }  // namespace wirepool::server

@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
 
   server::setup_logging(cfg.server.log_level, cfg.server.log_format);
   try {
-    server::Server srv(std::move(cfg));
+    server::Server srv(std::move(cfg), &validate_database);
     return srv.run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "wirepool: %s\n", e.what());

@@ -5,12 +5,15 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 
 #include <algorithm>
 #include <cstring>
 
 #include "protocol/pg/scram.hpp"
+#include "server/admin.hpp"
 #include "tls/tls.hpp"
 
 #include <openssl/err.h>
@@ -197,7 +200,9 @@ PgClient::Extended& PgClient::ext() {
 
 PgClient::PgClient(Server& server, Loop& loop, ClientSocket socket,
                    const config::Listener& listener)
-    : ClientConnection(loop, std::move(socket)), server_(server), listener_(listener) {}
+    : ClientConnection(loop, std::move(socket), ProtocolIndex::postgres),
+      server_(server),
+      listener_(listener) {}
 
 PgClient::~PgClient() {
   if (pid_) server_.cancels().remove(pid_);
@@ -284,6 +289,7 @@ awaitable<std::optional<std::string>> PgClient::read_password_message() {
 }
 
 void PgClient::send_error(const db::Error& e, std::string_view severity) {
+  metrics().sqlstate(e.sqlstate.size() == 5 ? e.sqlstate : "XX000");
   pg::ErrorFields f;
   f.severity = severity;
   f.sqlstate = e.sqlstate.size() == 5 ? std::string_view(e.sqlstate) : std::string_view("XX000");
@@ -295,6 +301,9 @@ void PgClient::send_error(const db::Error& e, std::string_view severity) {
 
 void PgClient::send_error(std::string_view sqlstate, std::string_view message,
                           std::string_view severity) {
+  metrics().sqlstate(sqlstate);
+  // 08P01: the client broke the protocol (bad message, message out of place).
+  if (sqlstate == "08P01") metrics().error(ErrorReason::protocol_error);
   pg::ErrorFields f;
   f.severity = severity;
   f.sqlstate = sqlstate;
@@ -368,6 +377,16 @@ awaitable<bool> PgClient::login() {
     in_.consume(d.consumed);
     if (auto* cancel = std::get_if<pg::CancelRequest>(&d.message)) {
       bool done = server_.cancels().cancel(cancel->pid, cancel->secret);
+      const config::Peer* peer = done ? nullptr : server_.cancel_peer(cancel->pid);
+      if (peer) {
+        // Another process issued this key (several processes on one port,
+        // replicas behind a Service): forward the request to it, once.
+        bool sent = co_await forward_cancel(*peer, cancel->pid, cancel->secret);
+        spdlog::info("client {}: cancel request for {} {} peer {} ({}:{})", peer_, cancel->pid,
+                     sent ? "forwarded to" : "could not be forwarded to", peer->id, peer->address,
+                     peer->port);
+        co_return false;
+      }
       spdlog::info("client {}: cancel request for {} {}", peer_, cancel->pid,
                    done ? "delivered" : "matched no session");
       co_return false;
@@ -450,8 +469,9 @@ awaitable<bool> PgClient::login() {
 
   if (!co_await authenticate(user)) co_return false;
 
-  const UserRecord* record = server_.users().find(user);
+  const UserRecord* record = users_->find(user);
   auto pool = server_.find_pool(database);
+  if (!pool && database == kAdminDatabase) co_return co_await admin_login(*record);
   if (!pool) {
     spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user, database);
     std::string msg = "database \"" + database + "\" does not exist";
@@ -474,6 +494,8 @@ awaitable<bool> PgClient::login() {
   }
 
   auto session = std::make_unique<Session>(pool, *record, server_.blocking(), scfg.query_timeout);
+  session->set_client_metrics(&counters_);
+  db_counters_ = &pool->metrics();
   auto& settings = session->settings();
   const bool native = pool->pg_native();
   if (native) {
@@ -552,6 +574,202 @@ awaitable<bool> PgClient::login() {
   co_return co_await flush();
 }
 
+awaitable<bool> PgClient::forward_cancel(const config::Peer& peer, int32_t pid, int32_t secret) {
+  auto executor = co_await asio::this_coro::executor;
+  auto sock = std::make_shared<asio::ip::tcp::socket>(executor);
+  // Bounded: the peer may be down. The timer closes the socket, which ends the
+  // pending connect or write.
+  asio::steady_timer deadline(executor, kPeerCancelTimeout);
+  deadline.async_wait([sock](boost::system::error_code ec) {
+    if (ec) return;
+    boost::system::error_code ignored;
+    sock->close(ignored);
+  });
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(peer.address, ec);
+  if (!ec) {
+    asio::ip::tcp::endpoint to(address, static_cast<uint16_t>(peer.port));
+    co_await sock->async_connect(to, asio::redirect_error(use_awaitable, ec));
+  }
+  if (!ec) {
+    // CancelRequest: length 16, code 80877102, process id, secret (big-endian).
+    uint8_t msg[16];
+    auto put = [&msg](size_t at, uint32_t v) {
+      msg[at] = static_cast<uint8_t>(v >> 24);
+      msg[at + 1] = static_cast<uint8_t>(v >> 16);
+      msg[at + 2] = static_cast<uint8_t>(v >> 8);
+      msg[at + 3] = static_cast<uint8_t>(v);
+    };
+    put(0, 16);
+    put(4, pg::kCancelRequestCode);
+    put(8, static_cast<uint32_t>(pid));
+    put(12, static_cast<uint32_t>(secret));
+    co_await asio::async_write(*sock, asio::buffer(msg), asio::redirect_error(use_awaitable, ec));
+  }
+  deadline.cancel();
+  boost::system::error_code ignored;
+  sock->close(ignored);
+  co_return !ec;
+}
+
+awaitable<bool> PgClient::admin_login(const UserRecord& record) {
+  if (!record.admin) {
+    spdlog::warn("client {}: user \"{}\" refused on the admin console: not an admin user", peer_,
+                 record.name);
+    std::string msg = "permission denied for the admin console: user \"" + record.name +
+                      "\" is not an admin user";
+    co_await fatal("42501", msg);
+    co_return false;
+  }
+  if (auto why = certificate_refusal(record, server_.config().tls)) {
+    server_.login_failed();
+    spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, record.name, *why);
+    std::string msg = "certificate authentication failed for user \"" + record.name + "\"";
+    co_await fatal("28000", msg);
+    co_return false;
+  }
+  admin_user_ = record.name;
+  pg::Encoder enc(out_);
+  enc.auth_ok();
+  // What psql and drivers expect to hear at startup.
+  enc.parameter_status("server_version", "15.0 (wirepool admin console)");
+  enc.parameter_status("server_encoding", "UTF8");
+  enc.parameter_status("client_encoding", "UTF8");
+  enc.parameter_status("DateStyle", "ISO, MDY");
+  enc.parameter_status("integer_datetimes", "on");
+  enc.parameter_status("standard_conforming_strings", "on");
+  enc.parameter_status("is_superuser", "on");
+  auto [pid, secret] = server_.cancels().add(weak_from_this());
+  pid_ = pid;
+  enc.backend_key_data(pid, secret);
+  enc.ready_for_query('I');
+  io_deadline_.reset();
+  spdlog::info("client {}: user \"{}\" connected to the admin console (pid {})", peer_, record.name,
+               pid);
+  co_return co_await flush();
+}
+
+awaitable<void> PgClient::serve_admin() {
+  const size_t max_msg = server_.config().server.max_message_size;
+  try {
+    for (;;) {
+      bool open = true;
+      for (;;) {
+        auto d = pg::decode_frontend(in_.view(), max_msg);
+        if (d.status == pg::DecodeStatus::need_more) break;
+        if (d.status == pg::DecodeStatus::error) {
+          spdlog::warn("client {}: protocol error: {}", peer_, d.error);
+          co_await fatal("08P01", d.error);
+          open = false;
+          break;
+        }
+        if (std::holds_alternative<pg::Terminate>(d.message)) {
+          open = false;
+          break;
+        }
+        const auto* q = std::get_if<pg::Query>(&d.message);
+        if (!q) {
+          // As PgBouncer: the console speaks the simple query protocol only.
+          co_await fatal("0A000", "the wirepool admin console supports only simple queries");
+          open = false;
+          break;
+        }
+        std::string text(q->sql);
+        in_.consume(d.consumed);
+        // Several commands may come in one query, separated by semicolons
+        // (the commands have no literals in which one could hide).
+        bool any = false;
+        size_t start = 0;
+        while (start <= text.size()) {
+          size_t end = text.find(';', start);
+          if (end == std::string::npos) end = text.size();
+          std::string_view piece(text.data() + start, end - start);
+          start = end + 1;
+          if (piece.find_first_not_of(" \t\r\n") == std::string_view::npos) continue;
+          any = true;
+          AdminResult r = co_await run_admin(server_, piece);
+          if (!r.sqlstate.empty()) {
+            send_error(r.sqlstate, r.error);
+            break;
+          }
+          pg::Encoder enc(out_);
+          if (!r.columns.empty()) {
+            std::vector<pg::FieldDescription> fields;
+            for (const auto& c : r.columns) {
+              pg::FieldDescription f;
+              f.name = c.name;
+              f.type_oid = c.type_oid;
+              f.type_size = c.type_oid == 20 ? 8 : -1;
+              fields.push_back(f);
+            }
+            enc.row_description(fields);
+            for (const auto& row : r.rows) {
+              enc.begin_data_row(static_cast<int16_t>(row.size()));
+              for (const auto& v : row) {
+                if (v) {
+                  enc.field(*v);
+                } else {
+                  enc.null_field();
+                }
+              }
+              enc.end_data_row();
+            }
+          }
+          enc.command_complete(r.tag);
+        }
+        if (!any) pg::Encoder(out_).empty_query_response();
+        pg::Encoder(out_).ready_for_query('I');
+      }
+      if (!open) break;
+      if (!out_.empty() && !co_await flush()) break;
+      if (draining_) {
+        co_await fatal("57P01", "terminating connection due to administrator command");
+        break;
+      }
+      if (in_.empty() && !tls_pending()) {
+        // Idle: wait without a deadline, as any client without client_idle_timeout;
+        // the drain and KILL cancel the wait.
+        idle_wait_ = true;
+        boost::system::error_code ec;
+        co_await socket_.async_wait(ClientSocket::wait_read,
+                                    asio::redirect_error(use_awaitable, ec));
+        idle_wait_ = false;
+        if (draining_ || terminating_) {
+          co_await fatal("57P01", "terminating connection due to administrator command");
+          break;
+        }
+        if (ec) break;
+      }
+      auto len = pg::peek_length(in_.view());
+      size_t want = len ? std::min<size_t>(*len + 1, max_msg + 1) : 5;
+      if (!co_await read_more(want > in_.size() ? want - in_.size() : 1)) break;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("client {}: admin console closed after an internal error: {}", peer_, e.what());
+  }
+  co_await end();
+}
+
+bool PgClient::describe(ClientInfo& out) const {
+  if (!session_ && admin_user_.empty()) return false;
+  describe_connection(out, session_.get());
+  out.protocol = "postgres";
+  out.key = pid_;
+  if (session_) {
+    out.application_name = session_->settings().get("application_name").value_or("");
+  } else {
+    out.user = admin_user_;
+    out.database = std::string(kAdminDatabase);
+    out.state = "active";
+  }
+  return true;
+}
+
+std::string_view PgClient::database() const {
+  if (session_) return session_->pool_ptr()->config().name;
+  return admin_user_.empty() ? std::string_view() : kAdminDatabase;
+}
+
 awaitable<bool> PgClient::authenticate(const std::string& user) {
   // Over TLS, SCRAM-SHA-256-PLUS binds the exchange to this TLS session
   // (tls-server-end-point), so a man in the middle cannot relay it.
@@ -562,7 +780,8 @@ awaitable<bool> PgClient::authenticate(const std::string& user) {
   pg::Encoder(out_).auth_sasl(mechs);
   if (!co_await flush()) co_return false;
 
-  pg::scram::ServerExchange exchange(server_.users().verifier_for(user), binding);
+  users_ = server_.users();  // kept: the session refers to its UserRecord
+  pg::scram::ServerExchange exchange(users_->verifier_for(user), binding);
   auto fail = [&](std::string_view why) -> awaitable<bool> {
     // Logged without the password; the same answer for an unknown user and a
     // wrong password, after the same small delay (it slows guessing down).
@@ -598,9 +817,8 @@ awaitable<bool> PgClient::authenticate(const std::string& user) {
     auto body = co_await read_password_message();
     if (!body) co_return false;
     auto answer = exchange.client_final(*body);
-    if (answer.outcome != pg::scram::ServerExchange::Outcome::success ||
-        !server_.users().find(user)) {
-      std::string why = server_.users().find(user) ? answer.message : "no such user";
+    if (answer.outcome != pg::scram::ServerExchange::Outcome::success || !users_->find(user)) {
+      std::string why = users_->find(user) ? answer.message : "no such user";
       co_return co_await fail(why);
     }
     pg::Encoder(out_).auth_sasl_final(answer.message);
@@ -619,7 +837,9 @@ awaitable<void> PgClient::begin() {
   } catch (const std::exception& e) {
     spdlog::error("client {}: login failed: {}", peer_, e.what());
   }
-  if (ok) {
+  if (ok && !admin_user_.empty()) {
+    co_await serve_admin();
+  } else if (ok) {
     co_await serve(false);
   } else {
     co_await end();

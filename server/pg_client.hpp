@@ -21,6 +21,9 @@
 
 namespace wirepool::server {
 
+/// How long forwarding a CancelRequest to a peer may take (connect and write).
+inline constexpr auto kPeerCancelTimeout = std::chrono::seconds(2);
+
 class PgClient final : public ClientConnection,
                        public CancelTarget,
                        public std::enable_shared_from_this<PgClient> {
@@ -35,6 +38,8 @@ class PgClient final : public ClientConnection,
   void drain() override;
   void terminate() override;
   void cancel_request() override;
+  bool describe(ClientInfo& out) const override;
+  std::string_view database() const override;
 
  private:
   struct Prepared;
@@ -61,6 +66,11 @@ class PgClient final : public ClientConnection,
   void arm_idle_deadline();
   boost::asio::awaitable<bool> login();
   boost::asio::awaitable<bool> authenticate(const std::string& user);
+  /// Sends a CancelRequest to the peer that issued its key (bounded by kPeerCancelTimeout).
+  static boost::asio::awaitable<bool> forward_cancel(const config::Peer& peer, int32_t pid,
+                                                     int32_t secret);
+  /// After authentication, for the admin console's database: admin users only (42501).
+  boost::asio::awaitable<bool> admin_login(const UserRecord& record);
   /// TLS after SSLRequest, or `direct` (a ClientHello first, ALPN required).
   boost::asio::awaitable<bool> tls_handshake(bool direct);
   /// The body of the next 'p' message (authentication only); nullopt after a FATAL.
@@ -71,6 +81,9 @@ class PgClient final : public ClientConnection,
   boost::asio::awaitable<void> simple_query(std::string_view text);
   /// A simple query for a PostgreSQL backend: the text goes through whole.
   boost::asio::awaitable<void> native_simple_query(std::string_view text);
+  /// The admin console (database "wirepool"): simple queries only, answered
+  /// by server/admin.hpp, until the client leaves.
+  boost::asio::awaitable<void> serve_admin();
   /// Sends what the backend reported besides results: notices, parameter
   /// changes, notifications.
   void forward_events();
@@ -130,6 +143,8 @@ class PgClient final : public ClientConnection,
   bool counted_ = false;
   int32_t pid_ = 0;
   std::unique_ptr<Session> session_;
+  /// Set for an admin console client (no session): the admin user's name.
+  std::string admin_user_;
   /// Extended-protocol state, allocated on first use and dropped when empty
   /// while idle (most idle clients have none).
   struct Extended {

@@ -10,7 +10,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "server/http.hpp"
 #include "server/log.hpp"
+#include "server/notify.hpp"
 #include "server/pg_client.hpp"
 #include "server/tds_client.hpp"
 #include "tls/tls.hpp"
@@ -28,6 +30,7 @@ std::pair<int32_t, int32_t> CancelRegistry::add(std::weak_ptr<CancelTarget> targ
       throw std::runtime_error("RAND_bytes failed");
     }
     int32_t pid = key[0] & 0x7fffffff;
+    if (peer_id_) pid = (peer_id_ << kPeerShift) | (pid & ((1 << kPeerShift) - 1));
     if (pid == 0 || entries_.count(pid)) continue;
     entries_.emplace(pid, Entry{key[1], std::move(target)});
     return {pid, key[1]};
@@ -93,38 +96,73 @@ size_t blocking_threads(const config::Config& cfg) {
 
 }  // namespace
 
-Server::Server(config::Config cfg)
-    : cfg_(std::move(cfg)), users_(cfg_.users), blocking_(blocking_threads(cfg_)) {
+Server::Server(config::Config cfg, config::DatabaseValidator validator)
+    : cfg_(std::move(cfg)),
+      validator_(validator),
+      current_(std::make_shared<const config::Config>(cfg_)),
+      users_(std::make_shared<const UserStore>(cfg_.users)),
+      blocking_(blocking_threads(cfg_)) {
   std::error_code ec;
   std::filesystem::create_directories(cfg_.server.state_dir, ec);
   if (ec) {
     throw std::runtime_error("cannot create state_dir " + cfg_.server.state_dir + ": " +
                              ec.message());
   }
+  metrics().set_config_hash(file_sha256(cfg_.path));
+  cancels_.set_peer_id(cfg_.server.peer_id);
   setup_tls();
   for (size_t i = 0; i < loop_count(cfg_); ++i)
     loops_.push_back(std::make_unique<Loop>());
-  for (const auto& d : cfg_.databases) {
-    const db::Driver* driver = db::find_driver(d.driver);
-    if (!driver)
-      throw std::runtime_error("database \"" + d.name + "\": unknown driver " + d.driver);
-    db::OpenOptions o;
-    o.connection = d.connection;
-    o.password = read_secret(d);
-    o.options = d.options;
-    o.base_dir = cfg_.server.state_dir;
-    o.tls_ca = d.tls.ca;
-    o.tls_pins = d.tls.pin_sha256;
-    pools_.emplace(d.name,
-                   std::make_shared<DatabasePool>(d, *driver, std::move(o), blocking_, main_));
+  for (const auto& d : cfg_.databases)
+    pools_.emplace(d.name, make_pool(d));
+}
+
+DatabasePoolPtr Server::make_pool(const config::Database& d) {
+  const db::Driver* driver = db::find_driver(d.driver);
+  if (!driver) throw std::runtime_error("database \"" + d.name + "\": unknown driver " + d.driver);
+  db::OpenOptions o;
+  o.connection = d.connection;
+  o.password = read_secret(d);
+  o.options = d.options;
+  o.base_dir = cfg_.server.state_dir;
+  o.tls_ca = d.tls.ca;
+  o.tls_pins = d.tls.pin_sha256;
+  return std::make_shared<DatabasePool>(d, *driver, std::move(o), blocking_, main_);
+}
+
+const config::Peer* Server::cancel_peer(int32_t pid) const {
+  int peer = cancels_.peer_of(pid);
+  if (peer == 0 || peer == cfg_.server.peer_id) return nullptr;
+  for (const auto& p : cfg_.peers) {
+    if (p.id == peer) return &p;
   }
+  return nullptr;
+}
+
+std::shared_ptr<const config::Config> Server::current_config() const {
+  std::lock_guard lock(state_mu_);
+  return current_;
+}
+
+std::shared_ptr<const UserStore> Server::users() const {
+  std::lock_guard lock(state_mu_);
+  return users_;
 }
 
 Server::~Server() {
   stop_all();
 }
 
+std::vector<DatabasePoolPtr> Server::pools() const {
+  std::lock_guard lock(state_mu_);
+  std::vector<DatabasePoolPtr> out;
+  for (const auto& [name, pool] : pools_)
+    out.push_back(pool);
+  return out;
+}
+
 DatabasePoolPtr Server::find_pool(std::string_view name) const {
+  std::lock_guard lock(state_mu_);
   auto it = pools_.find(name);
   return it == pools_.end() ? nullptr : it->second;
 }
@@ -151,6 +189,46 @@ std::vector<uint16_t> Server::bound_ports() const {
   return out;
 }
 
+std::vector<Loop*> Server::loops() const {
+  std::vector<Loop*> out;
+  for (const auto& l : loops_)
+    out.push_back(l.get());
+  return out;
+}
+
+void Server::kill_clients(std::string database) {
+  for (auto& loop : loops_) {
+    asio::post(loop->io, [l = loop.get(), database] {
+      for (auto& c : l->clients) {
+        if (c.database() == database) c.terminate();
+      }
+    });
+  }
+}
+
+void Server::request_reload() {
+  asio::post(main_, [this] { reload(); });
+}
+
+void Server::request_shutdown() {
+  asio::post(main_, [this] {
+    if (signals_seen_++ > 0) return;  // already draining
+    spdlog::info("SHUTDOWN from the admin console: draining (up to {} ms)",
+                 cfg_.server.shutdown_grace.count());
+    begin_drain();
+  });
+}
+
+void Server::start_stats_timer() {
+  stats_timer_.expires_after(kStatsPeriod);
+  stats_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;
+    for (auto& pool : pools())
+      pool->metrics().roll_period();
+    start_stats_timer();
+  });
+}
+
 void Server::start_listeners() {
   for (size_t i = 0; i < cfg_.listeners.size(); ++i) {
     const auto& l = cfg_.listeners[i];
@@ -160,6 +238,11 @@ void Server::start_listeners() {
       auto acc = std::make_unique<asio::ip::tcp::acceptor>(main_);
       acc->open(ep.protocol());
       acc->set_option(asio::ip::tcp::acceptor::reuse_address(true));
+      if (l.reuse_port) {
+        // Linux spreads new connections over every socket bound with it; one
+        // that closes (the drain) stops receiving them.
+        acc->set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true));
+      }
       acc->bind(ep);
       acc->listen(asio::socket_base::max_listen_connections);
       acceptors_.push_back(std::move(acc));
@@ -171,6 +254,7 @@ void Server::start_listeners() {
   }
   for (size_t i = 0; i < acceptors_.size(); ++i)
     accept_loop(i);
+  listening_ = true;
 }
 
 void Server::accept_loop(size_t index) {
@@ -190,7 +274,9 @@ void Server::accept_loop(size_t index) {
     } else {
       const auto& l = cfg_.listeners[index];
       asio::post(loop.io, [this, &loop, &l, sock] {
-        if (l.protocol == config::Protocol::tds) {
+        if (l.protocol == config::Protocol::http) {
+          start_http(*this, std::move(*sock), l);
+        } else if (l.protocol == config::Protocol::tds) {
           TdsClient::start(std::make_shared<TdsClient>(*this, loop, std::move(*sock), l));
         } else {
           PgClient::start(std::make_shared<PgClient>(*this, loop, std::move(*sock), l));
@@ -214,7 +300,7 @@ void Server::start_sweep(Loop& loop) {
 
 int Server::run() {
   start_listeners();
-  for (auto& [name, pool] : pools_)
+  for (auto& pool : pools())
     pool->start();
 
   asio::signal_set signals(main_, SIGINT, SIGTERM, SIGHUP);
@@ -226,6 +312,7 @@ int Server::run() {
     });
   };
   wait_signal();
+  start_stats_timer();
 
   for (auto& loop : loops_) {
     start_sweep(*loop);
@@ -239,7 +326,8 @@ int Server::run() {
     });
   }
   spdlog::info("wirepool ready: {} event loop(s), {} blocking thread(s), {} database(s)",
-               loops_.size(), blocking_.threads(), pools_.size());
+               loops_.size(), blocking_.threads(), pools().size());
+  notify_ready(ready_status());
   main_.run();
   stop_all();
   spdlog::info("wirepool stopped");
@@ -278,10 +366,13 @@ void Server::setup_tls() {
 void Server::reload_tls() {
   if (!pg_tls_) {
     spdlog::info("SIGHUP: no TLS certificate configured; nothing to reload");
+    metrics().reload(true);
     return;
   }
   std::string error;
-  if (pg_tls_->reload(cfg_.tls, &error) && tds_tls_->reload(cfg_.tls, &error)) {
+  const bool ok = pg_tls_->reload(cfg_.tls, &error) && tds_tls_->reload(cfg_.tls, &error);
+  metrics().reload(ok);
+  if (ok) {
     const auto& f = pg_tls_->current()->fingerprints();
     spdlog::info(
         "SIGHUP: TLS certificate reloaded (sha256 public-key {}); established sessions "
@@ -294,8 +385,7 @@ void Server::reload_tls() {
 
 void Server::on_signal(int signo) {
   if (signo == SIGHUP) {
-    // Configuration reload is a later work item; the certificate reloads now.
-    reload_tls();
+    reload();
     return;
   }
   if (++signals_seen_ > 1) {
@@ -307,8 +397,157 @@ void Server::on_signal(int signo) {
   begin_drain();
 }
 
+std::string Server::ready_status() const {
+  return "serving " + std::to_string(pools().size()) + " database(s) on " +
+         std::to_string(acceptors_.size()) + " listener(s)";
+}
+
+void Server::reload() {
+  if (draining_) return;
+  notify_reloading();
+  // Whatever the outcome, systemd hears READY=1 again when this returns.
+  struct Ready {
+    const Server& s;
+    ~Ready() { notify_ready(s.ready_status()); }
+  } ready{*this};
+  spdlog::info("reloading the configuration from {}", cfg_.path);
+  config::Config next;
+  try {
+    next = config::load(cfg_.path, validator_);
+  } catch (const config::ConfigError& e) {
+    for (const auto& p : e.problems())
+      spdlog::error("reload refused: {}", p.to_string());
+    spdlog::error("reload refused: the running configuration stays in force");
+    metrics().reload(false);
+    return;
+  } catch (const std::exception& e) {
+    spdlog::error("reload refused: {}: {}; the running configuration stays in force", cfg_.path,
+                  e.what());
+    metrics().reload(false);
+    return;
+  }
+  try {
+    apply(std::move(next));
+  } catch (const std::exception& e) {
+    // A secret that cannot be read (password_env unset, password_file gone).
+    spdlog::error("reload refused: {}; the running configuration stays in force", e.what());
+    metrics().reload(false);
+    return;
+  }
+  reload_tls();
+  metrics().set_config_hash(file_sha256(cfg_.path));
+  metrics().reload(true);
+}
+
+namespace {
+/// What makes two entries the same pool: everything but its sizes and timeouts.
+bool same_backend(const config::Database& a, const config::Database& b) {
+  return a.driver == b.driver && a.connection == b.connection && a.password_env == b.password_env &&
+         a.password_file == b.password_file && a.options == b.options &&
+         a.pool.mode == b.pool.mode && a.pool.reset_query == b.pool.reset_query &&
+         a.tls.present == b.tls.present && a.tls.ca == b.tls.ca &&
+         a.tls.pin_sha256 == b.tls.pin_sha256;
+}
+}  // namespace
+
+void Server::apply(config::Config next) {
+  // Settings that only a restart changes are kept, and said so.
+  const auto& was = cfg_;
+  if (next.listeners.size() != was.listeners.size() || next.server.threads != was.server.threads ||
+      next.server.state_dir != was.server.state_dir ||
+      next.server.max_clients != was.server.max_clients ||
+      next.server.max_message_size != was.server.max_message_size ||
+      next.server.login_timeout != was.server.login_timeout ||
+      next.server.client_idle_timeout != was.server.client_idle_timeout ||
+      next.server.idle_in_transaction_timeout != was.server.idle_in_transaction_timeout ||
+      next.server.query_timeout != was.server.query_timeout ||
+      next.server.shutdown_grace != was.server.shutdown_grace ||
+      next.server.log_level != was.server.log_level ||
+      next.server.log_format != was.server.log_format) {
+    spdlog::warn(
+        "reload: the server section and the listeners changed; they take effect at the "
+        "next restart (databases and users are reloaded now)");
+  }
+  // Build everything that can fail before changing anything.
+  auto users = std::make_shared<const UserStore>(next.users);
+  std::map<std::string, DatabasePoolPtr, std::less<>> pools;
+  std::vector<DatabasePoolPtr> started, retired;
+  std::vector<std::pair<DatabasePoolPtr, config::PoolSettings>> resized;
+  auto old = this->pools();
+  std::map<std::string, DatabasePoolPtr, std::less<>> by_name;
+  for (auto& p : old)
+    by_name.emplace(p->config().name, p);
+  for (const auto& d : next.databases) {
+    auto it = by_name.find(d.name);
+    if (it != by_name.end() && same_backend(it->second->config(), d)) {
+      pools.emplace(d.name, it->second);
+      resized.emplace_back(it->second, d.pool);
+      by_name.erase(it);
+    } else {
+      auto pool = make_pool(d);
+      pools.emplace(d.name, pool);
+      started.push_back(pool);
+    }
+  }
+  for (auto& [name, pool] : by_name)
+    retired.push_back(pool);
+
+  for (auto& [pool, settings] : resized)
+    pool->reconfigure(settings);
+  {
+    std::lock_guard lock(state_mu_);
+    pools_ = std::move(pools);
+    users_ = std::move(users);
+    current_ = std::make_shared<const config::Config>(std::move(next));
+  }
+  for (auto& pool : started) {
+    spdlog::info("reload: database \"{}\" added", pool->config().name);
+    pool->start();
+  }
+  for (auto& pool : retired) {
+    spdlog::info(
+        "reload: database \"{}\" removed or changed: it takes no new clients and closes when "
+        "its {} session(s) end",
+        pool->config().name, pool->metrics().clients.load());
+    retired_.push_back(pool);
+  }
+  spdlog::info("configuration reloaded: {} database(s), {} user(s)", pools_.size(),
+               current_config()->users.size());
+  sweep_retired();
+}
+
+void Server::sweep_retired() {
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    auto& pool = *it;
+    if (pool->metrics().clients.load() > 0) {
+      ++it;
+      continue;
+    }
+    pool->shutdown();
+    auto st = pool->stats();
+    if (st.opening + st.idle + st.in_use + st.resetting + st.closing == 0) {
+      spdlog::info("database \"{}\": retired pool closed", pool->config().name);
+      it = retired_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!retired_.empty() && !draining_ && !retire_armed_) {
+    retire_armed_ = true;
+    retire_timer_.expires_after(std::chrono::milliseconds(200));
+    retire_timer_.async_wait([this](boost::system::error_code ec) {
+      retire_armed_ = false;
+      if (!ec && !draining_) sweep_retired();
+    });
+  }
+}
+
 void Server::begin_drain() {
+  notify_stopping();
   draining_ = true;
+  listening_ = false;
+  stats_timer_.cancel();
+  retire_timer_.cancel();
   for (auto& a : acceptors_) {
     boost::system::error_code ec;
     a->close(ec);
@@ -328,12 +567,14 @@ void Server::check_drained() {
   auto now = std::chrono::steady_clock::now();
   if (remaining == 0) {
     // Every client left: close the backends cleanly, then stop (at most ~5 s).
+    auto all = pools();
+    all.insert(all.end(), retired_.begin(), retired_.end());
     if (pool_close_waits_ == 0) {
-      for (auto& [name, pool] : pools_)
+      for (auto& pool : all)
         pool->shutdown();
     }
     bool busy = false;
-    for (auto& [name, pool] : pools_) {
+    for (auto& pool : all) {
       auto s = pool->stats();
       busy = busy || s.opening + s.idle + s.in_use + s.resetting + s.closing > 0;
     }

@@ -22,6 +22,7 @@
 #include "server/auth.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
+#include "server/metrics.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {
@@ -31,6 +32,23 @@ using TimePoint = std::chrono::steady_clock::time_point;
 /// A client socket bound to its loop's io_context executor (8 bytes) rather
 /// than any_io_executor (about 40): it is there once per client.
 using ClientSocket = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
+
+/// A logged-in client as SHOW CLIENTS reports it.
+struct ClientInfo {
+  std::string_view protocol;  ///< "postgres" or "tds"
+  std::string user, database, application_name;
+  std::string address;  ///< the peer's address, without the port
+  uint16_t port = 0;
+  std::string local_address;
+  uint16_t local_port = 0;
+  std::string state;  ///< active (holds a backend), waiting (for one), idle
+  std::chrono::system_clock::time_point connect_time{}, request_time{};
+  std::chrono::steady_clock::duration wait{};  ///< how long it has been waiting, when waiting
+  int32_t key = 0;       ///< its BackendKeyData process id (PostgreSQL clients)
+  uint64_t id = 0;       ///< unique per process (SHOW CLIENTS' ptr)
+  uint64_t backend = 0;  ///< the backend connection it holds, 0 = none (link)
+  std::string tls;       ///< "TLSv1.3/cipher", empty without TLS
+};
 
 /// A client connection as the event loop sees it: swept for deadlines
 /// (timeouts are checked by one periodic sweep per loop instead of a timer per
@@ -45,6 +63,11 @@ class Client : public boost::intrusive::list_base_hook<
   virtual void drain() = 0;
   /// The drain's grace period is over: close now.
   virtual void terminate() = 0;
+  /// Fills `out` for SHOW CLIENTS; false while the client is not logged in.
+  /// Runs on the client's own loop thread.
+  virtual bool describe(ClientInfo& out) const = 0;
+  /// The database it uses ("" before login), for KILL. On its loop thread.
+  virtual std::string_view database() const = 0;
 };
 
 /// One event-loop thread.
@@ -65,6 +88,12 @@ class CancelTarget {
 /// BackendKeyData keys -> the client they cancel.
 class CancelRegistry {
  public:
+  /// With a peer id (1..255, server.peer_id), every key's process id carries it
+  /// in bits 23..30 (the rest random), so that a peer can tell whose it is.
+  void set_peer_id(int id) { peer_id_ = id; }
+  /// The peer id a key's process id carries (0 when this process has none).
+  int peer_of(int32_t pid) const { return peer_id_ ? (pid >> kPeerShift) & 0xff : 0; }
+  static constexpr int kPeerShift = 23;
   /// Registers `target` under a fresh random (pid, secret) pair.
   std::pair<int32_t, int32_t> add(std::weak_ptr<CancelTarget> target);
   void remove(int32_t pid);
@@ -78,23 +107,38 @@ class CancelRegistry {
   };
   std::mutex mu_;
   std::unordered_map<int32_t, Entry> entries_;
+  int peer_id_ = 0;
 };
 
 class Server {
  public:
   /// Builds pools and user verifiers; throws std::runtime_error on failure.
-  explicit Server(config::Config cfg);
+  /// `validator`: the driver checks a reloaded file must pass (as at start).
+  explicit Server(config::Config cfg, config::DatabaseValidator validator = nullptr);
   ~Server();
 
   /// Binds the listeners (throws with "cannot listen on ADDR:PORT: reason"),
   /// runs until drained after SIGTERM/SIGINT. Returns the process exit code.
   int run();
 
+  /// The configuration the process started with: `server`, listeners and
+  /// `tls` stay as they are until a restart (reload does not change them).
   const config::Config& config() const { return cfg_; }
-  const UserStore& users() const { return users_; }
+  /// The configuration in force now (users and databases change on reload).
+  std::shared_ptr<const config::Config> current_config() const;
+  /// The users in force now. A client keeps the snapshot it logged in with
+  /// (its UserRecord lives there) for as long as it stays.
+  std::shared_ptr<const UserStore> users() const;
   DatabasePoolPtr find_pool(std::string_view name) const;
+  /// Every database's pool (any thread).
+  std::vector<DatabasePoolPtr> pools() const;
+  /// True once every listener is bound and until the drain closes them.
+  bool listening() const { return listening_.load(std::memory_order_relaxed); }
   BlockingExecutor& blocking() { return blocking_; }
   CancelRegistry& cancels() { return cancels_; }
+  /// The peer that issued cancel key `pid`, when it is another configured
+  /// peer's (its CancelRequest is forwarded there), else nullptr.
+  const config::Peer* cancel_peer(int32_t pid) const;
   /// The PostgreSQL listeners' TLS context (the current one: SIGHUP may swap
   /// it), or nullptr without a certificate.
   tls::ServerContextPtr pg_tls() const { return pg_tls_ ? pg_tls_->current() : nullptr; }
@@ -105,11 +149,25 @@ class Server {
   bool admit_client();
   void client_gone();
   /// A login failed (wrong password, unknown user, refused certificate).
-  void login_failed() { failed_logins_.fetch_add(1, std::memory_order_relaxed); }
+  void login_failed() {
+    failed_logins_.fetch_add(1, std::memory_order_relaxed);
+    metrics().error(ErrorReason::auth_failed);
+  }
   uint64_t failed_logins() const { return failed_logins_.load(); }
   int64_t client_count() const { return clients_.load(); }
   /// The ports actually bound, in listener order (port 0 resolves here).
   std::vector<uint16_t> bound_ports() const;
+
+  // ---- for the admin console (any thread)
+
+  /// The event loops (their client lists are theirs: visit them on their thread).
+  std::vector<Loop*> loops() const;
+  /// Closes every client of `database` at once (KILL), on their own loops.
+  void kill_clients(std::string database);
+  /// RELOAD: what SIGHUP does, on the main context.
+  void request_reload();
+  /// SHUTDOWN: what SIGTERM does, on the main context.
+  void request_shutdown();
 
  private:
   void setup_tls();
@@ -118,6 +176,12 @@ class Server {
   void accept_loop(size_t listener_index);
   void start_sweep(Loop& loop);
   void on_signal(int signo);
+  /// SIGHUP and RELOAD. On the main context.
+  void reload();
+  /// Every kStatsPeriod: ends the SHOW STATS period of every pool.
+  void start_stats_timer();
+  /// systemd's STATUS= line while serving.
+  std::string ready_status() const;
   void begin_drain();
   void check_drained();
   void stop_all();
@@ -126,21 +190,38 @@ class Server {
   // sessions in them) go first, then the pools they release into, then the
   // blocking executor whose queued jobs may hold pools, then the main context
   // that the pools' timers and the acceptors use.
+  /// Applies a configuration that loaded cleanly: pools resized in place,
+  /// added ones started, removed or changed ones retired. On the main context.
+  void apply(config::Config next);
+  /// Retired pools whose last session ended are shut down and forgotten.
+  void sweep_retired();
+  DatabasePoolPtr make_pool(const config::Database& d);
+
   config::Config cfg_;
-  UserStore users_;
+  config::DatabaseValidator validator_;
+  mutable std::mutex state_mu_;  ///< guards current_, users_ and pools_ (reload swaps them)
+  std::shared_ptr<const config::Config> current_;
+  std::shared_ptr<const UserStore> users_;
   CancelRegistry cancels_;
   std::unique_ptr<tls::ServerContextHolder> pg_tls_;
   std::unique_ptr<tls::ServerContextHolder> tds_tls_;
   asio::io_context main_{1};
   BlockingExecutor blocking_;
   std::map<std::string, DatabasePoolPtr, std::less<>> pools_;
+  /// Pools removed (or replaced) by a reload, draining: still serving the
+  /// sessions that use them, closed when the last one ends. Main context only.
+  std::vector<DatabasePoolPtr> retired_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::atomic<bool> draining_{false};
+  std::atomic<bool> listening_{false};
   std::atomic<int64_t> clients_{0};
   std::atomic<uint64_t> failed_logins_{0};
   std::atomic<size_t> next_loop_{0};
   asio::steady_timer drain_timer_{main_};
+  asio::steady_timer stats_timer_{main_};
+  asio::steady_timer retire_timer_{main_};
+  bool retire_armed_ = false;
   TimePoint drain_deadline_{};
   int pool_close_waits_ = 0;
   int signals_seen_ = 0;

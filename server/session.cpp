@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -60,12 +61,15 @@ Session::Session(DatabasePoolPtr pool, const UserRecord& user, BlockingExecutor&
       user_(user),
       blocking_(blocking),
       query_timeout_(query_timeout),
-      id_(next_session_id.fetch_add(1)) {}
+      id_(next_session_id.fetch_add(1)) {
+  pool_->metrics().clients.fetch_add(1, std::memory_order_relaxed);
+}
 
 Session::~Session() {
   // finish() is the orderly path; this only runs when the event loop is torn
   // down under a session (shutdown). The pool is told the backend is unusable.
   give_back(false);
+  pool_->metrics().clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
 asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
@@ -74,6 +78,20 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
   // an administrator terminated it): such ones are discarded here, so clients
   // do not pay for them with errors.
   std::variant<Backend*, AcquireError> got;
+  const auto wait_start = std::chrono::steady_clock::now();
+  if (client_metrics_) client_metrics_->waiting.fetch_add(1, std::memory_order_relaxed);
+  pool_->metrics().clients_waiting.fetch_add(1, std::memory_order_relaxed);
+  waiting_ = true;
+  wait_started_ = wait_start;
+  // PAUSE: wait for RESUME. Polled (a paused pool is a maintenance window, not
+  // the hot path); a cancel, the drain's termination or the pool's shutdown
+  // ends the wait.
+  while (pool_->paused() && cancel_reason_ == CancelReason::none && !pool_->is_shut_down()) {
+    auto executor = co_await asio::this_coro::executor;
+    asio::steady_timer pause_timer(executor, std::chrono::milliseconds(50));
+    boost::system::error_code ec;
+    co_await pause_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
   for (int tries = 0;; ++tries) {
     got = co_await pool_->acquire();
     auto* b = std::get_if<Backend*>(&got);
@@ -88,8 +106,13 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
                  pool_->config().name, (*b)->id);
     pool_->release(*b, false);
   }
+  pool_->metrics().acquire_wait.observe(std::chrono::steady_clock::now() - wait_start);
+  if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
+  pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
+  waiting_ = false;
   if (auto* b = std::get_if<Backend*>(&got)) {
     backend_ = *b;
+    if (client_metrics_) client_metrics_->active.fetch_add(1, std::memory_order_relaxed);
     spdlog::trace("session {}: holds backend {} of database {}", id_, backend_->id,
                   pool_->config().name);
     (void)backend_->conn.set_event_sink(this);  // Unsupported where there are no events
@@ -112,6 +135,7 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
   err.message = e.message;
   switch (e.reason) {
     case pool::RejectReason::timeout:
+      metrics().error(ErrorReason::pool_timeout);
       err.code = db::Errc::busy;
       err.sqlstate = "53300";
       break;
@@ -136,6 +160,7 @@ void Session::give_back(bool healthy) {
   tx_ = db::Transaction();
   pool_->release(backend_, healthy);
   backend_ = nullptr;
+  if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Session::release_if_idle(bool portals_open) {
@@ -157,6 +182,7 @@ asio::awaitable<void> Session::finish() {
 }
 
 void Session::backend_lost() {
+  if (backend_) metrics().error(ErrorReason::backend_lost);
   give_back(false);
 }
 
@@ -184,6 +210,10 @@ config::Duration parse_statement_timeout(const std::string& st) {
 
 void Session::statement_begin() {
   cancel_reason_ = CancelReason::none;
+  statement_started_ = std::chrono::steady_clock::now();
+  if (!xact_started_) xact_started_ = statement_started_;
+  request_time_ = std::chrono::system_clock::now();
+  pool_->metrics().statements.fetch_add(1, std::memory_order_relaxed);
   if (timeout_version_ != settings_.version()) {
     timeout_version_ = settings_.version();
     statement_timeout_ = parse_statement_timeout(settings_.get("statement_timeout").value_or("0"));
@@ -198,6 +228,22 @@ void Session::statement_begin() {
 
 void Session::statement_end() {
   deadline_.reset();
+  if (!statement_started_) return;
+  auto& m = pool_->metrics();
+  m.statement_duration.observe(std::chrono::steady_clock::now() - *statement_started_);
+  statement_started_.reset();
+  // A statement that leaves the backend idle ended a transaction: its own
+  // (autocommit) or the explicit one it committed or rolled back (PgBouncer's
+  // xact_count counts the same way).
+  if (tx_state() == db::TxState::idle) {
+    m.transactions.fetch_add(1, std::memory_order_relaxed);
+    if (xact_started_) {
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now() - *xact_started_);
+      m.transaction_us.fetch_add(static_cast<uint64_t>(us.count()), std::memory_order_relaxed);
+    }
+    xact_started_.reset();
+  }
 }
 
 void Session::cancel(CancelReason why) {

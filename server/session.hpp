@@ -24,6 +24,7 @@
 #include "server/auth.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
+#include "server/metrics.hpp"
 #include "server/settings.hpp"
 
 namespace wirepool::server {
@@ -64,6 +65,15 @@ class Session : public db::EventSink {
   const UserRecord& user() const { return user_; }
   Settings& settings() { return settings_; }
   config::PoolMode mode() const { return pool_->config().pool.mode; }
+  /// Where this client's protocol counts sessions waiting for and holding a
+  /// backend (/metrics). Set once, right after construction.
+  void set_client_metrics(ProtocolMetrics* m) { client_metrics_ = m; }
+  /// Waiting for a backend now (SHOW CLIENTS' state).
+  bool waiting() const { return waiting_; }
+  /// Since when it waits (meaningful while waiting()).
+  std::chrono::steady_clock::time_point wait_started() const { return wait_started_; }
+  /// When the last statement began (SHOW CLIENTS' request_time).
+  std::chrono::system_clock::time_point request_time() const { return request_time_; }
 
   // ---- the backend lease
 
@@ -204,6 +214,14 @@ class Session : public db::EventSink {
   /// statement_timeout parsed once per settings change, not per statement.
   uint32_t timeout_version_ = UINT32_MAX;
   config::Duration statement_timeout_{0};
+  ProtocolMetrics* client_metrics_ = nullptr;
+  bool waiting_ = false;
+  std::chrono::steady_clock::time_point wait_started_{};
+  std::chrono::system_clock::time_point request_time_{};
+  /// When the transaction in progress began (its first statement).
+  std::optional<std::chrono::steady_clock::time_point> xact_started_;
+  /// When the statement in progress began (statement_begin), for its duration.
+  std::optional<std::chrono::steady_clock::time_point> statement_started_;
 };
 
 }  // namespace wirepool::server

@@ -196,13 +196,24 @@ struct TdsClient::Result {
 
 TdsClient::TdsClient(Server& server, Loop& loop, ClientSocket socket,
                      const config::Listener& listener)
-    : ClientConnection(loop, std::move(socket)),
+    : ClientConnection(loop, std::move(socket), ProtocolIndex::tds),
       server_(server),
       listener_(listener),
       assembler_(tds::AssemblerLimits{server.config().server.max_message_size, false}) {}
 
 TdsClient::~TdsClient() {
   if (counted_) server_.client_gone();
+}
+
+bool TdsClient::describe(ClientInfo& out) const {
+  if (!session_) return false;
+  describe_connection(out, session_.get());
+  out.protocol = "tds";
+  return true;
+}
+
+std::string_view TdsClient::database() const {
+  return session_ ? std::string_view(session_->pool_ptr()->config().name) : std::string_view();
 }
 
 void TdsClient::start(std::shared_ptr<TdsClient> client) {
@@ -277,6 +288,7 @@ void TdsClient::error_token(int32_t number, uint8_t severity, std::string_view m
 }
 
 void TdsClient::error_token(const db::Error& e) {
+  metrics().sqlstate(e.sqlstate.size() == 5 ? e.sqlstate : "XX000");
   auto code = tds::error_for_sqlstate(e.sqlstate);
   std::string msg = e.message;
   if (!e.detail.empty()) msg += "\n" + e.detail;
@@ -341,6 +353,7 @@ awaitable<std::optional<tds::Message>> TdsClient::read_message() {
     if (st == tds::DecodeStatus::ok) co_return std::optional<tds::Message>(std::move(m));
     if (st == tds::DecodeStatus::error) {
       spdlog::warn("client {}: TDS protocol error: {}", peer_, error);
+      metrics().error(ErrorReason::protocol_error);
       protocol_error_ = true;
       co_return std::nullopt;
     }
@@ -601,8 +614,9 @@ awaitable<bool> TdsClient::login() {
   }
   // The password, checked against the user's SCRAM verifier (an unknown user
   // is checked against a fake one, so both take the same time).
-  const UserRecord* record = server_.users().find(user);
-  bool password_ok = pg::scram::verify_password(server_.users().verifier_for(user), lg.password);
+  users_ = server_.users();  // kept: the session refers to its UserRecord
+  const UserRecord* record = users_->find(user);
+  bool password_ok = pg::scram::verify_password(users_->verifier_for(user), lg.password);
   if (!password_ok || !record) {
     server_.login_failed();
     spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user,
@@ -648,6 +662,8 @@ awaitable<bool> TdsClient::login() {
   }
   database_ = database;
   session_ = std::make_unique<Session>(pool, *record, server_.blocking(), scfg.query_timeout);
+  session_->set_client_metrics(&counters_);
+  db_counters_ = &pool->metrics();
   if (!pool->pg_native()) (void)session_->settings().set("session_authorization", user);
   if (!lg.app_name.empty()) (void)session_->settings().set("application_name", lg.app_name);
   session_->settings().commit_startup();
@@ -743,6 +759,7 @@ awaitable<void> TdsClient::serve(bool readable) {
           if (st == tds::DecodeStatus::need_more) break;
           if (st == tds::DecodeStatus::error) {
             spdlog::warn("client {}: TDS protocol error: {}", peer_, error);
+            metrics().error(ErrorReason::protocol_error);
             error_token(4002, 16,
                         "The incoming tabular data stream (TDS) protocol stream is "
                         "incorrect: " +

@@ -33,6 +33,8 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   void sweep(TimePoint now) override;
   void drain() override;
   void terminate() override;
+  bool describe(ClientInfo& out) const override;
+  std::string_view database() const override;
 
  private:
   struct Result;

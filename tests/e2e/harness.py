@@ -42,10 +42,11 @@ class Wirepool:
     """
 
     def __init__(self, databases=None, users=None, server="", name="wirepool", tls=None,
-                 listener="", tds=False):
+                 listener="", tds=False, http=False):
         """`tls`: YAML for the top-level tls section (e.g. "{ generate: true }");
         `listener`: extra fields for the PostgreSQL listener (e.g. "tls: required");
-        `tds`: also listen for TDS clients on `tds_port` (needs `tls`)."""
+        `tds`: also listen for TDS clients on `tds_port` (needs `tls`);
+        `http`: also listen for HTTP (/metrics /healthz /readyz) on `http_port`."""
         self.dir = tempfile.mkdtemp(prefix=f"{name}-")
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "wirepool.log")
@@ -73,6 +74,9 @@ class Wirepool:
         self.tds_port = free_port() if tds else None
         if tds:
             text += f"  - {{ protocol: tds, address: 127.0.0.1, port: {self.tds_port} }}\n"
+        self.http_port = free_port() if http else None
+        if http:
+            text += f"  - {{ protocol: http, address: 127.0.0.1, port: {self.http_port} }}\n"
         if tls:
             text += f"tls: {tls}\n"
         text += "users:\n" + textwrap.indent(textwrap.dedent(users).strip("\n"), "  ") + "\n"
@@ -140,6 +144,29 @@ class Wirepool:
         return (f"host=127.0.0.1 port={self.port} user={user} password={password} "
                 f"dbname={database} sslmode=disable")
 
+    def http_get(self, path, timeout=10):
+        """(status, headers, body text) of GET `path` on the HTTP listener."""
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=timeout)
+        try:
+            c.request("GET", path)
+            r = c.getresponse()
+            return r.status, dict(r.getheaders()), r.read().decode()
+        finally:
+            c.close()
+
+    def metrics(self):
+        """The /metrics scrape as {"name{labels}": value}."""
+        status, _, body = self.http_get("/metrics")
+        if status != 200:
+            raise AssertionError(f"/metrics answered {status}: {body}")
+        out = {}
+        for line in body.splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                out[key] = float(value)
+        return out
+
     def certificate(self):
         """The generated certificate (tls: { generate: true })."""
         return os.path.join(self.dir, "state", "tls", "server.crt")
@@ -162,10 +189,11 @@ def startup_packet(user="alice", database="app"):
 
 
 def raw_login(port, user="alice", password="wonderland", database="app", timeout=10,
-              tls_ca=None):
+              tls_ca=None, key=None):
     """A socket past SCRAM-SHA-256 authentication and the first ReadyForQuery,
     done by hand (no client library), for tests that then send raw bytes.
-    With `tls_ca`, TLS is negotiated first (SSLRequest) against that root."""
+    With `tls_ca`, TLS is negotiated first (SSLRequest) against that root; with a
+    dict `key`, its "pid" and "secret" are set from BackendKeyData."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     # As libpq, PgJDBC and node-postgres do: without it the first message after
     # the TLS handshake waits for the server's delayed ACK (~40 ms, Nagle).
@@ -216,6 +244,8 @@ def raw_login(port, user="alice", password="wonderland", database="app", timeout
     s.sendall(b"p" + struct.pack("!I", len(final) + 4) + final)
     while True:
         t, body = read_msg()
+        if t == b"K" and key is not None:  # BackendKeyData: the caller wants the cancel key
+            key["pid"], key["secret"] = struct.unpack("!ii", body[:8])
         if t == b"Z":
             return s
 
@@ -241,11 +271,12 @@ class WirepoolTestCase(unittest.TestCase):
     tls = None
     listener = ""
     tds = False
+    http = False
 
     @classmethod
     def setUpClass(cls):
         cls.wp = Wirepool(cls.databases, cls.users, cls.server, name=cls.__name__, tls=cls.tls,
-                          listener=cls.listener, tds=cls.tds)
+                          listener=cls.listener, tds=cls.tds, http=cls.http)
         cls.wp.start()
 
     @classmethod

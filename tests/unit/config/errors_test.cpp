@@ -17,7 +17,7 @@
 //    password_env with password_file, non-scalar options, cipher suites;
 //  - TLS: certificate without key, client_ca or listener TLS without a
 //    certificate, the TDS listener without a certificate;
-//  - not implemented in this version: the HTTP listener;
+//  - the HTTP listener is accepted beside the others;
 //  - accepted TLS settings: listener modes (and their default with a
 //    certificate), tls.certificate, a database tls block with pins; a mysql
 //    entry's pins refused at their key (the connector cannot check them);
@@ -486,20 +486,51 @@ TEST(ConfigErrors, TdsListenerWithoutACertificateSaysWhatToSet) {
   EXPECT_EQ(c.listeners[0].protocol, Protocol::tds);
 }
 
-// ---- not implemented in this version ------------------------------------------------
+// ---- peers ---------------------------------------------------------------------------
 
-TEST(ConfigNotImplemented, HttpListenerIsRefusedAtTheProtocolKeyTdsIsServed) {
-  auto problems = problems_of(R"(tls: {generate: true}
+TEST(ConfigPeers, PeersNeedAPeerIdUniqueIdsAndIpAddresses) {
+  auto problems = problems_of(R"(server: {peer_id: 2}
+peers:
+  - {id: 2, address: 10.0.0.2}
+  - {id: 3, address: db.example}
+  - {id: 3, address: 10.0.0.4}
+  - {address: 10.0.0.5}
+  - {id: 300, address: 10.0.0.6}
+)" + kTail);
+  EXPECT_TRUE(
+      has_problem(problems, 3, 5, "peers[0]: peer id 2 is this process's own server.peer_id"))
+      << testing::list(problems);
+  EXPECT_TRUE(has_problem(problems, 4, 22,
+                          "peers[1].address must be an IPv4 or IPv6 address, got \"db.example\""))
+      << testing::list(problems);
+  EXPECT_TRUE(
+      has_problem(problems, 5, 5, "peers[2]: duplicate peer id 3 (first declared at line 4)"))
+      << testing::list(problems);
+  EXPECT_TRUE(has_problem(problems, 6, 5, "peers[3] is missing the required key \"id\""))
+      << testing::list(problems);
+  EXPECT_EQ(problems.size(), 5u) << testing::list(problems);
+
+  auto missing = problems_of("peers: [{id: 1, address: 10.0.0.1}]\n" + kTail);
+  EXPECT_TRUE(has_problem(missing, 1, 9,
+                          "peers needs server.peer_id (1-255): this process's own id, carried "
+                          "in its cancel keys"))
+      << testing::list(missing);
+}
+
+// ---- the HTTP listener ---------------------------------------------------------------
+
+TEST(ConfigHttp, HttpListenerIsAcceptedBesideTheOthers) {
+  const Config c = load_string(R"(tls: {generate: true}
 listeners:
   - { protocol: postgres, port: 6432, tls: off }
   - { protocol: tds, port: 11433 }
   - protocol: http
     port: 9930
-)" + kTail);
-  EXPECT_TRUE(has_problem(problems, 5, 5,
-                          "listeners[2].protocol: the http listener is not implemented in this "
-                          "version of wirepool"));
-  EXPECT_EQ(problems.size(), 1u) << testing::list(problems);
+)" + kTail,
+                               testing::kFile);
+  ASSERT_EQ(c.listeners.size(), 3u);
+  EXPECT_EQ(c.listeners[2].protocol, Protocol::http);
+  EXPECT_EQ(c.listeners[2].port, 9930);
 }
 
 // ---- TLS ----------------------------------------------------------------------------

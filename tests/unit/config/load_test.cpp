@@ -44,10 +44,10 @@ constexpr const char* kScram =
     "KHPk7iMcv/aMZxMQuDVaQ2YUuYfce13CzkJjTJcP7Dk=";
 constexpr const char* kPin = "64f46a7526a186d2346552453ae478ca51244674f5b21ba150bd483b39f7c812";
 
-/// Loads without the not-implemented refusals, to reach the resolution behind them.
+/// Loads with /etc/wirepool as the configuration's directory, expecting no problem.
 Config load_everything(const std::string& yaml) {
   Config c;
-  auto problems = load_into(c, yaml, kFile, "/etc/wirepool", nullptr, false);
+  auto problems = load_into(c, yaml, kFile, "/etc/wirepool", nullptr);
   EXPECT_TRUE(problems.empty()) << testing::list(problems);
   return c;
 }
@@ -241,6 +241,27 @@ TEST(ConfigLoad, ListenerPortDefaultsPerProtocol) {
   EXPECT_EQ(c.listeners[0].port, 6432);
   EXPECT_EQ(c.listeners[1].port, 11433);
   EXPECT_EQ(c.listeners[2].port, 9930);
+}
+
+TEST(ConfigLoad, PeersAndPeerIdAreRead) {
+  const Config c = load_everything(
+      "server: {peer_id: 1}\n"
+      "peers: [{id: 2, address: 10.0.0.2, port: 6433}, {id: 3, address: '::1'}]\n" +
+      kTail);
+  EXPECT_EQ(c.server.peer_id, 1);
+  ASSERT_EQ(c.peers.size(), 2u);
+  EXPECT_EQ(c.peers[0].id, 2);
+  EXPECT_EQ(c.peers[0].address, "10.0.0.2");
+  EXPECT_EQ(c.peers[0].port, 6433);
+  EXPECT_EQ(c.peers[1].port, 6432);  // the default
+  EXPECT_TRUE(load_everything(kTail).peers.empty());
+}
+
+TEST(ConfigLoad, ListenerReusePortIsOffUnlessAskedFor) {
+  const Config c = load_everything("listeners: [{port: 1}, {port: 2, reuse_port: true}]\n" + kTail);
+  ASSERT_EQ(c.listeners.size(), 2u);
+  EXPECT_FALSE(c.listeners[0].reuse_port);
+  EXPECT_TRUE(c.listeners[1].reuse_port);
 }
 
 TEST(ConfigLoad, ListenerTlsDefaultsToOffWithoutACertificateAndOptionalWithOne) {

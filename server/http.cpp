@@ -1,0 +1,360 @@
+#include "server/http.hpp"
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include "server/client_connection.hpp"
+#include "wirepool_version.hpp"
+
+namespace wirepool::server {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+namespace {
+
+/// Counts the connection as open for as long as it lives.
+struct Connected {
+  ProtocolMetrics& m = metrics().protocol(ProtocolIndex::http);
+  Connected() {
+    m.accepted.fetch_add(1, std::memory_order_relaxed);
+    m.connected.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Connected() { m.connected.fetch_sub(1, std::memory_order_relaxed); }
+};
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+asio::awaitable<void> serve(Server& server, std::shared_ptr<ClientSocket> sock) {
+  Connected counted;
+  auto& m = counted.m;
+  // The whole exchange is bounded: at the deadline the socket is closed, which
+  // ends whatever read or write is pending. The timer's handler owns a
+  // reference, so the socket outlives it.
+  asio::steady_timer deadline(sock->get_executor(), kHttpTimeout);
+  deadline.async_wait([sock](boost::system::error_code ec) {
+    if (ec) return;
+    boost::system::error_code ignored;
+    sock->close(ignored);
+  });
+
+  boost::beast::flat_buffer buffer(kHttpHeaderLimit);
+  http::request_parser<http::empty_body> parser;
+  parser.header_limit(kHttpHeaderLimit);
+  parser.body_limit(0);
+  boost::system::error_code ec;
+  size_t got = co_await http::async_read(*sock, buffer, parser,
+                                         asio::redirect_error(asio::use_awaitable, ec));
+  m.bytes_in.fetch_add(got, std::memory_order_relaxed);
+
+  http::response<http::string_body> res;
+  res.version(11);
+  res.keep_alive(false);
+  res.set(http::field::server, "wirepool");
+  if (ec) {
+    if (!sock->is_open() || ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset) {
+      co_return;  // gone, or timed out: nobody to answer
+    }
+    // Too large, malformed, or with a body.
+    metrics().error(ErrorReason::protocol_error);
+    res.result(ec == http::error::header_limit ? http::status::request_header_fields_too_large
+                                               : http::status::bad_request);
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.body() = "bad request: " + ec.message() + "\n";
+    res.prepare_payload();
+  } else {
+    const auto& req = parser.get();
+    std::string_view target(req.target().data(), req.target().size());
+    target = target.substr(0, target.find('?'));
+    if (req.method() != http::verb::get) {
+      res.result(http::status::method_not_allowed);
+      res.set(http::field::allow, "GET");
+      res.set(http::field::content_type, "text/plain; charset=utf-8");
+      res.body() = "method not allowed\n";
+    } else if (target == "/metrics") {
+      res.result(http::status::ok);
+      res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+      res.body() = render_metrics(server);
+    } else if (target == "/healthz") {
+      res.result(http::status::ok);
+      res.set(http::field::content_type, "application/json");
+      res.body() = "{\"status\":\"ok\"}\n";
+    } else if (target == "/readyz") {
+      std::string reason;
+      bool ready = is_ready(server, &reason);
+      res.result(ready ? http::status::ok : http::status::service_unavailable);
+      res.set(http::field::content_type, "application/json");
+      res.body() = ready ? "{\"ready\":true}\n"
+                         : "{\"ready\":false,\"reason\":" + json_string(reason) + "}\n";
+    } else {
+      res.result(http::status::not_found);
+      res.set(http::field::content_type, "text/plain; charset=utf-8");
+      res.body() = "not found\n";
+    }
+    res.prepare_payload();
+  }
+  size_t put =
+      co_await http::async_write(*sock, res, asio::redirect_error(asio::use_awaitable, ec));
+  m.bytes_out.fetch_add(put, std::memory_order_relaxed);
+  deadline.cancel();
+  boost::system::error_code ignored;
+  sock->shutdown(ClientSocket::shutdown_both, ignored);
+  sock->close(ignored);
+}
+
+void add_line(std::string& out, std::string_view name, std::string_view labels, double value) {
+  out += name;
+  if (!labels.empty()) {
+    out += '{';
+    out += labels;
+    out += '}';
+  }
+  char buf[40];
+  std::snprintf(buf, sizeof buf, " %.17g\n", value);
+  out += buf;
+}
+
+void add_line(std::string& out, std::string_view name, std::string_view labels, uint64_t value) {
+  out += name;
+  if (!labels.empty()) {
+    out += '{';
+    out += labels;
+    out += '}';
+  }
+  out += ' ';
+  out += std::to_string(value);
+  out += '\n';
+}
+
+void add_line(std::string& out, std::string_view name, std::string_view labels, int64_t value) {
+  add_line(out, name, labels, static_cast<uint64_t>(value < 0 ? 0 : value));
+}
+
+}  // namespace
+
+void start_http(Server& server, ClientSocket socket, const config::Listener& listener) {
+  boost::system::error_code ec;
+  auto peer = socket.remote_endpoint(ec);
+  if (ec || !address_allowed(listener, peer.address())) {
+    spdlog::warn("http: connection from {} refused by the listener's allow-list",
+                 ec ? std::string("an unknown address") : peer.address().to_string());
+    socket.close(ec);
+    return;
+  }
+  auto sock = std::make_shared<ClientSocket>(std::move(socket));
+  auto executor = sock->get_executor();
+  asio::co_spawn(executor, serve(server, std::move(sock)), asio::detached);
+}
+
+bool is_ready(const Server& server, std::string* reason) {
+  if (server.draining()) {
+    *reason = "shutting down";
+    return false;
+  }
+  if (!server.listening()) {
+    *reason = "listeners not open yet";
+    return false;
+  }
+  for (const auto& pool : server.pools()) {
+    std::string error;
+    if (!pool->reachable(&error)) {
+      *reason = "database \"" + pool->config().name + "\" cannot reach its backend: " + error;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string render_metrics(const Server& server) {
+  std::string out;
+  out.reserve(16 * 1024);
+  auto& mx = metrics();
+
+  // ---- process and build
+  metric_header(out, "wirepool_build_info", "gauge", "Always 1; the labels say which build runs.");
+  add_line(out, "wirepool_build_info", "version=\"" + label_value(kVersion) + "\"", uint64_t{1});
+  metric_header(out, "wirepool_config_info", "gauge",
+                "Always 1; sha256 is the hash of the configuration file in force.");
+  add_line(out, "wirepool_config_info", "sha256=\"" + label_value(mx.config_hash()) + "\"",
+           uint64_t{1});
+  metric_header(out, "wirepool_config_reloads_total", "counter",
+                "Configuration reloads (SIGHUP or RELOAD), by result.");
+  add_line(out, "wirepool_config_reloads_total", "result=\"ok\"", mx.reloads(true));
+  add_line(out, "wirepool_config_reloads_total", "result=\"failed\"", mx.reloads(false));
+  const auto started = mx.started();
+  metric_header(out, "wirepool_uptime_seconds", "gauge", "Seconds since the process started.");
+  add_line(out, "wirepool_uptime_seconds", "",
+           std::chrono::duration<double>(std::chrono::system_clock::now() - started).count());
+  metric_header(out, "process_start_time_seconds", "gauge",
+                "Start time of the process since the Unix epoch, in seconds.");
+  add_line(out, "process_start_time_seconds", "",
+           std::chrono::duration<double>(started.time_since_epoch()).count());
+  metric_header(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+  add_line(out, "process_resident_memory_bytes", "", process_rss_bytes());
+  metric_header(out, "process_open_fds", "gauge", "Number of open file descriptors.");
+  add_line(out, "process_open_fds", "", process_open_fds());
+
+  // ---- clients, by protocol
+  metric_header(out, "wirepool_client_connections", "gauge",
+                "Client connections open now, by protocol and state: active (holding a backend "
+                "connection), waiting (for a backend connection), idle (neither).");
+  for (size_t p = 0; p < kProtocols; ++p) {
+    const auto& c = mx.protocol(p);
+    const std::string proto = "protocol=\"" + std::string(protocol_label(p)) + "\"";
+    int64_t connected = c.connected.load(), waiting = c.waiting.load(), active = c.active.load();
+    int64_t idle = std::max<int64_t>(0, connected - waiting - active);
+    add_line(out, "wirepool_client_connections", proto + ",state=\"active\"", active);
+    add_line(out, "wirepool_client_connections", proto + ",state=\"waiting\"", waiting);
+    add_line(out, "wirepool_client_connections", proto + ",state=\"idle\"", idle);
+  }
+  struct Counter {
+    const char* name;
+    const char* help;
+    std::atomic<uint64_t> ProtocolMetrics::*field;
+  };
+  static const Counter counters[] = {
+      {"wirepool_client_connections_accepted_total", "Client connections accepted, by protocol.",
+       &ProtocolMetrics::accepted},
+      {"wirepool_client_received_bytes_total",
+       "Bytes received from clients (after TLS decryption), by protocol.",
+       &ProtocolMetrics::bytes_in},
+      {"wirepool_client_sent_bytes_total", "Bytes sent to clients (before TLS), by protocol.",
+       &ProtocolMetrics::bytes_out},
+      {"wirepool_tls_handshakes_total", "Client TLS handshakes completed, by protocol.",
+       &ProtocolMetrics::tls_handshakes},
+      {"wirepool_tls_handshake_failures_total", "Client TLS handshakes that failed, by protocol.",
+       &ProtocolMetrics::tls_failures},
+  };
+  for (const auto& c : counters) {
+    metric_header(out, c.name, "counter", c.help);
+    for (size_t p = 0; p < kProtocols; ++p) {
+      add_line(out, c.name, "protocol=\"" + std::string(protocol_label(p)) + "\"",
+               (mx.protocol(p).*c.field).load(std::memory_order_relaxed));
+    }
+  }
+
+  // ---- errors
+  metric_header(out, "wirepool_errors_total", "counter",
+                "Errors sent to clients, by SQLSTATE class (first two characters).");
+  for (const auto& [cls, n] : mx.sqlstate_classes())
+    add_line(out, "wirepool_errors_total", "sqlstate_class=\"" + label_value(cls) + "\"", n);
+  metric_header(out, "wirepool_error_reasons_total", "counter",
+                "Failures by reason: auth_failed (a login refused), pool_timeout (no backend "
+                "connection within acquire_timeout), backend_lost (a backend connection broke "
+                "under a session), protocol_error (a client broke its protocol).");
+  for (size_t r = 0; r < kErrorReasons; ++r) {
+    auto reason = static_cast<ErrorReason>(r);
+    add_line(out, "wirepool_error_reasons_total",
+             "reason=\"" + std::string(to_string(reason)) + "\"", mx.errors(reason));
+  }
+
+  // ---- pools, by database
+  struct PoolView {
+    std::string labels;
+    pool::Stats stats;
+    config::PoolSettings settings;
+    DatabasePoolPtr pool;
+  };
+  std::vector<PoolView> views;
+  for (const auto& pool : server.pools()) {
+    PoolView v;
+    v.labels = "database=\"" + label_value(pool->config().name) + "\",driver=\"" +
+               label_value(pool->config().driver) + "\"";
+    v.stats = pool->stats();
+    v.settings = pool->settings();
+    v.pool = pool;
+    views.push_back(std::move(v));
+  }
+  metric_header(out, "wirepool_backend_connections", "gauge",
+                "Backend connections now, by database and state: active (leased to a client), "
+                "idle, opening, resetting, closing.");
+  for (const auto& v : views) {
+    add_line(out, "wirepool_backend_connections", v.labels + ",state=\"active\"",
+             uint64_t{v.stats.in_use});
+    add_line(out, "wirepool_backend_connections", v.labels + ",state=\"idle\"",
+             uint64_t{v.stats.idle});
+    add_line(out, "wirepool_backend_connections", v.labels + ",state=\"opening\"",
+             uint64_t{v.stats.opening});
+    add_line(out, "wirepool_backend_connections", v.labels + ",state=\"resetting\"",
+             uint64_t{v.stats.resetting});
+    add_line(out, "wirepool_backend_connections", v.labels + ",state=\"closing\"",
+             uint64_t{v.stats.closing});
+  }
+  metric_header(out, "wirepool_pool_max_connections", "gauge",
+                "The pool's max: backend connections it may open, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_pool_max_connections", v.labels,
+             uint64_t(v.settings.max < 0 ? 0 : v.settings.max));
+  metric_header(out, "wirepool_pool_waiting_clients", "gauge",
+                "Clients waiting for a backend connection now, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_pool_waiting_clients", v.labels, uint64_t{v.stats.waiting});
+  metric_header(out, "wirepool_pool_longest_wait_seconds", "gauge",
+                "How long the longest-waiting client has waited, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_pool_longest_wait_seconds", v.labels,
+             std::chrono::duration<double>(v.stats.longest_wait).count());
+  metric_header(out, "wirepool_pool_exhausted_total", "counter",
+                "Clients refused because no backend connection became free within "
+                "acquire_timeout (53300), by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_pool_exhausted_total", v.labels, v.stats.rejected_timeout_total);
+  metric_header(out, "wirepool_pool_grants_total", "counter",
+                "Backend connections handed to clients, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_pool_grants_total", v.labels, v.stats.granted_total);
+  metric_header(out, "wirepool_backend_connects_total", "counter",
+                "Backend connections opened, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_backend_connects_total", v.labels, v.stats.opened_total);
+  metric_header(out, "wirepool_backend_connect_failures_total", "counter",
+                "Backend connection attempts that failed, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_backend_connect_failures_total", v.labels, v.stats.open_failed_total);
+  metric_header(out, "wirepool_statements_total", "counter",
+                "Client statements run (a simple query or an Execute, a TDS batch or RPC), by "
+                "database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_statements_total", v.labels,
+             v.pool->metrics().statements.load(std::memory_order_relaxed));
+  metric_header(out, "wirepool_transactions_total", "counter",
+                "Transactions ended (committed, rolled back, or one autocommit statement), by "
+                "database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_transactions_total", v.labels,
+             v.pool->metrics().transactions.load(std::memory_order_relaxed));
+  metric_header(out, "wirepool_pool_acquire_wait_seconds", "histogram",
+                "Time a client waited for a backend connection, granted or not, by database.");
+  for (const auto& v : views)
+    v.pool->metrics().acquire_wait.render(out, "wirepool_pool_acquire_wait_seconds", v.labels);
+  metric_header(out, "wirepool_statement_duration_seconds", "histogram",
+                "Client statement duration, from its arrival to its last result, by database.");
+  for (const auto& v : views)
+    v.pool->metrics().statement_duration.render(out, "wirepool_statement_duration_seconds",
+                                                v.labels);
+  return out;
+}
+
+}  // namespace wirepool::server
