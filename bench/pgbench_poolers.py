@@ -83,7 +83,10 @@ ignore_startup_parameters = extra_float_digits
 """)
         with open(os.path.join(self.dir, "users.txt"), "w") as f:
             f.write('"bench" "bench"\n' if auth == "scram" else '"bench" ""\n')
-        runas = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        # setpriv, not runuser: runuser's PAM session resets the descriptor limit to
+        # 1,024, where PgBouncer stops accepting (accept(): Too many open files).
+        runas = (["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+                 if os.geteuid() == 0 else [])
         if runas:
             shutil.chown(self.dir, "postgres")
             for p in glob.glob(os.path.join(self.dir, "*")):

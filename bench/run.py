@@ -381,6 +381,8 @@ def main():
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--seconds", type=int)
     ap.add_argument("--only", default="", help="comma-separated workloads")
+    ap.add_argument("--idle-clients", type=int, dest="idle_clients")
+    ap.add_argument("--idle-rounds", type=int, dest="idle_rounds")
     ap.add_argument("--out", help="result file (default bench/results/DATE-COMMIT.json)")
     ap.add_argument("--pool", type=int, default=10)
     ap.add_argument("--scale", type=int, default=10)
