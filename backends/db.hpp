@@ -426,6 +426,17 @@ class ConnectionImpl {
   virtual Status set_event_sink(EventSink* sink);
   virtual Result<std::unique_ptr<CopyStreamImpl>> copy(std::string_view sql);
   virtual Status close() = 0;
+
+  // Protocol relay: a PostgreSQL front end over a PostgreSQL backend may send
+  // the client's protocol messages to the server and its answers back itself
+  // (docs/protocol-postgres.md, "The relay"). Drivers that cannot say no.
+  /// The socket of an idle plaintext connection (nothing in flight, no reader,
+  /// nothing queued) for the caller to write to and read from until the
+  /// server's ReadyForQuery; -1 when the connection cannot be relayed now.
+  virtual int relay_socket() { return -1; }
+  /// The relay exchange ended: the last ReadyForQuery said `state`. `broken`:
+  /// the link failed mid-exchange (the connection answers connection errors after).
+  virtual void relay_done(TxState /*state*/, bool /*broken*/) {}
 };
 
 // ---------------------------------------------------------------------------

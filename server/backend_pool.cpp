@@ -51,6 +51,28 @@ db::Statement* StatementCache::insert(const std::string& key, db::Statement stmt
 void StatementCache::forget() {
   lru_.clear();
   map_.clear();
+  relay_.clear();
+}
+
+const std::string* StatementCache::relay_find(const std::string& key) const {
+  auto it = relay_.find(key);
+  return it == relay_.end() ? nullptr : &it->second;
+}
+
+std::string StatementCache::relay_name(const std::string& key, std::string* evicted) {
+  evicted->clear();
+  if (relay_.size() >= capacity_ && !relay_.count(key)) {
+    // Not least recently used: the relay keeps no order on its hot path. An
+    // evicted statement is prepared again when it is next used.
+    auto victim = relay_.begin();
+    *evicted = std::move(victim->second);
+    relay_.erase(victim);
+  }
+  return "wpr_" + std::to_string(++relay_seq_);
+}
+
+void StatementCache::relay_add(const std::string& key, std::string name) {
+  relay_[key] = std::move(name);
 }
 
 // ---------------------------------------------------------------------------

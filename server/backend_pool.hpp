@@ -45,11 +45,24 @@ class StatementCache {
   void forget();
   size_t size() const { return map_.size(); }
 
+  // Statements the PostgreSQL relay prepared on the server itself (names
+  // wpr_N, apart from the driver's): its protocol bytes never pass through a
+  // db::Statement. forget() drops them too.
+  /// The server's name for `key`, or nullptr.
+  const std::string* relay_find(const std::string& key) const;
+  /// Names a statement for `key` about to be prepared. Above capacity one
+  /// other is dropped and its name goes to `evicted` (the caller closes it).
+  std::string relay_name(const std::string& key, std::string* evicted);
+  /// The server has it now (its ParseComplete came).
+  void relay_add(const std::string& key, std::string name);
+
  private:
   using Entry = std::pair<std::string, db::Statement>;
   size_t capacity_;
   std::list<Entry> lru_;  // front = most recent
   std::unordered_map<std::string, std::list<Entry>::iterator> map_;
+  std::unordered_map<std::string, std::string> relay_;  // key -> server name
+  uint64_t relay_seq_ = 0;
 };
 
 /// One pooled backend connection.

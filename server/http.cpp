@@ -339,6 +339,12 @@ std::string render_metrics(const Server& server) {
   for (const auto& v : views)
     add_line(out, "wirepool_statements_total", v.labels,
              v.pool->metrics().statements.load(std::memory_order_relaxed));
+  metric_header(out, "wirepool_relayed_batches_total", "counter",
+                "PostgreSQL client batches (a Query, or messages up to a Sync) sent to a "
+                "PostgreSQL backend as bytes by the relay, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_relayed_batches_total", v.labels,
+             v.pool->metrics().relayed.load(std::memory_order_relaxed));
   metric_header(out, "wirepool_transactions_total", "counter",
                 "Transactions ended (committed, rolled back, or one autocommit statement), by "
                 "database.");

@@ -52,6 +52,7 @@ inline constexpr auto kStatsPeriod = std::chrono::seconds(15);
 /// What one database entry's sessions count (owned by its DatabasePool).
 struct DatabaseMetrics {
   std::atomic<uint64_t> statements{0};      ///< client statements (simple query or Execute)
+  std::atomic<uint64_t> relayed{0};         ///< PostgreSQL batches sent through the relay
   std::atomic<uint64_t> transactions{0};    ///< transactions that ended (autocommit statements too)
   std::atomic<uint64_t> transaction_us{0};  ///< their summed duration (first statement to end)
   std::atomic<uint64_t> bytes_in{0};        ///< from this database's logged-in clients

@@ -83,21 +83,6 @@ overloaded(Ts...) -> overloaded<Ts...>;
 // ---------------------------------------------------------------------------
 // Extended-protocol state
 
-/// A client's prepared statement: kept by the session, prepared on whichever
-/// backend serves it (the backend's cache is keyed by `key`).
-struct PgClient::Prepared {
-  std::string sql;
-  std::vector<uint32_t> param_oids;  ///< as the client declared them (may be shorter)
-  Classified cls;
-  bool blank = false;
-  std::string key;
-  size_t nparams = 0;
-  std::vector<db::ParamInfo> backend_params;
-  std::vector<db::Column> columns;  ///< as known before execution (what Describe said)
-  std::string show_name;            ///< SHOW x: the column name
-  bool described = false;           ///< backend_params / columns / nparams are known
-};
-
 /// A result being sent: the reader, what was announced to the client for it,
 /// and where sending stands. Jobs on non-blocking backends are repeated after
 /// a wait, so all progress lives here, never in the job.
@@ -655,6 +640,17 @@ awaitable<void> PgClient::serve_admin() {
     for (;;) {
       bool open = true;
       for (;;) {
+        if (session_ && !skip_until_sync_ && session_->pool().pg_native() &&
+            session_->mode() == config::PoolMode::transaction) {
+          // PostgreSQL backends in transaction mode: batches the relay takes
+          // go to the server as bytes (pg_relay.cpp).
+          auto r = co_await relay();
+          if (r == Relayed::closed) {
+            open = false;
+            break;
+          }
+          if (r == Relayed::yes) continue;
+        }
         auto d = pg::decode_frontend(in_.view(), max_msg);
         if (d.status == pg::DecodeStatus::need_more) break;
         if (d.status == pg::DecodeStatus::error) {
@@ -894,6 +890,17 @@ awaitable<void> PgClient::serve(bool readable) {
       // Handle every complete message in the buffer.
       bool open = true;
       for (;;) {
+        if (session_ && !skip_until_sync_ && session_->pool().pg_native() &&
+            session_->mode() == config::PoolMode::transaction) {
+          // PostgreSQL backends in transaction mode: batches the relay takes
+          // go to the server as bytes (pg_relay.cpp).
+          auto r = co_await relay();
+          if (r == Relayed::closed) {
+            open = false;
+            break;
+          }
+          if (r == Relayed::yes) continue;
+        }
         auto d = pg::decode_frontend(in_.view(), max_msg);
         if (d.status == pg::DecodeStatus::need_more) break;
         if (d.status == pg::DecodeStatus::error) {
@@ -933,6 +940,7 @@ awaitable<void> PgClient::serve(bool readable) {
         in_.release();
         std::string().swap(out_);  // move-assigning an empty string keeps the capacity
         if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
+        relay_.reset();
         arm_idle_deadline();
         idle_wait_ = true;
         // Readability: everything was written, so TLS wants nothing else.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "protocol/pg/codec.hpp"
+#include "protocol/pg/relay.hpp"
 #include "protocol/pg/types.hpp"
 #include "server/client_connection.hpp"
 #include "server/server.hpp"
@@ -42,7 +43,21 @@ class PgClient final : public ClientConnection,
   std::string_view database() const override;
 
  private:
-  struct Prepared;
+  /// A client's prepared statement: kept by the session, prepared on whichever
+  /// backend serves it (the backend's cache is keyed by `key`).
+  struct Prepared {
+    std::string sql;
+    std::vector<uint32_t> param_oids;  ///< as the client declared them (may be shorter)
+    Classified cls;
+    bool blank = false;
+    std::string key;
+    size_t nparams = 0;
+    std::vector<db::ParamInfo> backend_params;
+    std::vector<db::Column> columns;  ///< as known before execution (what Describe said)
+    std::string show_name;            ///< SHOW x: the column name
+    bool described = false;           ///< backend_params / columns / nparams are known
+    int8_t relay_ok = -1;             ///< the relay may send it (-1: not decided yet)
+  };
   struct Portal;
   struct Streamer;
   /// Where sending a result stands: `more` (nothing fetched yet), `flush`
@@ -75,6 +90,32 @@ class PgClient final : public ClientConnection,
   boost::asio::awaitable<bool> tls_handshake(bool direct);
   /// The body of the next 'p' message (authentication only); nullopt after a FATAL.
   boost::asio::awaitable<std::optional<std::string>> read_password_message();
+
+  /// The relay (server/pg_relay.cpp, docs/protocol-postgres.md): a batch of
+  /// messages for a PostgreSQL backend in transaction mode goes to the server
+  /// as bytes. `no`: this batch is not for the relay (nothing was consumed or
+  /// answered: the ordinary path takes it); `yes`: it was answered;
+  /// `closed`: the client is gone.
+  enum class Relayed : uint8_t { no, yes, closed };
+  boost::asio::awaitable<Relayed> relay();
+  /// The relay's per-batch scratch, allocated while the client is busy.
+  struct RelayState {
+    std::vector<pg::relay::Frame> frames;
+    pg::relay::Tracker tracker;
+    pg::relay::ParseMsg parse;  // scratch
+    std::string to_server;
+    InBuffer from_server;
+    /// The Parses of this batch (the client's and the ones the relay added),
+    /// indexed by the tracker's tags.
+    struct ParseEntry {
+      std::string client_name;  ///< the client's name ("" unnamed); unused when `added`
+      std::string key;
+      std::string server_name;  ///< the name prepared on the server ("" when it had it)
+      bool added = false;       ///< the relay added it (the client sent a Bind)
+    };
+    std::vector<ParseEntry> parses;
+  };
+  std::unique_ptr<RelayState> relay_;
 
   /// Handles one message; false closes the connection.
   boost::asio::awaitable<bool> handle(const pg::FrontendMessage& msg);

@@ -279,18 +279,47 @@ void Session::interrupt(Backend& b) {
 asio::awaitable<void> Session::wait_backend_io(Backend& b) {
   db::IoInterest io = b.conn.impl()->io_interest();
   if (io.none()) co_return;  // nothing named: call again
+  co_await wait_fd(b, io.fd, io.write);
+}
+
+asio::awaitable<void> Session::wait_fd(Backend& b, int fd, bool write) {
   auto ex = co_await asio::this_coro::executor;
-  if (!b.watcher || b.watched_fd != io.fd || b.watcher->get_executor() != ex) {
+  if (!b.watcher || b.watched_fd != fd || b.watcher->get_executor() != ex) {
     if (b.watcher) (void)b.watcher->release();
-    b.watcher = std::make_unique<asio::posix::stream_descriptor>(ex, io.fd);
-    b.watched_fd = io.fd;
+    b.watcher = std::make_unique<asio::posix::stream_descriptor>(ex, fd);
+    b.watched_fd = fd;
   }
   boost::system::error_code ec;
   // A waiting statement may be cancelled or time out: the sweep calls cancel(),
   // the backend answers, and the socket becomes readable.
-  co_await b.watcher->async_wait(io.write ? asio::posix::stream_descriptor::wait_write
-                                          : asio::posix::stream_descriptor::wait_read,
+  co_await b.watcher->async_wait(write ? asio::posix::stream_descriptor::wait_write
+                                       : asio::posix::stream_descriptor::wait_read,
                                  asio::redirect_error(asio::use_awaitable, ec));
+}
+
+void Session::relay_running(bool running) {
+  if (!backend_) return;
+  set_running(*backend_, running);
+  if (running && cancel_reason_ != CancelReason::none) interrupt(*backend_);
+}
+
+asio::awaitable<void> Session::relay_wait(int fd, bool write) {
+  co_await wait_fd(*backend_, fd, write);
+}
+
+asio::awaitable<size_t> Session::relay_read(int fd, uint8_t* data, size_t size,
+                                            boost::system::error_code& ec) {
+  Backend& b = *backend_;
+  auto ex = co_await asio::this_coro::executor;
+  if (!b.watcher || b.watched_fd != fd || b.watcher->get_executor() != ex) {
+    if (b.watcher) (void)b.watcher->release();
+    b.watcher = std::make_unique<asio::posix::stream_descriptor>(ex, fd);
+    b.watched_fd = fd;
+  }
+  ec.clear();
+  size_t n = co_await b.watcher->async_read_some(asio::buffer(data, size),
+                                                 asio::redirect_error(asio::use_awaitable, ec));
+  co_return n;
 }
 
 void Session::explain_cancel(db::Error& e) const {

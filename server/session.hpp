@@ -115,6 +115,9 @@ class Session : public db::EventSink {
   /// A driver call answered Errc::connection: the backend is gone. Drops the
   /// lease (the pool closes it) and the transaction with it.
   void backend_lost();
+  /// Gives the backend back as unusable (its state is unknown: a client left
+  /// in the middle of its answer). The pool closes it.
+  void drop_backend() { give_back(false); }
 
   // ---- running driver calls
 
@@ -150,6 +153,18 @@ class Session : public db::EventSink {
       co_await wait_backend_io(*b);
     }
   }
+
+  /// The PostgreSQL relay writes to and reads from the backend's socket
+  /// itself: marks the backend as running this session's statement (so that a
+  /// cancel reaches it) or no longer.
+  void relay_running(bool running);
+  /// Waits until the backend's socket `fd` is readable (or writable).
+  boost::asio::awaitable<void> relay_wait(int fd, bool write);
+  /// Reads what the backend's socket `fd` has (waiting for it when nothing is
+  /// there): bytes read, 0 with `ec` on end of stream or an error. A read
+  /// through the reactor, unlike a wait, re-arms nothing with the kernel.
+  boost::asio::awaitable<size_t> relay_read(int fd, uint8_t* data, size_t size,
+                                            boost::system::error_code& ec);
 
   /// Brackets one client statement: sets the statement deadline (statement_timeout
   /// setting, else server.query_timeout) and clears a stale cancel.
@@ -202,6 +217,7 @@ class Session : public db::EventSink {
   /// driver's cancel blocks), so a late cancel never reaches another client.
   void interrupt(Backend& b);
   boost::asio::awaitable<void> wait_backend_io(Backend& b);
+  boost::asio::awaitable<void> wait_fd(Backend& b, int fd, bool write);
 
   void give_back(bool healthy);
   Events& events();

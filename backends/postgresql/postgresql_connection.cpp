@@ -439,7 +439,7 @@ Result<CommandOutcome> run_command(Session& s, OpKind kind, const std::string& t
     op.stage = CommandOp::Stage::send;
   }
   if (op.stage == CommandOp::Stage::send) {
-    op.was_failed = PQtransactionStatus(s.conn()) == PQTRANS_INERROR;
+    op.was_failed = s.tx_state() == db::TxState::failed;
     const int ok = simple ? PQsendQuery(s.conn(), text.c_str())
                           : PQsendQueryParams(s.conn(), text.c_str(), 0, nullptr, nullptr, nullptr,
                                               nullptr, 0);
@@ -805,7 +805,7 @@ class PgConnection final : public db::ConnectionImpl {
     Session& s = *session_;
     const bool resuming = s.op && s.op->kind == OpKind::rollback;
     if (!resuming && !s.closed() && s.holder() == nullptr && !s.in_flight() &&
-        PQtransactionStatus(s.conn()) == PQTRANS_IDLE) {
+        s.tx_state() == db::TxState::idle) {
       return {};  // nothing to roll back (and no WARNING from the server)
     }
     auto r = run_command(s, OpKind::rollback, "ROLLBACK", false);
@@ -814,6 +814,9 @@ class PgConnection final : public db::ConnectionImpl {
   }
 
   db::TxState tx_state() const override { return session_->tx_state(); }
+
+  int relay_socket() override { return session_->relay_socket(); }
+  void relay_done(db::TxState state, bool broken) override { session_->relay_done(state, broken); }
 
   void cancel() noexcept override { session_->cancel(); }
 
@@ -833,8 +836,7 @@ class PgConnection final : public db::ConnectionImpl {
     using Stage = ResetOp::Stage;
     if (op.stage == Stage::settle) {
       if (auto e = s.settle()) return end_call(s, *e);
-      op.stage =
-          PQtransactionStatus(s.conn()) == PQTRANS_IDLE ? Stage::query_send : Stage::rollback_send;
+      op.stage = s.tx_state() == db::TxState::idle ? Stage::query_send : Stage::rollback_send;
     }
     if (op.stage == Stage::rollback_send) {
       if (PQsendQuery(s.conn(), "ROLLBACK") == 0) return end_call(s, s.send_failed());

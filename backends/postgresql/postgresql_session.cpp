@@ -223,6 +223,7 @@ void Session::command_done() {
 
 db::TxState Session::tx_state() const {
   if (closed_) return db::TxState::idle;
+  if (relay_tx_) return *relay_tx_;
   switch (PQtransactionStatus(conn_)) {
     case PQTRANS_INTRANS:
       return db::TxState::in_transaction;
@@ -307,6 +308,20 @@ bool Session::probe() {
     (void)PQisBusy(conn_);  // parses what was read
   }
   return PQstatus(conn_) == CONNECTION_OK;
+}
+
+int Session::relay_socket() {
+  if (!usable() || in_flight_ || holder_ || op || copy_in_abandoned_ || copy_out_draining_ ||
+      !deallocate_.empty() || PQsslInUse(conn_) != 0) {
+    return -1;
+  }
+  return PQsocket(conn_);
+}
+
+void Session::relay_done(db::TxState state, bool broken) {
+  relay_tx_ = state;
+  last_tx_ = state;
+  if (broken) broken_ = true;  // usable() is false from now on: the pool discards it
 }
 
 }  // namespace wirepool::postgresql

@@ -158,6 +158,7 @@ class Session {
   void sent() {
     in_flight_ = true;
     just_sent_ = true;
+    relay_tx_.reset();  // libpq tracks the state again
   }
   bool in_flight() const { return in_flight_; }
   /// Reads the command in flight to its end, collecting into `x`.
@@ -181,6 +182,15 @@ class Session {
   }
   /// The connection-level call in flight, if any.
   std::unique_ptr<PendingOp> op;
+
+  // ---- protocol relay (db::ConnectionImpl::relay_socket) ----
+
+  /// PQsocket when nothing is in flight, held or queued and the link is
+  /// plaintext (libpq's TLS state cannot be shared); else -1.
+  int relay_socket();
+  /// The relay's exchange ended with ReadyForQuery `state` (libpq did not see
+  /// it: tx_state() answers `state` until libpq sends a command again).
+  void relay_done(db::TxState state, bool broken);
 
   // ---- state and side channels ----
 
@@ -211,6 +221,7 @@ class Session {
   std::vector<std::string> deallocate_;
   uint64_t statements_ = 0;
   db::TxState last_tx_ = db::TxState::idle;
+  std::optional<db::TxState> relay_tx_;  // what the relay's last ReadyForQuery said
   db::EventSink* sink_ = nullptr;
   std::vector<std::optional<std::string>> reported_;  // by kReportedParameters index
   LibpqExtras extras_;

@@ -1,0 +1,515 @@
+// The relay: a PostgreSQL client of a PostgreSQL backend in transaction mode
+// has its batches (messages up to a Sync, or one Query) sent to the server as
+// bytes and the server's answers sent back as bytes, with only the names of
+// prepared statements rewritten. The ordinary path (pg_client.cpp) decodes
+// every message into driver calls through libpq and encodes every row again;
+// the relay does neither, and that is most of the proxy's own CPU per
+// transaction (docs/protocol-postgres.md, "The relay", has the rules and the
+// figures).
+//
+// A batch is relayed only when nothing in it needs the session layer: its
+// statements are plain DML, queries and transaction control (no SET, SHOW,
+// LISTEN, COPY, DEALLOCATE, DISCARD), its portal is the unnamed one, and the
+// backend connection is plaintext and idle. Everything else takes the ordinary
+// path, which shares the client's prepared statements with the relay.
+
+#include <sys/socket.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "backends/sql.hpp"
+#include "server/pg_client.hpp"
+
+namespace wirepool::server {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+namespace relay = pg::relay;
+
+/// The largest batch the relay takes: it writes a batch before it reads the
+/// answers, so a batch must fit in the socket buffers (a larger one waits for
+/// the ordinary path, which reads while it writes).
+inline constexpr size_t kMaxRelayBatchBytes = 256 * 1024;
+/// Reads from the server take up to this much at once.
+inline constexpr size_t kRelayReadChunk = 32 * 1024;
+namespace {
+
+/// Statements the relay sends as they are: they change nothing wirepool keeps
+/// for the client (settings, prepared statements, LISTEN, COPY) and need no
+/// answer of the session layer.
+bool relay_word(std::string_view w) {
+  static constexpr std::string_view kWords[] = {
+      "SELECT", "INSERT", "UPDATE",   "DELETE", "WITH",      "VALUES",  "TABLE",   "BEGIN", "START",
+      "COMMIT", "END",    "ROLLBACK", "ABORT",  "SAVEPOINT", "RELEASE", "EXPLAIN", "MERGE",
+  };
+  for (auto k : kWords) {
+    if (w.size() == k.size() && std::equal(w.begin(), w.end(), k.begin(), [](char a, char b) {
+          return std::toupper(static_cast<unsigned char>(a)) == b;
+        })) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// `sql` holds only statements the relay may send (`single`: exactly one).
+/// The common case (one statement, no comment before it) is decided without
+/// the lexer; anything else goes through it.
+bool relay_safe(std::string_view sql, bool single) {
+  size_t end = sql.size();
+  while (end > 0 && (std::isspace(static_cast<unsigned char>(sql[end - 1])) || sql[end - 1] == ';'))
+    --end;
+  std::string_view body = sql.substr(0, end);
+  if (body.empty()) return false;  // the empty query: the ordinary path answers it
+  if (body.find(';') == std::string_view::npos) {
+    size_t b = 0;
+    while (b < body.size() && std::isspace(static_cast<unsigned char>(body[b])))
+      ++b;
+    size_t e = b;
+    while (e < body.size() && std::isalpha(static_cast<unsigned char>(body[e])))
+      ++e;
+    if (e > b && (e == body.size() || !std::isalnum(static_cast<unsigned char>(body[e])))) {
+      return relay_word(body.substr(b, e - b));
+    }
+  }
+  auto stmts = sql::split_statements(sql, sql::Dialect::postgres);
+  if (stmts.empty() || (single && stmts.size() != 1)) return false;
+  for (auto st : stmts) {
+    auto words = sql::leading_words(st, sql::Dialect::postgres, 1);
+    if (words.empty() || !relay_word(words[0])) return false;
+  }
+  return true;
+}
+
+uint32_t be32(const char* p) {
+  auto u = [p](int i) { return uint32_t(static_cast<unsigned char>(p[i])); };
+  return (u(0) << 24) | (u(1) << 16) | (u(2) << 8) | u(3);
+}
+
+std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
+  std::string key(sql);
+  key += '\0';
+  for (auto o : oids) {
+    key += std::to_string(o);
+    key += ',';
+  }
+  return key;
+}
+
+}  // namespace
+
+awaitable<PgClient::Relayed> PgClient::relay() {
+  if (!session_ || skip_until_sync_ || in_.empty()) co_return Relayed::no;
+  if (!session_->pool().pg_native() || session_->mode() != config::PoolMode::transaction) {
+    co_return Relayed::no;
+  }
+  if (portals_open()) co_return Relayed::no;
+  const size_t max_msg = server_.config().server.max_message_size;
+  if (!relay_) relay_ = std::make_unique<RelayState>();
+  RelayState& R = *relay_;
+  const auto buf = in_.view();
+  if (relay::scan_batch(buf, max_msg, R.frames) != relay::Scan::complete) co_return Relayed::no;
+  const size_t total = R.frames.back().offset + R.frames.back().size;
+  if (total > kMaxRelayBatchBytes) co_return Relayed::no;
+
+  // ---- 1. Does the relay take this batch? Decided before anything changes.
+  std::vector<std::string_view> named;  // client statement names this batch parses
+  bool parsed_unnamed = false, bound = false, parse_only = true;
+  auto statement_ok = [&](std::string_view name) {
+    if (name.empty() && parsed_unnamed) return true;
+    for (auto n : named)
+      if (n == name) return true;
+    if (!ext_) return false;
+    auto it = ext_->statements.find(std::string(name));
+    if (it == ext_->statements.end()) return false;
+    Prepared& p = *it->second;
+    if (p.relay_ok < 0) {
+      p.relay_ok = p.cls.kind == StatementKind::backend && !p.blank && p.show_name.empty() &&
+                   relay_safe(p.sql, true);
+    }
+    return p.relay_ok == 1;
+  };
+  for (const auto& f : R.frames) {
+    const auto body = f.body(buf);
+    parse_only = parse_only && (f.type == 'P' || f.type == 'S');
+    switch (f.type) {
+      case 'Q':
+        if (body.empty() || body.find('\0') != body.size() - 1) co_return Relayed::no;
+        if (!relay_safe(body.substr(0, body.size() - 1), false)) co_return Relayed::no;
+        break;
+      case 'P': {
+        if (!relay::parse_parse(body, R.parse) || !relay_safe(R.parse.sql, true)) {
+          co_return Relayed::no;
+        }
+        if (R.parse.name.empty()) {
+          parsed_unnamed = true;
+        } else {
+          // An existing name is an error the ordinary path reports (42P05).
+          for (auto n : named)
+            if (n == R.parse.name) co_return Relayed::no;
+          if (ext_ && ext_->statements.count(std::string(R.parse.name))) co_return Relayed::no;
+          named.push_back(R.parse.name);
+        }
+        break;
+      }
+      case 'B': {
+        relay::BindMsg m;
+        if (!relay::parse_bind(body, m) || !m.portal.empty() || !statement_ok(m.statement)) {
+          co_return Relayed::no;
+        }
+        bound = true;
+        break;
+      }
+      case 'D': {
+        relay::TargetMsg m;
+        if (!relay::parse_target(body, m)) co_return Relayed::no;
+        if (m.kind == 'S' ? !statement_ok(m.name) : (!m.name.empty() || !bound)) {
+          co_return Relayed::no;
+        }
+        break;
+      }
+      case 'E': {
+        relay::ExecuteMsg m;
+        // A row limit leaves a portal suspended for a later batch: not relayed.
+        if (!relay::parse_execute(body, m) || !m.portal.empty() || !bound || m.max_rows != 0) {
+          co_return Relayed::no;
+        }
+        break;
+      }
+      case 'C': {
+        relay::TargetMsg m;
+        if (!relay::parse_target(body, m) || (m.kind == 'P' && !m.name.empty())) {
+          co_return Relayed::no;
+        }
+        break;
+      }
+      default:  // 'S'
+        break;
+    }
+  }
+
+  // ---- 2. The client's statements. Parses are registered where the ordinary
+  // path finds them too.
+  auto register_parse = [&](const relay::ParseMsg& m) -> std::shared_ptr<Prepared> {
+    auto p = std::make_shared<Prepared>();
+    p->sql = std::string(m.sql);
+    p->param_oids = m.oids;
+    p->cls.kind = StatementKind::backend;
+    p->relay_ok = 1;
+    p->key = cache_key_of(p->sql, p->param_oids);
+    p->nparams = p->param_oids.size();
+    ext().statements[std::string(m.name)] = p;
+    return p;
+  };
+
+  // A batch of Parses while no backend is held (libpq's PQprepare: Parse, Sync)
+  // is answered at once, as the ordinary path does: waiting for a backend here
+  // could deadlock with the client's own connections that hold every backend
+  // in open transactions. The statements are prepared on first use.
+  if (parse_only && !session_->backend()) {
+    for (const auto& f : R.frames) {
+      if (f.type != 'P') continue;
+      relay::parse_parse(f.body(buf), R.parse);
+      register_parse(R.parse);
+      pg::Encoder(out_).parse_complete();
+    }
+    in_.consume(total);
+    ready_for_query();
+    co_return Relayed::yes;
+  }
+
+  // ---- 3. A backend, relayable now.
+  if (!session_->backend()) {
+    if (auto e = co_await session_->ensure_backend()) {
+      send_error(*e);
+      in_.consume(total);
+      ready_for_query();
+      co_return Relayed::yes;
+    }
+  }
+  Backend& b = *session_->backend();
+  const int fd = b.conn.impl()->relay_socket();
+  if (fd < 0) co_return Relayed::no;  // TLS, or work in flight: the ordinary path
+  session_->statement_begin();
+
+  // ---- 4. The batch as the server gets it.
+  R.to_server.clear();
+  R.tracker.clear();
+  R.parses.clear();
+  // The server's name for a client statement, preparing it first when the
+  // server does not have it.
+  auto server_name = [&](const Prepared& p) -> std::string {
+    for (const auto& e : R.parses) {
+      if (e.key == p.key && !e.server_name.empty()) return e.server_name;
+    }
+    if (const auto* n = b.statements.relay_find(p.key)) return *n;
+    std::string evicted;
+    std::string name = b.statements.relay_name(p.key, &evicted);
+    if (!evicted.empty()) {
+      relay::put_target(R.to_server, 'C', 'S', evicted);
+      R.tracker.expect(relay::Expect::swallow_close);
+    }
+    relay::put_parse(R.to_server, name, p.sql, p.param_oids);
+    R.tracker.expect(relay::Expect::swallow_parse, static_cast<int>(R.parses.size()));
+    R.parses.push_back({"", p.key, name, true});
+    return name;
+  };
+  auto client_statement = [&](std::string_view name) -> const Prepared& {
+    return *ext().statements.find(std::string(name))->second;
+  };
+  for (const auto& f : R.frames) {
+    const auto body = f.body(buf);
+    switch (f.type) {
+      case 'P': {
+        relay::parse_parse(body, R.parse);
+        auto p = register_parse(R.parse);
+        const int tag = static_cast<int>(R.parses.size());
+        // The unnamed statement too becomes a named one on the server, kept
+        // for the next client that sends the same text: the server parses
+        // and plans it once, not once per execution (as the ordinary path's
+        // statement cache does).
+        const std::string* known = b.statements.relay_find(p->key);
+        for (const auto& e : R.parses) {
+          if (!known && e.key == p->key && !e.server_name.empty()) known = &e.server_name;
+        }
+        if (known) {
+          // The server has it: the client's ParseComplete comes from here.
+          R.tracker.expect(relay::Expect::emit_parse_complete, tag);
+          R.parses.push_back({std::string(R.parse.name), p->key, "", false});
+          break;
+        }
+        std::string evicted;
+        std::string name = b.statements.relay_name(p->key, &evicted);
+        if (!evicted.empty()) {
+          relay::put_target(R.to_server, 'C', 'S', evicted);
+          R.tracker.expect(relay::Expect::swallow_close);
+        }
+        relay::put_parse(R.to_server, name, p->sql, p->param_oids);
+        R.tracker.expect(relay::Expect::parse, tag);
+        R.parses.push_back({std::string(R.parse.name), p->key, std::move(name), false});
+        break;
+      }
+      case 'B': {
+        relay::BindMsg m;
+        relay::parse_bind(body, m);
+        std::string name = server_name(client_statement(m.statement));
+        relay::put_bind(R.to_server, m.portal, name, m.rest);
+        R.tracker.expect(relay::Expect::bind);
+        break;
+      }
+      case 'D': {
+        relay::TargetMsg m;
+        relay::parse_target(body, m);
+        if (m.kind == 'S') {
+          std::string name = server_name(client_statement(m.name));
+          relay::put_target(R.to_server, 'D', 'S', name);
+        } else {
+          R.to_server.append(f.whole(buf));
+        }
+        R.tracker.expect(m.kind == 'S' ? relay::Expect::describe_statement
+                                       : relay::Expect::describe_portal);
+        break;
+      }
+      case 'C': {
+        relay::TargetMsg m;
+        relay::parse_target(body, m);
+        if (m.kind == 'S') {
+          // The client's name goes; the server keeps its copy for the next
+          // client that prepares the same statement.
+          ext().statements.erase(std::string(m.name));
+          R.tracker.expect(relay::Expect::emit_close_complete);
+        } else {
+          R.to_server.append(f.whole(buf));
+          R.tracker.expect(relay::Expect::close);
+        }
+        break;
+      }
+      case 'E':
+        R.to_server.append(f.whole(buf));
+        R.tracker.expect(relay::Expect::execute);
+        break;
+      case 'S':
+        R.to_server.append(f.whole(buf));
+        R.tracker.expect(relay::Expect::sync);
+        break;
+      case 'Q':
+        R.to_server.append(f.whole(buf));
+        R.tracker.expect(relay::Expect::query);
+        break;
+    }
+  }
+  in_.consume(total);  // `buf` and the frames are stale from here on
+
+  // ---- 5. Send, then pass the answers on until the batch's ReadyForQuery.
+  session_->relay_running(true);
+  session_->pool().metrics().relayed.fetch_add(1, std::memory_order_relaxed);
+  R.tracker.emit_due(out_);
+  std::string lost;      // why the backend is unusable
+  bool mid_row = false;  // a DataRow was half passed on when it was lost
+  bool client_gone = false;
+  size_t sent = 0;
+  while (sent < R.to_server.size()) {
+    ssize_t n = ::send(fd, R.to_server.data() + sent, R.to_server.size() - sent,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      co_await session_->relay_wait(fd, true);
+    } else {
+      lost = std::string("could not send to the server: ") + std::strerror(errno);
+      break;
+    }
+  }
+  char status = 'I';
+  bool done = false;
+  size_t passthrough = 0;  // bytes of a DataRow passed on as they arrive
+  bool drained = false;    // the last read took all the socket had
+  InBuffer& in = R.from_server;
+  while (lost.empty() && !done && !client_gone) {
+    // What is buffered first.
+    while (!done) {
+      auto v = in.view();
+      const char* data = reinterpret_cast<const char*>(v.data());
+      if (passthrough > 0) {
+        if (v.empty()) break;
+        size_t n = std::min(passthrough, v.size());
+        out_.append(data, n);
+        in.consume(n);
+        passthrough -= n;
+        continue;
+      }
+      if (v.size() < 5) break;
+      const char type = data[0];
+      const uint32_t len = be32(data + 1);
+      if (len < 4) {
+        lost = "a malformed message from the server";
+        break;
+      }
+      const size_t whole = size_t(len) + 1;
+      if (v.size() < whole && type != 'D') break;  // the rest is on its way
+      auto step = R.tracker.on_message(type);
+      if (step.unexpected) {
+        lost = fmt::format("an unexpected message ('{}') from the server", type);
+        break;
+      }
+      if (v.size() < whole) {  // a DataRow larger than what has arrived: pass it on as it comes
+        out_.append(data, v.size());
+        passthrough = whole - v.size();
+        in.consume(v.size());
+      } else {
+        std::string_view msg(data, whole);
+        std::string_view body = msg.substr(5);
+        if (type == 'E') {
+          auto state = relay::error_field(body, 'C');
+          metrics().sqlstate(state.size() == 5 ? state : std::string_view("XX000"));
+          auto severity = relay::error_field(body, 'V');
+          if (severity.empty()) severity = relay::error_field(body, 'S');
+          db::Error e;
+          e.sqlstate = std::string(state);
+          session_->explain_cancel(e);  // 57014: why wirepool cancelled it, if it did
+          if (severity == "FATAL" || severity == "PANIC" || !e.message.empty()) {
+            relay::put_error_as_error(out_, body, e.message);
+          } else {
+            out_.append(msg);
+          }
+        } else if (type == 'S') {
+          size_t nul = body.find('\0');
+          if (nul != std::string_view::npos) {
+            auto rest = body.substr(nul + 1);
+            db::ParameterChange c{std::string(body.substr(0, nul)),
+                                  std::string(rest.substr(0, rest.find('\0')))};
+            session_->on_parameter(c);
+            (void)session_->take_events();  // passed on below, as the server sent it
+          }
+          out_.append(msg);
+        } else {
+          if (type == 'Z') status = body.empty() ? 'I' : body[0];
+          if (step.forward) out_.append(msg);
+        }
+        in.consume(whole);
+      }
+      R.tracker.emit_due(out_);
+      done = step.done;
+      if (out_.size() >= kFlushBytes && !co_await flush()) {
+        client_gone = true;
+        break;
+      }
+    }
+    if (done || !lost.empty() || client_gone) break;
+    // The last read emptied the socket, so this one may wait: the rows so far
+    // go to the client while the server works on the rest.
+    if (drained && !out_.empty() && !co_await flush()) {
+      client_gone = true;
+      break;
+    }
+    in.reserve_tail(kRelayReadChunk);
+    boost::system::error_code ec;
+    const size_t space = in.space();
+    size_t n = co_await session_->relay_read(fd, in.tail(), space, ec);
+    drained = n < space;
+    if (n > 0) {
+      in.commit(n);
+    } else if (ec == asio::error::eof) {
+      lost = "the server closed the connection";
+    } else if (ec) {
+      lost = "could not receive from the server: " + ec.message();
+    }
+  }
+  mid_row = passthrough > 0;
+  session_->relay_running(false);
+  in.consume(in.size());
+  in.release();
+
+  if (client_gone || !lost.empty()) {
+    // The backend's stream is mid-answer: nobody can use it again.
+    b.conn.impl()->relay_done(db::TxState::idle, true);
+    if (!lost.empty()) {
+      spdlog::warn("client {}: backend of database \"{}\" lost: {}", peer_,
+                   session_->pool().config().name, lost);
+      session_->backend_lost();
+    } else {
+      session_->drop_backend();
+    }
+    session_->statement_end();
+    if (client_gone || mid_row) co_return Relayed::closed;
+    // The client gets an error and its ReadyForQuery; its transaction, if it
+    // had one, is gone with the backend.
+    if (!R.tracker.failed()) {
+      send_error("08006", "server connection lost: " + lost);
+    }
+    pg::Encoder(out_).ready_for_query('I');
+    co_return Relayed::yes;
+  }
+
+  const db::TxState state = status == 'T'   ? db::TxState::in_transaction
+                            : status == 'E' ? db::TxState::failed
+                                            : db::TxState::idle;
+  b.conn.impl()->relay_done(state, false);
+  std::vector<bool> ok(R.parses.size(), false);
+  for (int tag : R.tracker.confirmed()) {
+    if (tag < 0 || static_cast<size_t>(tag) >= R.parses.size()) continue;
+    ok[tag] = true;
+    auto& e = R.parses[tag];
+    if (!e.server_name.empty()) b.statements.relay_add(e.key, std::move(e.server_name));
+  }
+  if (R.tracker.failed()) {
+    // A Parse the server refused (or never reached) leaves no statement behind.
+    for (size_t i = 0; i < R.parses.size(); ++i) {
+      const auto& e = R.parses[i];
+      if (ok[i] || e.added || !ext_) continue;
+      auto it = ext_->statements.find(e.client_name);
+      if (it != ext_->statements.end() && it->second->key == e.key) ext_->statements.erase(it);
+    }
+  }
+  session_->statement_end();
+  session_->sync_tx_state();
+  session_->release_if_idle(false);
+  co_return Relayed::yes;
+}
+
+}  // namespace wirepool::server

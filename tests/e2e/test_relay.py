@@ -1,0 +1,267 @@
+"""The PostgreSQL relay (server/pg_relay.cpp, docs/protocol-postgres.md "The
+relay"): batches of a PostgreSQL client in transaction mode go to the
+PostgreSQL server as bytes.
+
+Covers, against the throwaway PostgreSQL of the CTest fixture `pg`:
+plain batches are relayed and SET is not (wirepool_relayed_batches_total);
+raw extended-protocol batches: a named statement prepared, executed and
+re-executed on other backends, a Parse the server refuses leaves no statement
+(26000 after it), a duplicate name is 42P05, Close drops the name, an unnamed
+statement, Describe of a statement, ReadyForQuery I/T/E through a transaction
+with a failed statement; a backend terminated in the middle of a transaction
+gives the client an error (not a closed connection) and its next transaction
+succeeds on another backend; a client that vanishes in the middle of a large
+result leaves the pool whole; statement_timeout cancels a relayed statement.
+"""
+
+import os
+import socket
+import struct
+import subprocess
+import time
+import unittest
+
+import psycopg2
+import psycopg2.errors
+
+from harness import WirepoolTestCase, psql, raw_login
+
+INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
+
+
+def pg_info():
+    import json
+    if not INFO_PATH or not os.path.exists(INFO_PATH):
+        raise unittest.SkipTest("no throwaway PostgreSQL (WIREPOOL_PG_INFO)")
+    with open(INFO_PATH) as f:
+        return json.load(f)
+
+
+def msg(t, body=b""):
+    return t + struct.pack("!I", len(body) + 4) + body
+
+
+def parse(name, sql, oids=()):
+    return msg(b"P", name.encode() + b"\0" + sql.encode() + b"\0" +
+               struct.pack("!H", len(oids)) + b"".join(struct.pack("!I", o) for o in oids))
+
+
+def bind(stmt, *values):
+    body = b"\0" + stmt.encode() + b"\0" + struct.pack("!H", 0) + struct.pack("!H", len(values))
+    for v in values:
+        body += struct.pack("!i", len(v)) + v.encode()
+    return msg(b"B", body + struct.pack("!H", 0))
+
+
+def describe(kind, name=""):
+    return msg(b"D", kind + name.encode() + b"\0")
+
+
+def execute():
+    return msg(b"E", b"\0" + struct.pack("!i", 0))
+
+
+def close_statement(name):
+    return msg(b"C", b"S" + name.encode() + b"\0")
+
+
+SYNC = msg(b"S")
+
+
+def query(sql):
+    return msg(b"Q", sql.encode() + b"\0")
+
+
+class Reader:
+    def __init__(self, sock):
+        self.s = sock
+        self.buf = b""
+
+    def one(self):
+        while len(self.buf) < 5 or len(self.buf) < 1 + struct.unpack("!I", self.buf[1:5])[0]:
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise AssertionError(f"closed; buffered {self.buf[:200]!r}")
+            self.buf += chunk
+        n = struct.unpack("!I", self.buf[1:5])[0]
+        t, body, self.buf = self.buf[:1].decode(), self.buf[5:1 + n], self.buf[1 + n:]
+        return t, body
+
+    def until_ready(self):
+        """Messages up to ReadyForQuery: [(type, body)], and the status."""
+        out = []
+        while True:
+            t, body = self.one()
+            if t == "Z":
+                return out, body.decode()
+            out.append((t, body))
+
+
+def sqlstate(body):
+    for field in body.split(b"\0"):
+        if field[:1] == b"C":
+            return field[1:].decode()
+    return None
+
+
+def database_entry(info, name, mode, max_conns):
+    return f"""
+  - name: {name}
+    driver: postgresql
+    connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
+    password_env: WIREPOOL_TEST_PG_PASSWORD
+    pool: {{ mode: {mode}, max: {max_conns} }}
+"""
+
+
+class RelayTest(WirepoolTestCase):
+    users = "- { name: alice, password: wonderland }"
+    http = True
+
+    @classmethod
+    def setUpClass(cls):
+        cls.info = pg_info()
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
+        cls.databases = database_entry(cls.info, "pg", "transaction", 3)
+        super().setUpClass()
+
+    @classmethod
+    def direct(cls):
+        i = cls.info
+        return (f"postgresql://{i['user']}:{i['password']}@{i['host']}:{i['port']}/"
+                f"{i['database']}")
+
+    def relayed(self):
+        return sum(v for k, v in self.wp.metrics().items()
+                   if k.startswith("wirepool_relayed_batches_total") and 'database="pg"' in k)
+
+    def raw(self):
+        s = raw_login(self.wp.port, database="pg")
+        return s, Reader(s)
+
+    def test_plain_batches_are_relayed_and_settings_are_not(self):
+        before = self.relayed()
+        r = psql(self.wp.dsn(database="pg"), "-At", "-c", "SELECT 40 + 2")
+        self.assertEqual(r.stdout.strip(), "42")
+        after_select = self.relayed()
+        self.assertGreaterEqual(after_select, before + 1)
+        psql(self.wp.dsn(database="pg"), "-c", "SET application_name = 'not-relayed'")
+        self.assertEqual(self.relayed(), after_select)
+
+    def test_extended_batches_through_the_relay(self):
+        before = self.relayed()
+        s, rd = self.raw()
+        try:
+            # A named statement: prepared on the server under wirepool's name.
+            s.sendall(parse("s1", "SELECT $1::int + 1 AS v", (23,)) + bind("s1", "41") +
+                      execute() + SYNC)
+            msgs, status = rd.until_ready()
+            self.assertEqual([t for t, _ in msgs], ["1", "2", "D", "C"])
+            self.assertIn(b"42", msgs[2][1])
+            self.assertEqual(status, "I")
+            # Executed again many times: other backends get it prepared first.
+            for i in range(12):
+                s.sendall(bind("s1", str(i)) + describe(b"P") + execute() + SYNC)
+                msgs, status = rd.until_ready()
+                self.assertEqual([t for t, _ in msgs], ["2", "T", "D", "C"])
+                self.assertIn(str(i + 1).encode(), msgs[2][1])
+            # Describe of the statement: the server's parameter types.
+            s.sendall(describe(b"S", "s1") + SYNC)
+            msgs, _ = rd.until_ready()
+            self.assertEqual([t for t, _ in msgs], ["t", "T"])
+            self.assertEqual(struct.unpack("!HI", msgs[0][1][:6]), (1, 23))
+            # The same name again: 42P05.
+            s.sendall(parse("s1", "SELECT 2") + SYNC)
+            msgs, _ = rd.until_ready()
+            self.assertEqual(sqlstate(msgs[0][1]), "42P05")
+            # A Parse the server refuses leaves no statement behind. (A Parse
+            # alone, while no backend is held, is answered at once and
+            # prepared on first use: docs/protocol-postgres.md.)
+            s.sendall(parse("bad", "SELECT * FROM no_such_table") + bind("bad") + execute() +
+                      SYNC)
+            msgs, _ = rd.until_ready()
+            self.assertEqual([t for t, _ in msgs], ["E"])
+            self.assertEqual(sqlstate(msgs[0][1]), "42P01")
+            s.sendall(bind("bad") + execute() + SYNC)
+            msgs, _ = rd.until_ready()
+            self.assertEqual(sqlstate(msgs[0][1]), "26000")
+            # Close drops the client's name.
+            s.sendall(close_statement("s1") + SYNC)
+            msgs, _ = rd.until_ready()
+            self.assertEqual([t for t, _ in msgs], ["3"])
+            s.sendall(bind("s1", "1") + execute() + SYNC)
+            msgs, _ = rd.until_ready()
+            self.assertEqual(sqlstate(msgs[0][1]), "26000")
+            # Unnamed statements, and the transaction state in ReadyForQuery.
+            s.sendall(query("BEGIN"))
+            _, status = rd.until_ready()
+            self.assertEqual(status, "T")
+            s.sendall(parse("", "SELECT $1::text || 'b'") + bind("", "a") + execute() + SYNC)
+            msgs, status = rd.until_ready()
+            self.assertEqual([t for t, _ in msgs], ["1", "2", "D", "C"])
+            self.assertIn(b"ab", msgs[2][1])
+            self.assertEqual(status, "T")
+            s.sendall(parse("", "SELECT 1/0") + bind("") + execute() + SYNC)
+            msgs, status = rd.until_ready()
+            self.assertEqual(sqlstate(msgs[-1][1]), "22012")
+            self.assertEqual(status, "E")
+            s.sendall(query("ROLLBACK"))
+            _, status = rd.until_ready()
+            self.assertEqual(status, "I")
+        finally:
+            s.close()
+        self.assertGreaterEqual(self.relayed(), before + 15)
+
+    def test_terminated_backend_mid_transaction(self):
+        c = psycopg2.connect(self.wp.kv(database="pg"))
+        cur = c.cursor()
+        cur.execute("SELECT pg_backend_pid()")  # BEGIN, then the SELECT: a transaction
+        pid = cur.fetchone()[0]
+        psql(self.direct(), "-c", f"SELECT pg_terminate_backend({pid})")
+        time.sleep(0.2)
+        with self.assertRaises(psycopg2.Error):
+            cur.execute("SELECT 1")
+        self.assertEqual(c.closed, 0)  # the client's connection to wirepool stays
+        c.rollback()
+        cur.execute("SELECT pg_backend_pid()")
+        self.assertNotEqual(cur.fetchone()[0], pid)
+        c.commit()
+        c.close()
+        self.assertIn("lost", self.wp.log())
+
+    def test_client_vanishing_mid_result_leaves_the_pool_whole(self):
+        for _ in range(3):
+            s, rd = self.raw()
+            s.sendall(query("SELECT repeat('x', 1000) FROM generate_series(1, 100000)"))
+            rd.one()
+            rd.one()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        # Every backend of the pool (3) serves again.
+        conns = [psycopg2.connect(self.wp.kv(database="pg")) for _ in range(3)]
+        curs = [c.cursor() for c in conns]
+        for cur in curs:
+            cur.execute("SELECT 7")  # each holds a backend in its transaction
+        for cur in curs:
+            self.assertEqual(cur.fetchone()[0], 7)
+        for c in conns:
+            c.close()
+
+    def test_statement_timeout_cancels_a_relayed_statement(self):
+        c = psycopg2.connect(self.wp.kv(database="pg"))
+        c.autocommit = True
+        cur = c.cursor()
+        cur.execute("SET statement_timeout = '300ms'")
+        started = time.time()
+        with self.assertRaises(psycopg2.errors.QueryCanceled) as ctx:
+            cur.execute("SELECT pg_sleep(5)")
+        self.assertLess(time.time() - started, 3)
+        self.assertIn("statement timeout", str(ctx.exception))
+        cur.execute("RESET statement_timeout")
+        cur.execute("SELECT 1")
+        self.assertEqual(cur.fetchone()[0], 1)
+        c.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
