@@ -1,6 +1,8 @@
 #include "server/client_connection.hpp"
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -237,6 +239,37 @@ awaitable<bool> ClientConnection::flush() {
   }
   out_.clear();
   co_return true;
+}
+
+void ClientConnection::sweep(TimePoint now) {
+  expire_io(now);
+  if (session_) {
+    if (auto d = session_->statement_deadline(); d && now >= *d) {
+      session_->cancel(CancelReason::timeout);
+    }
+  }
+}
+
+void ClientConnection::drain() {
+  draining_ = true;
+  if (idle_wait_ && (!session_ || !session_->in_transaction())) {
+    boost::system::error_code ec;
+    socket_.cancel(ec);
+  }
+}
+
+void ClientConnection::terminate() {
+  draining_ = true;
+  terminating_ = true;
+  boost::system::error_code ec;
+  socket_.cancel(ec);
+  if (session_) session_->cancel(CancelReason::user);
+}
+
+void ClientConnection::on_readable(boost::system::error_code ec) {
+  idle_wait_ = false;
+  io_deadline_.reset();
+  asio::co_spawn(loop_.io, resume(ec), asio::detached);
 }
 
 void ClientConnection::expire_io(TimePoint now) {

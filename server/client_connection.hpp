@@ -52,6 +52,16 @@ class InBuffer {
 bool address_allowed(const config::Listener& listener, const boost::asio::ip::address& addr);
 
 class ClientConnection : public Client {
+ public:
+  /// The loop's sweep: the I/O deadline, and the statement deadline of the
+  /// session's running statement (cancelled as a timeout).
+  void sweep(TimePoint now) override;
+  /// Stop taking work: an idle client outside a transaction is closed at once
+  /// (the protocol's resume sees draining_), others after their transaction.
+  void drain() override;
+  /// The grace is over: closed now, its running statement cancelled.
+  void terminate() override;
+
  protected:
   /// `protocol`: where its connection, byte and TLS counts go (/metrics).
   ClientConnection(Loop& loop, ClientSocket socket, ProtocolIndex protocol);
@@ -87,6 +97,13 @@ class ClientConnection : public Client {
   /// the user, or one signed by tls.client_ca whose common name is the user.
   std::optional<std::string> certificate_refusal(const UserRecord& user,
                                                  const config::Tls& tls) const;
+  /// The idle wait ended (data, a timeout, the drain, an error): resume() runs
+  /// in a fresh coroutine. Protocols wait for an idle client with
+  /// socket_.async_wait and this as the handler, so an idle client holds no
+  /// coroutine frame.
+  void on_readable(boost::system::error_code ec);
+  /// Goes on after the idle wait: the protocol serves the client or ends it.
+  virtual boost::asio::awaitable<void> resume(boost::system::error_code ec) = 0;
   /// Sends close_notify (best effort, never waits), shuts the socket down and closes it.
   void close_transport();
   /// Fills what every connection knows of `out` (addresses, times, TLS) and,
@@ -110,6 +127,11 @@ class ClientConnection : public Client {
   bool want_write_ = false;        ///< what the last would_block waits for
   std::optional<TimePoint> io_deadline_;
   bool timed_out_ = false;
+  /// The client's session once logged in (none for the admin console).
+  std::unique_ptr<Session> session_;
+  bool idle_wait_ = false;    ///< waiting for the client between requests
+  bool draining_ = false;     ///< shutdown or reload: finish, then close
+  bool terminating_ = false;  ///< shutdown_grace is over
 
  private:
   size_t tls_error(int result, boost::system::error_code& ec);

@@ -199,31 +199,6 @@ void PgClient::start(std::shared_ptr<PgClient> client) {
   asio::co_spawn(io, client->begin(), asio::detached);  // begin() keeps the client alive
 }
 
-void PgClient::sweep(TimePoint now) {
-  expire_io(now);
-  if (session_) {
-    if (auto d = session_->statement_deadline(); d && now >= *d) {
-      session_->cancel(CancelReason::timeout);
-    }
-  }
-}
-
-void PgClient::drain() {
-  draining_ = true;
-  if (idle_wait_ && (!session_ || !session_->in_transaction())) {
-    boost::system::error_code ec;
-    socket_.cancel(ec);
-  }
-}
-
-void PgClient::terminate() {
-  draining_ = true;
-  terminating_ = true;
-  boost::system::error_code ec;
-  socket_.cancel(ec);
-  if (session_) session_->cancel(CancelReason::user);
-}
-
 void PgClient::cancel_request() {
   // Any thread (the registry keeps the client alive meanwhile): the session is
   // only touched on its own loop.
@@ -640,7 +615,7 @@ awaitable<void> PgClient::serve_admin() {
     for (;;) {
       bool open = true;
       for (;;) {
-        if (session_ && !skip_until_sync_ && session_->pool().pg_native() &&
+        if (session_ && !skip_until_sync_ && !in_.empty() && session_->pool().pg_native() &&
             session_->mode() == config::PoolMode::transaction) {
           // PostgreSQL backends in transaction mode: batches the relay takes
           // go to the server as bytes (pg_relay.cpp).
@@ -842,12 +817,6 @@ awaitable<void> PgClient::begin() {
   }
 }
 
-void PgClient::on_readable(boost::system::error_code ec) {
-  idle_wait_ = false;
-  io_deadline_.reset();
-  asio::co_spawn(loop_.io, resume(ec), asio::detached);
-}
-
 awaitable<void> PgClient::resume(boost::system::error_code ec) {
   auto self = shared_from_this();
   bool close = false;
@@ -890,7 +859,7 @@ awaitable<void> PgClient::serve(bool readable) {
       // Handle every complete message in the buffer.
       bool open = true;
       for (;;) {
-        if (session_ && !skip_until_sync_ && session_->pool().pg_native() &&
+        if (session_ && !skip_until_sync_ && !in_.empty() && session_->pool().pg_native() &&
             session_->mode() == config::PoolMode::transaction) {
           // PostgreSQL backends in transaction mode: batches the relay takes
           // go to the server as bytes (pg_relay.cpp).

@@ -35,9 +35,6 @@ class PgClient final : public ClientConnection,
   /// Spawns the client's coroutine on its loop.
   static void start(std::shared_ptr<PgClient> client);
 
-  void sweep(TimePoint now) override;
-  void drain() override;
-  void terminate() override;
   void cancel_request() override;
   bool describe(ClientInfo& out) const override;
   std::string_view database() const override;
@@ -73,9 +70,7 @@ class PgClient final : public ClientConnection,
   /// coroutine, see on_readable) or leaves (then ends it).
   /// `readable`: the socket has data (after an idle wait): read it first.
   boost::asio::awaitable<void> serve(bool readable);
-  /// The idle wait ended: data, a timeout, the drain, or an error.
-  void on_readable(boost::system::error_code ec);
-  boost::asio::awaitable<void> resume(boost::system::error_code ec);
+  boost::asio::awaitable<void> resume(boost::system::error_code ec) override;
   /// Closes readers, releases the backend, closes the socket.
   boost::asio::awaitable<void> end();
   void arm_idle_deadline();
@@ -178,12 +173,8 @@ class PgClient final : public ClientConnection,
 
   Server& server_;
   const config::Listener& listener_;
-  bool idle_wait_ = false;
-  bool draining_ = false;
-  bool terminating_ = false;  ///< shutdown_grace is over
   bool counted_ = false;
   int32_t pid_ = 0;
-  std::unique_ptr<Session> session_;
   /// Set for an admin console client (no session): the admin user's name.
   std::string admin_user_;
   /// Extended-protocol state, allocated on first use and dropped when empty

@@ -221,31 +221,6 @@ void TdsClient::start(std::shared_ptr<TdsClient> client) {
   asio::co_spawn(io, client->begin(), asio::detached);
 }
 
-void TdsClient::sweep(TimePoint now) {
-  expire_io(now);
-  if (session_) {
-    if (auto d = session_->statement_deadline(); d && now >= *d) {
-      session_->cancel(CancelReason::timeout);
-    }
-  }
-}
-
-void TdsClient::drain() {
-  draining_ = true;
-  if (idle_wait_ && (!session_ || !session_->in_transaction())) {
-    boost::system::error_code ec;
-    socket_.cancel(ec);
-  }
-}
-
-void TdsClient::terminate() {
-  draining_ = true;
-  terminating_ = true;
-  boost::system::error_code ec;
-  socket_.cancel(ec);
-  if (session_) session_->cancel(CancelReason::user);
-}
-
 // ---------------------------------------------------------------------------
 // Framing
 
@@ -711,12 +686,6 @@ awaitable<void> TdsClient::begin() {
   } else {
     co_await end();
   }
-}
-
-void TdsClient::on_readable(boost::system::error_code ec) {
-  idle_wait_ = false;
-  io_deadline_.reset();
-  asio::co_spawn(loop_.io, resume(ec), asio::detached);
 }
 
 awaitable<void> TdsClient::resume(boost::system::error_code ec) {

@@ -30,9 +30,6 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   /// Spawns the client's coroutine on its loop.
   static void start(std::shared_ptr<TdsClient> client);
 
-  void sweep(TimePoint now) override;
-  void drain() override;
-  void terminate() override;
   bool describe(ClientInfo& out) const override;
   std::string_view database() const override;
 
@@ -55,8 +52,7 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   /// The next whole message (bounded by the login deadline or the I/O timeout).
   boost::asio::awaitable<std::optional<tds::Message>> read_message();
   boost::asio::awaitable<void> serve(bool readable);
-  void on_readable(boost::system::error_code ec);
-  boost::asio::awaitable<void> resume(boost::system::error_code ec);
+  boost::asio::awaitable<void> resume(boost::system::error_code ec) override;
   boost::asio::awaitable<void> end();
   void arm_idle_deadline();
 
@@ -119,9 +115,6 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   uint8_t packet_id_ = 1;  ///< of the next packet of the current response
   uint32_t packet_size_ = tds::kDefaultPacketSize;
   std::vector<tds::Message> pending_;  ///< requests that arrived while one ran
-  bool idle_wait_ = false;
-  bool draining_ = false;
-  bool terminating_ = false;
   bool counted_ = false;
   bool running_ = false;    ///< a request is being answered (ATTENTION is watched)
   bool attention_ = false;  ///< an ATTENTION arrived for it
@@ -135,7 +128,6 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   std::string user_;
   int32_t next_handle_ = 1;
   std::map<int32_t, Prepared> prepared_;
-  std::unique_ptr<Session> session_;
 };
 
 }  // namespace wirepool::server

@@ -21,6 +21,7 @@
 
 #include "backends/db.hpp"
 #include "backends/odbc/odbc_driver.hpp"
+#include "tests/integration/server_info.hpp"
 
 namespace wirepool::odbc_it {
 
@@ -38,40 +39,7 @@ inline Param P(Value v) {
   return p;
 }
 
-/// A fixture's info.json: top-level strings and numbers.
-inline std::map<std::string, std::string> read_info(const char* env) {
-  std::map<std::string, std::string> out;
-  const char* path = std::getenv(env);
-  if (path == nullptr) return out;
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  size_t i = 0;
-  while ((i = text.find('"', i)) != std::string::npos) {
-    const size_t kend = text.find('"', i + 1);
-    if (kend == std::string::npos) break;
-    const std::string key = text.substr(i + 1, kend - i - 1);
-    size_t j = text.find_first_not_of(" \t\n", kend + 1);
-    if (j == std::string::npos || text[j] != ':') {
-      i = kend + 1;
-      continue;
-    }
-    j = text.find_first_not_of(" \t\n", j + 1);
-    if (text[j] == '"') {
-      const size_t vend = text.find('"', j + 1);
-      out.emplace(key, text.substr(j + 1, vend - j - 1));
-      i = vend + 1;
-    } else if (text[j] == '{') {
-      i = text.find('}', j);  // nested objects (tls) are not needed here
-    } else {
-      const size_t vend = text.find_first_of(",}\n", j);
-      out.emplace(key, text.substr(j, vend - j));
-      i = vend;
-    }
-  }
-  return out;
-}
+using it::read_info;  // tests/integration/server_info.hpp
 
 /// One ODBC driver and the database it reaches.
 enum class Target { postgresql, mariadb, sqlite };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/db.hpp"
+#include "tests/integration/server_info.hpp"
 
 namespace wirepool::pg_it {
 
@@ -38,67 +39,16 @@ inline Value I(int64_t v) {
   return Value::int64(v);
 }
 
-/// The fixture server's info.json: strings and numbers, and objects one level
-/// deep whose keys read as "object.key" ("tls.ca").
-class ServerInfo {
+/// The fixture server's info.json (tests/integration/server_info.hpp).
+class ServerInfo : public it::ServerInfo {
  public:
   static const ServerInfo& get() {
-    static const ServerInfo info = load();
+    static const ServerInfo info(it::read_info("WIREPOOL_PG_INFO"));
     return info;
   }
-  std::string str(const std::string& key) const {
-    auto it = fields_.find(key);
-    return it == fields_.end() ? std::string() : it->second;
-  }
-  bool ok() const { return !fields_.empty(); }
 
  private:
-  static ServerInfo load() {
-    ServerInfo info;
-    const char* path = std::getenv("WIREPOOL_PG_INFO");
-    if (path == nullptr) return info;
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
-    // "key": "value" | number | { ... }
-    std::string prefix;
-    size_t i = 0;
-    for (;;) {
-      const size_t quote = text.find('"', i);
-      const size_t close = text.find('}', i);
-      if (!prefix.empty() && close < quote) {  // the end of a nested object
-        prefix.clear();
-        i = close + 1;
-        continue;
-      }
-      i = quote;
-      if (i == std::string::npos) break;
-      const size_t kend = text.find('"', i + 1);
-      if (kend == std::string::npos) break;
-      const std::string key = prefix + text.substr(i + 1, kend - i - 1);
-      size_t j = text.find_first_not_of(" \t\n", kend + 1);
-      if (j == std::string::npos || text[j] != ':') {
-        i = kend + 1;
-        continue;
-      }
-      j = text.find_first_not_of(" \t\n", j + 1);
-      if (text[j] == '{') {
-        prefix = key + ".";
-        i = j + 1;
-      } else if (text[j] == '"') {
-        const size_t vend = text.find('"', j + 1);
-        info.fields_[key] = text.substr(j + 1, vend - j - 1);
-        i = vend + 1;
-      } else {
-        const size_t vend = text.find_first_of(",}\n", j);
-        info.fields_[key] = text.substr(j, vend - j);
-        i = vend;
-      }
-    }
-    return info;
-  }
-  std::map<std::string, std::string> fields_;
+  using it::ServerInfo::ServerInfo;
 };
 
 /// Calls f() until it stops answering would_block (db::call_blocking).

@@ -17,6 +17,7 @@
 
 #include "backends/db.hpp"
 #include "protocol/tds/codec.hpp"
+#include "tests/integration/server_info.hpp"
 
 namespace wirepool::tds_it {
 
@@ -40,74 +41,28 @@ inline Value I(int64_t v) {
   return Value::int64(v);
 }
 
-/// info.json: strings and numbers, objects one level deep as "object.key".
-class ServerInfo {
+/// The fixture server's info.json (tests/integration/server_info.hpp).
+class ServerInfo : public it::ServerInfo {
  public:
   static const ServerInfo& get() {
     static const ServerInfo info = load();
     return info;
   }
-  std::string str(const std::string& key) const {
-    auto it = fields_.find(key);
-    return it == fields_.end() ? std::string() : it->second;
+  /// The fixture serves the PostgreSQL database `pgapp` too.
+  bool has_pg() const {
+    return (',' + str("databases") + ',').find(",pgapp,") != std::string::npos;
   }
-  bool ok() const { return !fields_.empty(); }
-  bool has_pg() const { return str("has_pg") == "1"; }
 
  private:
+  using it::ServerInfo::ServerInfo;
   static ServerInfo load() {
-    ServerInfo info;
     // Test-only: a planted defect for this run (see the header comment).
     if (const char* d = std::getenv("WIREPOOL_TDS_PLANTED_DEFECT")) {
       tds::set_planted_defect_for_test(tds::planted_defect_from_name(d));
     }
     std::signal(SIGPIPE, SIG_IGN);
-    const char* path = std::getenv("WIREPOOL_TDS_INFO");
-    if (path == nullptr) return info;
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
-    if (text.find("\"pgapp\"") != std::string::npos) info.fields_["has_pg"] = "1";
-    std::string prefix;
-    size_t i = 0;
-    for (;;) {
-      const size_t quote = text.find('"', i);
-      const size_t close = text.find('}', i);
-      if (!prefix.empty() && close < quote) {
-        prefix.clear();
-        i = close + 1;
-        continue;
-      }
-      i = quote;
-      if (i == std::string::npos) break;
-      const size_t kend = text.find('"', i + 1);
-      if (kend == std::string::npos) break;
-      const std::string key = prefix + text.substr(i + 1, kend - i - 1);
-      size_t j = text.find_first_not_of(" \t\n", kend + 1);
-      if (j == std::string::npos || text[j] != ':') {
-        i = kend + 1;
-        continue;
-      }
-      j = text.find_first_not_of(" \t\n", j + 1);
-      if (text[j] == '{') {
-        prefix = key + ".";
-        i = j + 1;
-      } else if (text[j] == '"') {
-        const size_t vend = text.find('"', j + 1);
-        info.fields_[key] = text.substr(j + 1, vend - j - 1);
-        i = vend + 1;
-      } else if (text[j] == '[') {
-        i = text.find(']', j) + 1;
-      } else {
-        const size_t vend = text.find_first_of(",}\n", j);
-        info.fields_[key] = text.substr(j, vend - j);
-        i = vend;
-      }
-    }
-    return info;
+    return ServerInfo(it::read_info("WIREPOOL_TDS_INFO"));
   }
-  std::map<std::string, std::string> fields_;
 };
 
 /// OpenOptions for `database` on the fixture, with its CA and pin.
