@@ -7,8 +7,8 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
@@ -79,7 +79,10 @@ struct Backend {
 
   /// Non-blocking drivers: the backend socket, watched on the event loop of the
   /// session that holds the backend (re-made when another loop leases it).
-  std::unique_ptr<boost::asio::posix::stream_descriptor> watcher;
+  /// A socket object, not a descriptor: its reads through the reactor skip
+  /// the speculative read() after one that emptied the socket (the relay reads
+  /// the backend right after writing to it, when nothing can be there yet).
+  std::unique_ptr<boost::asio::generic::stream_protocol::socket> watcher;
   int watched_fd = -1;
 
   /// PostgreSQL backends: the session settings applied to it beyond its own

@@ -33,8 +33,6 @@ namespace relay = pg::relay;
 /// answers, so a batch must fit in the socket buffers (a larger one waits for
 /// the ordinary path, which reads while it writes).
 inline constexpr size_t kMaxRelayBatchBytes = 256 * 1024;
-/// Reads from the server take up to this much at once.
-inline constexpr size_t kRelayReadChunk = 32 * 1024;
 namespace {
 
 /// Statements the relay sends as they are: they change nothing wirepool keeps
@@ -447,7 +445,7 @@ awaitable<PgClient::Relayed> PgClient::relay() {
       client_gone = true;
       break;
     }
-    in.reserve_tail(kRelayReadChunk);
+    in.reserve_tail(kReadChunk);
     boost::system::error_code ec;
     const size_t space = in.space();
     size_t n = co_await session_->relay_read(fd, in.tail(), space, ec);
