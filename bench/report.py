@@ -64,8 +64,16 @@ def pooler_table(w):
         cells = []
         for t in TARGETS:
             e = m[t]
-            cells.append("failed" if med(e, "tps") is None else fmt(med(e, "tps")) +
-                         spread(e, "tps"))
+            failed_runs = e.get("failed_runs") or 0
+            if med(e, "tps") is None:
+                cells.append("failed")
+            elif failed_runs:
+                # Reported, not dropped: the median is of the rounds that ran.
+                ran = (e.get("tps") or {}).get("n", 0)
+                cells.append(f"{fmt(med(e, 'tps'))}{spread(e, 'tps')}, "
+                             f"**failed in {failed_runs} of {failed_runs + ran} rounds**")
+            else:
+                cells.append(fmt(med(e, "tps")) + spread(e, "tps"))
         p50 = " / ".join(fmt(med(m[t], "p50_ms"), 2) for t in TARGETS)
         p99 = " / ".join(fmt(med(m[t], "p99_ms"), 2) for t in TARGETS)
         cpu = " / ".join(fmt(med(m[t], "cpu_s"), 1) for t in ("pgbouncer", "wirepool"))
