@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -27,26 +26,6 @@ void InBuffer::consume(size_t n) {
   if (begin_ == end_) begin_ = end_ = 0;
 }
 
-namespace {
-/// Read buffers of kReadChunk bytes, kept for reuse on their thread: a client's
-/// buffer is released whenever it goes idle and wanted again with its next
-/// message (and the relay's for every batch), so a busy loop would otherwise
-/// allocate and free one per transaction. At most kCachedChunks per thread.
-constexpr size_t kCachedChunks = 64;
-thread_local std::vector<std::unique_ptr<uint8_t[]>> cached_chunks;
-
-std::unique_ptr<uint8_t[]> take_chunk() {
-  if (cached_chunks.empty()) return std::make_unique_for_overwrite<uint8_t[]>(kReadChunk);
-  auto chunk = std::move(cached_chunks.back());
-  cached_chunks.pop_back();
-  return chunk;
-}
-
-void give_chunk(std::unique_ptr<uint8_t[]> chunk) {
-  if (cached_chunks.size() < kCachedChunks) cached_chunks.push_back(std::move(chunk));
-}
-}  // namespace
-
 void InBuffer::reserve_tail(size_t n) {
   if (cap_ - end_ >= n) return;
   size_t used = end_ - begin_;
@@ -54,9 +33,8 @@ void InBuffer::reserve_tail(size_t n) {
     std::memmove(data_.get(), data_.get() + begin_, used);
   } else {
     size_t cap = std::max({cap_ * 2, used + n, kReadChunk});
-    auto fresh = cap == kReadChunk ? take_chunk() : std::make_unique_for_overwrite<uint8_t[]>(cap);
+    auto fresh = std::make_unique_for_overwrite<uint8_t[]>(cap);
     if (used) std::memcpy(fresh.get(), data_.get() + begin_, used);
-    if (cap_ == kReadChunk) give_chunk(std::move(data_));
     data_ = std::move(fresh);
     cap_ = cap;
   }
@@ -66,11 +44,7 @@ void InBuffer::reserve_tail(size_t n) {
 
 void InBuffer::release() {
   if (!empty()) return;
-  if (cap_ == kReadChunk) {
-    give_chunk(std::move(data_));
-  } else {
-    data_.reset();
-  }
+  data_.reset();
   begin_ = end_ = cap_ = 0;
 }
 

@@ -615,17 +615,6 @@ awaitable<void> PgClient::serve_admin() {
     for (;;) {
       bool open = true;
       for (;;) {
-        if (session_ && !skip_until_sync_ && !in_.empty() && session_->pool().pg_native() &&
-            session_->mode() == config::PoolMode::transaction) {
-          // PostgreSQL backends in transaction mode: batches the relay takes
-          // go to the server as bytes (pg_relay.cpp).
-          auto r = co_await relay();
-          if (r == Relayed::closed) {
-            open = false;
-            break;
-          }
-          if (r == Relayed::yes) continue;
-        }
         auto d = pg::decode_frontend(in_.view(), max_msg);
         if (d.status == pg::DecodeStatus::need_more) break;
         if (d.status == pg::DecodeStatus::error) {
