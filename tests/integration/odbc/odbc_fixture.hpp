@@ -22,6 +22,7 @@
 #include "backends/db.hpp"
 #include "backends/odbc/odbc_driver.hpp"
 #include "tests/integration/server_info.hpp"
+#include "tests/integration/table.hpp"
 
 namespace wirepool::odbc_it {
 
@@ -94,36 +95,9 @@ inline db::OpenOptions options_for(Target t, std::string extra = "") {
   return o;
 }
 
-/// One result of a query, read whole.
-struct Table {
-  std::vector<Column> columns;
-  std::vector<std::vector<Value>> rows;
-  CommandInfo info;
-};
-
-inline db::Result<Table> read_all(db::Rows& rows) {
-  Table t;
-  t.columns.assign(rows.columns().begin(), rows.columns().end());
-  std::vector<Value> row(t.columns.size());
-  for (;;) {
-    auto more = rows.next(row);
-    if (!more.ok()) return more.take_error();
-    if (!more.value()) break;
-    t.rows.push_back(row);
-  }
-  t.info = rows.command();
-  return t;
-}
-
-inline db::Result<Table> fetch(Connection& c, std::string_view sql,
-                               std::vector<Param> params = {}) {
-  auto rows = c.query(sql, params);
-  if (!rows.ok()) return rows.take_error();
-  auto t = read_all(rows.value());
-  auto closed = rows->close();
-  if (t.ok() && !closed.ok()) return closed.take_error();
-  return t;
-}
+using it::fetch;  // tests/integration/table.hpp
+using it::read_all;
+using it::Table;
 
 inline void exec(Connection& c, std::string_view sql, std::vector<Param> params = {}) {
   auto t = fetch(c, sql, std::move(params));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/db.hpp"
+#include "tests/integration/table.hpp"
 
 namespace wirepool::sqlite_it {
 
@@ -35,37 +36,9 @@ inline Value I(int64_t v) {
   return Value::int64(v);
 }
 
-/// One result of a query, read whole.
-struct Table {
-  std::vector<Column> columns;
-  std::vector<std::vector<Value>> rows;
-  CommandInfo info;
-};
-
-/// Reads the current result of `rows` to its end.
-inline db::Result<Table> read_all(db::Rows& rows) {
-  Table t;
-  t.columns.assign(rows.columns().begin(), rows.columns().end());
-  std::vector<Value> row(t.columns.size());
-  for (;;) {
-    auto more = rows.next(row);
-    if (!more.ok()) return more.take_error();
-    if (!more.value()) break;
-    t.rows.push_back(row);
-  }
-  t.info = rows.command();
-  return t;
-}
-
-/// Runs `sql` and reads its first result whole.
-inline db::Result<Table> fetch(Connection& c, std::string_view sql,
-                               std::vector<Param> params = {}) {
-  auto rows = c.query(sql, params);
-  if (!rows.ok()) return rows.take_error();
-  auto t = read_all(rows.value());
-  (void)rows->close();
-  return t;
-}
+using it::fetch;  // tests/integration/table.hpp
+using it::read_all;
+using it::Table;
 
 /// The single value of a one-row, one-column query.
 inline Value scalar(Connection& c, std::string_view sql, std::vector<Param> params = {}) {

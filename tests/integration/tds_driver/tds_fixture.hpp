@@ -18,6 +18,7 @@
 #include "backends/db.hpp"
 #include "protocol/tds/codec.hpp"
 #include "tests/integration/server_info.hpp"
+#include "tests/integration/table.hpp"
 
 namespace wirepool::tds_it {
 
@@ -83,36 +84,9 @@ inline db::Result<Connection> open(const db::OpenOptions& o) {
   return d->open(o);
 }
 
-/// One result, read whole.
-struct Table {
-  std::vector<Column> columns;
-  std::vector<std::vector<Value>> rows;
-  CommandInfo info;
-};
-
-inline db::Result<Table> read_all(db::Rows& rows) {
-  Table t;
-  t.columns.assign(rows.columns().begin(), rows.columns().end());
-  std::vector<Value> row(t.columns.size());
-  for (;;) {
-    auto more = rows.next(row);
-    if (!more.ok()) return more.take_error();
-    if (!more.value()) break;
-    t.rows.push_back(row);
-  }
-  t.info = rows.command();
-  return t;
-}
-
-/// Runs `sql` and reads its first result whole.
-inline db::Result<Table> fetch(Connection& c, std::string_view sql,
-                               std::vector<Param> params = {}) {
-  auto r = c.query(sql, params);
-  if (!r.ok()) return r.take_error();
-  auto t = read_all(r.value());
-  (void)r.value().close();
-  return t;
-}
+using it::fetch;  // tests/integration/table.hpp
+using it::read_all;
+using it::Table;
 
 #define TDS_FIXTURE_OR_SKIP()                                                  \
   do {                                                                         \
