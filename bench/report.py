@@ -160,7 +160,11 @@ def main():
             md += ["![pgbench -S, 32 clients](performance/poolers.svg)", ""]
     if "many" in w:
         p = w["many"]
-        md += [f"## 2. Many clients: the same with {p['clients']} clients", "",
+        md += [f"## 2. Many clients: the same with {p['clients']} clients", ""]
+        if p.get("rounds") != st["rounds"] or p.get("seconds") != st["seconds"]:
+            md += [f"{p.get('rounds')} counted rounds, {p.get('seconds')} s per pgbench run "
+                   "(500 SCRAM logins need seconds of their own).", ""]
+        md += [
                pooler_table(p), "",
                "wirepool `-M prepared` / PgBouncer `-M simple`: "
                f"**{fmt(p['summary'].get('wirepool_prepared/pgbouncer_simple'), 3)}**", ""]
