@@ -25,17 +25,8 @@ import psycopg2
 import psycopg2.errors
 
 from harness import WirepoolTestCase, psql, raw_login
-
-INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
-
-
-def pg_info():
-    import json
-    if not INFO_PATH or not os.path.exists(INFO_PATH):
-        raise unittest.SkipTest("no throwaway PostgreSQL (WIREPOOL_PG_INFO)")
-    with open(INFO_PATH) as f:
-        return json.load(f)
-
+# The PostgreSQL fixture's info and database entries, as the PostgreSQL suite reads them.
+from test_postgresql import database_entry, pg_info
 
 def msg(t, body=b""):
     return t + struct.pack("!I", len(body) + 4) + body
@@ -102,16 +93,6 @@ def sqlstate(body):
         if field[:1] == b"C":
             return field[1:].decode()
     return None
-
-
-def database_entry(info, name, mode, max_conns):
-    return f"""
-  - name: {name}
-    driver: postgresql
-    connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
-    password_env: WIREPOOL_TEST_PG_PASSWORD
-    pool: {{ mode: {mode}, max: {max_conns} }}
-"""
 
 
 class RelayTest(WirepoolTestCase):
