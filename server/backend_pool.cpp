@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -181,7 +182,7 @@ asio::awaitable<std::variant<Backend*, AcquireError>> DatabasePool::acquire() {
   auto initiate = [this, &executor](auto handler) {
     std::unique_lock lock(mu_);
     pool::WaiterId id = next_waiter_++;
-    waiters_.emplace(id, Waiter{Handler(std::move(handler)), executor});
+    waiters_.emplace_back(id, Waiter{Handler(std::move(handler)), executor});
     pool_.handle_acquire(id, pool::Clock::now());
     pump(lock);
   };
@@ -244,8 +245,17 @@ void complete(W& w, std::variant<Backend*, AcquireError> v) {
 }
 }  // namespace
 
+std::deque<std::pair<pool::WaiterId, DatabasePool::Waiter>>::iterator DatabasePool::find_waiter(
+    pool::WaiterId id) {
+  return std::find_if(waiters_.begin(), waiters_.end(),
+                      [id](const auto& w) { return w.first == id; });
+}
+
 void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
-  std::vector<std::function<void()>> todo;
+  // Small vectors: a grant per release is the hot path and allocates nothing.
+  boost::container::small_vector<std::function<void()>, 1> todo;
+  boost::container::small_vector<std::pair<Waiter, std::variant<Backend*, AcquireError>>, 2>
+      answers;
   auto self = shared_from_this();
   while (auto action = pool_.poll_action()) {
     std::visit(
@@ -281,7 +291,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
               });
             },
             [&](const pool::Grant& g) {
-              auto w = waiters_.find(g.waiter);
+              auto w = find_waiter(g.waiter);
               auto b = backends_.find(g.conn);
               if (w == waiters_.end() || b == backends_.end()) {
                 spdlog::critical("pool {}: grant of unknown waiter {} or connection {}", cfg_.name,
@@ -289,12 +299,11 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                 return;
               }
               b->second->leased = true;
-              todo.emplace_back([w = std::make_shared<Waiter>(std::move(w->second)),
-                                 backend = b->second.get()]() mutable { complete(*w, backend); });
+              answers.emplace_back(std::move(w->second), b->second.get());
               waiters_.erase(w);
             },
             [&](const pool::Reject& r) {
-              auto w = waiters_.find(r.waiter);
+              auto w = find_waiter(r.waiter);
               if (w == waiters_.end()) return;
               std::string msg;
               switch (r.reason) {
@@ -313,8 +322,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                   msg = "database \"" + cfg_.name + "\" is paused";
                   break;
               }
-              todo.emplace_back([w = std::make_shared<Waiter>(std::move(w->second)),
-                                 e = AcquireError{r.reason, msg}]() mutable { complete(*w, e); });
+              answers.emplace_back(std::move(w->second), AcquireError{r.reason, std::move(msg)});
               waiters_.erase(w);
             },
             [&](const pool::Close& c) {
@@ -375,6 +383,8 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
   }
   arm_timer(lock);
   lock.unlock();
+  for (auto& [w, v] : answers)
+    complete(w, std::move(v));
   for (auto& f : todo)
     f();
 }

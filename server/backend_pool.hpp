@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -187,7 +188,10 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   mutable std::mutex mu_;
   pool::Pool pool_;
   std::unordered_map<pool::ConnId, std::unique_ptr<Backend>> backends_;
-  std::unordered_map<pool::WaiterId, Waiter> waiters_;
+  /// In arrival order (the pool answers the oldest first, so the one answered
+  /// is nearly always at the front): no allocation per waiting acquire.
+  std::deque<std::pair<pool::WaiterId, Waiter>> waiters_;
+  std::deque<std::pair<pool::WaiterId, Waiter>>::iterator find_waiter(pool::WaiterId id);
   pool::WaiterId next_waiter_ = 1;
   std::string last_open_error_;
   bool last_open_failed_ = false;  ///< under mu_

@@ -195,7 +195,7 @@ bool ClientConnection::adopt_tls(const tls::ServerContextPtr& context, tls::SslP
 
 awaitable<bool> ClientConnection::read_more(size_t want) {
   for (;;) {
-    in_.reserve_tail(std::max(want, kReadChunk));
+    in_.reserve_tail(std::max(want, in_.capacity() == 0 ? kFirstRead : kReadChunk));
     boost::system::error_code ec;
     size_t n = io_read(in_.tail(), in_.space(), ec);
     if (!ec) {

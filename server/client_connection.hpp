@@ -22,6 +22,9 @@ namespace wirepool::server {
 
 /// Reads start at this size; larger messages grow the buffer to their length.
 inline constexpr size_t kReadChunk = 8 * 1024;
+/// A client's first read after an idle wait: most requests are small, and a
+/// block this size comes from malloc's per-thread cache, where 8 KiB does not.
+inline constexpr size_t kFirstRead = 1000;
 /// Output is written to the socket once this much is buffered mid-result
 /// (backpressure: the next rows are fetched only after the client took these).
 inline constexpr size_t kFlushBytes = 64 * 1024;
@@ -40,6 +43,7 @@ class InBuffer {
   void reserve_tail(size_t n);
   uint8_t* tail() { return data_.get() + end_; }
   size_t space() const { return cap_ - end_; }
+  size_t capacity() const { return cap_; }
   void commit(size_t n) { end_ += n; }
   void release();
 

@@ -898,7 +898,7 @@ awaitable<void> PgClient::serve(bool readable) {
         in_.release();
         std::string().swap(out_);  // move-assigning an empty string keeps the capacity
         if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
-        relay_.reset();
+        if (relay_) give_relay_state(std::move(relay_));
         arm_idle_deadline();
         idle_wait_ = true;
         // Readability: everything was written, so TLS wants nothing else.

@@ -99,6 +99,38 @@ std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
 
 }  // namespace
 
+namespace {
+/// At most this many idle RelayStates per event-loop thread (each about
+/// 9 KiB with its read buffer).
+constexpr size_t kRelayStateCache = 64;
+/// The statements' and buffers' capacity a cached RelayState may keep.
+constexpr size_t kRelayKeepBytes = 16 * 1024;
+}  // namespace
+
+std::vector<std::unique_ptr<PgClient::RelayState>>& PgClient::relay_state_cache() {
+  thread_local std::vector<std::unique_ptr<RelayState>> cache;
+  return cache;
+}
+
+std::unique_ptr<PgClient::RelayState> PgClient::take_relay_state() {
+  auto& cache = relay_state_cache();
+  if (cache.empty()) return std::make_unique<RelayState>();
+  auto s = std::move(cache.back());
+  cache.pop_back();
+  return s;
+}
+
+void PgClient::give_relay_state(std::unique_ptr<RelayState> s) {
+  auto& cache = relay_state_cache();
+  if (cache.size() >= kRelayStateCache) return;  // freed here
+  s->from_server.consume(s->from_server.size());
+  if (s->from_server.capacity() > kReadChunk) s->from_server.release();
+  if (s->to_server.capacity() > kRelayKeepBytes) std::string().swap(s->to_server);
+  s->parses.clear();
+  s->tracker.clear();
+  cache.push_back(std::move(s));
+}
+
 awaitable<PgClient::Relayed> PgClient::relay() {
   if (!session_ || skip_until_sync_ || in_.empty()) co_return Relayed::no;
   if (!session_->pool().pg_native() || session_->mode() != config::PoolMode::transaction) {
@@ -106,7 +138,7 @@ awaitable<PgClient::Relayed> PgClient::relay() {
   }
   if (portals_open()) co_return Relayed::no;
   const size_t max_msg = server_.config().server.max_message_size;
-  if (!relay_) relay_ = std::make_unique<RelayState>();
+  if (!relay_) relay_ = take_relay_state();
   RelayState& R = *relay_;
   const auto buf = in_.view();
   if (relay::scan_batch(buf, max_msg, R.frames) != relay::Scan::complete) co_return Relayed::no;
@@ -342,6 +374,8 @@ awaitable<PgClient::Relayed> PgClient::relay() {
   in_.consume(total);  // `buf` and the frames are stale from here on
 
   // ---- 5. Send, then pass the answers on until the batch's ReadyForQuery.
+  if (out_.capacity() < kFirstRead)
+    out_.reserve(kFirstRead);  // one allocation, not a doubling series
   session_->relay_running(true);
   session_->pool().metrics().relayed.fetch_add(1, std::memory_order_relaxed);
   R.tracker.emit_due(out_);
@@ -461,7 +495,7 @@ awaitable<PgClient::Relayed> PgClient::relay() {
   mid_row = passthrough > 0;
   session_->relay_running(false);
   in.consume(in.size());
-  in.release();
+  if (in.capacity() > kReadChunk) in.release();  // a large answer's buffer goes at once
 
   if (client_gone || !lost.empty()) {
     // The backend's stream is mid-answer: nobody can use it again.

@@ -119,7 +119,7 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
     spdlog::trace("session {}: holds backend {} of database {}", id_, backend_->id,
                   pool_->config().name);
     (void)backend_->conn.set_event_sink(this);  // Unsupported where there are no events
-    if (pool_->pg_native()) {
+    if (pool_->pg_native() && !settings_in_sync()) {
       auto st = co_await sync_settings();
       if (!st.ok()) {
         db::Error e = st.take_error();
@@ -478,9 +478,20 @@ std::string quote_name(std::string_view n) {
 
 }  // namespace
 
-asio::awaitable<db::Status> Session::sync_settings() {
+bool Session::settings_in_sync() {
   Backend& b = *backend_;
-  if (b.applied_session == id_ && b.applied_version == settings_.version()) co_return db::Status{};
+  if (b.applied_session == id_ && b.applied_version == settings_.version()) return true;
+  // Usually another session left the same settings (the same application's
+  // startup values): nothing to send, and nothing to allocate to find out.
+  if (b.settings_unknown || !settings_.overrides_equal(b.applied_settings)) return false;
+  b.applied_session = id_;
+  b.applied_version = settings_.version();
+  return true;
+}
+
+asio::awaitable<db::Status> Session::sync_settings() {
+  if (settings_in_sync()) co_return db::Status{};
+  Backend& b = *backend_;
   auto desired = settings_.overrides();
   // After a failed replay nobody knows what the backend holds: start over.
   std::string sql = b.settings_unknown ? "RESET ALL;" : "";

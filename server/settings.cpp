@@ -275,6 +275,16 @@ std::vector<std::pair<std::string, std::string>> Settings::overrides() const {
   return out;
 }
 
+bool Settings::overrides_equal(const std::vector<std::pair<std::string, std::string>>& v) const {
+  size_t i = 0;
+  bool same = true;
+  overrides_.each([&](std::string_view n, std::string_view val) {
+    same = same && i < v.size() && v[i].first == n && v[i].second == val;
+    ++i;
+  });
+  return same && i == v.size();
+}
+
 std::vector<std::pair<std::string, std::string>> Settings::all() const {
   std::map<std::string, std::string> m = builtins();
   overrides_.each([&](std::string_view n, std::string_view v) { m[std::string(n)] = v; });

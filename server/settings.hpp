@@ -31,6 +31,9 @@ class Settings {
   bool is_mirror() const { return mirror_; }
   /// What the client set (startup parameters and SET), in order.
   std::vector<std::pair<std::string, std::string>> overrides() const;
+  /// overrides() == `v`, without building it (order matters: a different
+  /// order answers false, which only costs the caller its slow path).
+  bool overrides_equal(const std::vector<std::pair<std::string, std::string>>& v) const;
 
   /// Sets a value as a startup parameter or SET would. Names are case-insensitive.
   std::optional<SettingError> set(std::string_view name, std::string_view value);
