@@ -843,7 +843,19 @@ awaitable<void> PgClient::serve(bool readable) {
     for (;;) {
       if (readable) {
         readable = false;
-        if (!co_await read_more(1)) break;  // EOF or an error: the client left
+        // The idle wait said readable, yet the bytes may be gone: the reactor
+        // can report an event it collected before the last read took them.
+        // Then the client is idle again, under its idle deadline (read_more
+        // would wait under the 60 s timeout of a message half read, and a
+        // client idle past client_idle_timeout stayed open).
+        in_.reserve_tail(kFirstRead);
+        boost::system::error_code ec;
+        size_t n = io_read(in_.tail(), in_.space(), ec);
+        if (!ec) {
+          in_.commit(n);
+        } else if (ec != asio::error::would_block && ec != asio::error::try_again) {
+          break;  // EOF or an error: the client left
+        }
       }
       // Handle every complete message in the buffer.
       bool open = true;
