@@ -767,6 +767,14 @@ Status settle_result(Session& s, Handle& hd) {
   SQLSMALLINT n = 0;
   if (!ok(SQLNumResultCols(hd.h, &n))) return s.stmt_error(hd.h);
   if (hd.settled && hd.shape && hd.shape->columns.size() == static_cast<size_t>(n)) return {};
+  if (n == 0) {
+    // No result set (INSERT, UPDATE, ...): nothing to describe or bind, and
+    // the empty shape of the last execution serves again (it was allocated
+    // and described, with a second SQLNumResultCols, per execution).
+    if (!hd.shape || !hd.shape->columns.empty()) hd.shape = std::make_unique<Shape>();
+    hd.settled = false;
+    return {};
+  }
   auto shape = describe(s, hd.h);
   if (!shape.ok()) return shape.take_error();
   hd.shape = std::make_unique<Shape>(std::move(shape.value()));
