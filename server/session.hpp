@@ -81,12 +81,12 @@ class Session : public db::EventSink {
   /// client (53300 pool timeout, 08006 backend unreachable, 57P01 shutdown).
   /// A PostgreSQL backend then gets the client's settings (see sync_settings).
   boost::asio::awaitable<std::optional<db::Error>> ensure_backend();
-  /// PostgreSQL backends: make the backend's session settings the client's
-  /// (SET / RESET of what differs from what was last applied to it), so
-  /// settings follow a client to whichever backend serves its next transaction.
   /// True (and the backend marked as this session's) when it already holds
   /// the client's settings; sync_settings() otherwise.
   bool settings_in_sync();
+  /// PostgreSQL backends: make the backend's session settings the client's
+  /// (SET / RESET of what differs from what was last applied to it), so
+  /// settings follow a client to whichever backend serves its next transaction.
   boost::asio::awaitable<db::Status> sync_settings();
   /// PostgreSQL backends: the client ran SET or RESET for `names`; read what the
   /// backend now holds once its transaction is over (a rolled-back SET is undone).
