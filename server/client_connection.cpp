@@ -195,14 +195,10 @@ bool ClientConnection::adopt_tls(const tls::ServerContextPtr& context, tls::SslP
 
 awaitable<bool> ClientConnection::read_more(size_t want) {
   for (;;) {
-    in_.reserve_tail(std::max(want, in_.capacity() == 0 ? kFirstRead : kReadChunk));
+    auto n = read_now(std::max(want, in_.capacity() == 0 ? kFirstRead : kReadChunk));
+    if (!n) co_return false;
+    if (*n > 0) co_return true;
     boost::system::error_code ec;
-    size_t n = io_read(in_.tail(), in_.space(), ec);
-    if (!ec) {
-      in_.commit(n);
-      co_return true;
-    }
-    if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
     // The login deadline, when armed, bounds the wait; else the I/O timeout.
     const bool bounded_here = !io_deadline_;
     if (bounded_here) io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
@@ -212,6 +208,18 @@ awaitable<bool> ClientConnection::read_more(size_t want) {
     if (timed_out_) co_return false;
     if (ec && ec != asio::error::operation_aborted) co_return false;
   }
+}
+
+std::optional<size_t> ClientConnection::read_now(size_t reserve) {
+  in_.reserve_tail(reserve);
+  boost::system::error_code ec;
+  size_t n = io_read(in_.tail(), in_.space(), ec);
+  if (!ec) {
+    in_.commit(n);
+    return n;
+  }
+  if (ec == asio::error::would_block || ec == asio::error::try_again) return 0;
+  return std::nullopt;
 }
 
 awaitable<bool> ClientConnection::flush() {

@@ -79,6 +79,12 @@ class ClientConnection : public Client {
   /// needs, a sizing hint). Waits are bounded by io_deadline_ when one is set
   /// (the login deadline), else by kIoTimeout. False on EOF, error or timeout.
   boost::asio::awaitable<bool> read_more(size_t want);
+  /// Reads what the socket (through TLS) has now into in_, making room for
+  /// `reserve` bytes first; never waits. The bytes read, 0 when nothing was
+  /// there (a readiness wake-up can find them gone: the reactor may report an
+  /// event it collected before an earlier read took the bytes), nullopt on EOF
+  /// or an error.
+  std::optional<size_t> read_now(size_t reserve = kReadChunk);
   /// Writes all of out_ (bounded by kIoTimeout) and clears it. False if the
   /// client is gone.
   boost::asio::awaitable<bool> flush();

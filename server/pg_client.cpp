@@ -699,6 +699,10 @@ awaitable<void> PgClient::serve_admin() {
           break;
         }
         if (ec) break;
+        // What the wake-up found, or nothing (then back to the wait): not
+        // read_more, whose 60 s timeout would end an idle console.
+        if (!read_now(kFirstRead)) break;
+        continue;
       }
       auto len = pg::peek_length(in_.view());
       size_t want = len ? std::min<size_t>(*len + 1, max_msg + 1) : 5;
@@ -843,19 +847,11 @@ awaitable<void> PgClient::serve(bool readable) {
     for (;;) {
       if (readable) {
         readable = false;
-        // The idle wait said readable, yet the bytes may be gone: the reactor
-        // can report an event it collected before the last read took them.
-        // Then the client is idle again, under its idle deadline (read_more
-        // would wait under the 60 s timeout of a message half read, and a
-        // client idle past client_idle_timeout stayed open).
-        in_.reserve_tail(kFirstRead);
-        boost::system::error_code ec;
-        size_t n = io_read(in_.tail(), in_.space(), ec);
-        if (!ec) {
-          in_.commit(n);
-        } else if (ec != asio::error::would_block && ec != asio::error::try_again) {
-          break;  // EOF or an error: the client left
-        }
+        // Nothing read (the bytes were gone) leaves the client idle, under its
+        // idle deadline; read_more would wait under the 60 s timeout of a
+        // message half read, and a client idle past client_idle_timeout
+        // stayed open.
+        if (!read_now(kFirstRead)) break;  // EOF or an error: the client left
       }
       // Handle every complete message in the buffer.
       bool open = true;
@@ -898,14 +894,9 @@ awaitable<void> PgClient::serve(bool readable) {
         // has sent nothing yet, and the wait sees data that is already there.)
         if (tls_pending()) {
           // decrypted bytes buffered in TLS: the socket would not say so
-          in_.reserve_tail(kReadChunk);
-          boost::system::error_code ec;
-          size_t n = io_read(in_.tail(), in_.space(), ec);
-          if (!ec) {
-            in_.commit(n);
-            continue;
-          }
-          if (ec != asio::error::would_block && ec != asio::error::try_again) break;
+          auto n = read_now();
+          if (!n) break;
+          if (*n > 0) continue;  // else a partial record: wait for the rest
         }
         in_.release();
         std::string().swap(out_);  // move-assigning an empty string keeps the capacity

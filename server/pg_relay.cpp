@@ -97,9 +97,6 @@ std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
   return key;
 }
 
-}  // namespace
-
-namespace {
 /// At most this many idle RelayStates per event-loop thread (each about
 /// 9 KiB with its read buffer).
 constexpr size_t kRelayStateCache = 64;

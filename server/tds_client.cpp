@@ -752,8 +752,9 @@ awaitable<void> TdsClient::serve(bool readable) {
       if (draining_ && assembler_.idle() && pending_.empty() && !session_->in_transaction()) break;
       if (assembler_.idle() && pending_.empty()) {
         if (tls_pending()) {
-          if (!read_available()) break;
-          continue;
+          auto n = read_available();
+          if (!n) break;
+          if (*n > 0) continue;  // else a partial TLS record: wait for the rest
         }
         in_.release();
         assembler_.shrink();
@@ -782,14 +783,13 @@ awaitable<void> TdsClient::serve(bool readable) {
   co_await end();
 }
 
-bool TdsClient::read_available() {
+std::optional<size_t> TdsClient::read_available() {
+  size_t total = 0;
   for (;;) {
-    in_.reserve_tail(kReadChunk);
-    boost::system::error_code ec;
-    size_t n = io_read(in_.tail(), in_.space(), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) return true;
-    if (ec || n == 0) return false;
-    in_.commit(n);
+    auto n = read_now();
+    if (!n) return std::nullopt;
+    if (*n == 0) return total;
+    total += *n;
     assembler_.feed(in_.view());
     in_.consume(in_.size());
   }

@@ -104,8 +104,9 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   /// While a request runs, the socket is watched for ATTENTION.
   void watch_attention();
   void on_attention_readable(boost::system::error_code ec, uint64_t generation);
-  /// Reads what the socket has into the assembler without waiting; false on EOF/error.
-  bool read_available();
+  /// Reads what the socket has into the assembler without waiting: the bytes
+  /// read (0: none now), nullopt on EOF or an error.
+  std::optional<size_t> read_available();
 
   Server& server_;
   const config::Listener& listener_;
