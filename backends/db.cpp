@@ -272,6 +272,24 @@ Result<CommandInfo> Statement::execute(Params params) {
   return execute_rows(impl_->query(params, {}));
 }
 
+Result<BatchInfo> Statement::execute_batch(std::span<const Params> rows) {
+  if (!impl_) return Error::closed(kStatement);
+  return impl_->execute_batch(rows);
+}
+
+Result<BatchInfo> StatementImpl::execute_batch(std::span<const Params> rows) {
+  BatchInfo out;
+  out.affected.reserve(rows.size());
+  for (Params params : rows) {
+    auto info = execute_rows(query(params, {}));
+    if (!info.ok()) return info.take_error();
+    const int64_t n = std::max<int64_t>(info.value().affected, 0);
+    out.affected.push_back(n);
+    out.total += n;
+  }
+  return out;
+}
+
 Status Statement::close() {
   if (!impl_) return Error::closed(kStatement);
   auto st = impl_->close();

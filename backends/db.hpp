@@ -277,6 +277,12 @@ struct Capabilities {
   bool blocking = true;  ///< calls block: run them on the bounded executor
   /// Honours QueryOptions::native and native parameters (PostgreSQL).
   bool pg_native = false;
+  /// Statement::execute_batch sends the rows to the backend together (ODBC
+  /// parameter arrays) rather than one execution each; the front end batches
+  /// pipelined executions only for such drivers.
+  bool param_arrays = false;
+  /// execute_batch reports each row's affected count; false: only the total.
+  bool batch_row_counts = true;
 };
 
 /// A socket event a non-blocking connection waits for.
@@ -357,6 +363,14 @@ class RowsImpl {
   std::vector<ValueView> scratch_;  // for the default next()
 };
 
+/// What Statement::execute_batch did.
+struct BatchInfo {
+  /// Rows affected by each parameter row, in order; empty when the driver
+  /// reports only the total (Capabilities::batch_row_counts false).
+  std::vector<int64_t> affected;
+  int64_t total = 0;  ///< rows affected by the whole batch
+};
+
 /// Parameter information a prepared statement reports.
 struct ParamInfo {
   Kind kind = Kind::Null;  ///< Null = unknown: the backend converts from text
@@ -371,6 +385,12 @@ class StatementImpl {
   /// Result columns, as far as they are known before execution.
   virtual std::span<const Column> columns() const = 0;
   virtual Result<std::unique_ptr<RowsImpl>> query(Params params, const QueryOptions& options) = 0;
+  /// Runs a statement that returns no rows (INSERT, UPDATE, DELETE) once per
+  /// parameter row (blocking connections). On an error, which of the rows
+  /// took effect depends on the driver (an ODBC driver may run the array as
+  /// one statement or row by row): callers that need to know run the batch
+  /// under a savepoint and roll it back. The default runs query() per row.
+  virtual Result<BatchInfo> execute_batch(std::span<const Params> rows);
   virtual Status close() = 0;
 };
 
@@ -468,6 +488,8 @@ class Statement {
   Result<Rows> query(Params params = {}, const QueryOptions& options = {});
   /// Runs to completion and reports what the statement did (blocking connections).
   Result<CommandInfo> execute(Params params = {});
+  /// One execution per parameter row, as a batch (StatementImpl::execute_batch).
+  Result<BatchInfo> execute_batch(std::span<const Params> rows);
   Status close();
 
  private:

@@ -153,6 +153,10 @@ struct Session {
   /// and diagnostics cross as UTF-8 through the narrow entry points, which it
   /// passes through unchanged. Found by a probe at connection time.
   bool narrow = false;
+  /// SQL_PARAM_ARRAY_ROW_COUNTS is SQL_PARC_BATCH: after an array execution
+  /// each row's count is read with SQLMoreResults (psqlODBC). MariaDB ODBC
+  /// answers SQL_PARC_NO_BATCH and SQLite ODBC nothing: one total.
+  bool batch_row_counts = false;
   bool closed = false;
   std::atomic<bool> broken{false};  // the backend went away: alive() answers false
   bool in_tx = false;
@@ -570,6 +574,193 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
   }
   return {};
 }
+
+/// Column-wise parameter arrays for a batch: one array (and one length /
+/// indicator array) per marker, bound once for all the rows.
+class ParamArrays {
+ public:
+  /// Fills the arrays; false when a marker's values are not of one kind
+  /// across the rows (or a decimal's scale differs), which one binding
+  /// cannot carry: the caller runs the rows one by one instead.
+  /// `same_binary_length`: SQLite ODBC 0.9998 binds every row of a SQL_C_BINARY
+  /// array with the first row's length (a 4-byte value after a 3-byte one
+  /// arrived cut to 3), so for it binary values of different lengths do not
+  /// fit (docs/odbc.md, quirks).
+  std::optional<Error> fill(std::span<const db::Params> rows, const std::vector<size_t>& binds,
+                            bool same_binary_length, bool& fits) {
+    fits = true;
+    cols_.assign(binds.size(), {});
+    const size_t n = rows.size();
+    for (size_t i = 0; i < binds.size(); ++i) {
+      Col& c = cols_[i];
+      c.ind.assign(n, 0);
+      db::Kind kind = db::Kind::Null;
+      for (const db::Params& row : rows) {
+        const db::Param& p = row[binds[i]];
+        if (p.pg_format >= 0) {
+          return Error::unsupported("the odbc driver takes no native PostgreSQL parameters");
+        }
+        const db::Kind k = p.value.kind;
+        if (k == db::Kind::Null) continue;
+        if (kind != db::Kind::Null && k != kind) {
+          fits = false;
+          return std::nullopt;
+        }
+        kind = k;
+      }
+      if (same_binary_length && kind == db::Kind::Bytes) {
+        size_t len = SIZE_MAX;
+        for (const db::Params& row : rows) {
+          const db::Value& v = row[binds[i]].value;
+          if (v.is_null()) continue;
+          if (len != SIZE_MAX && v.str.size() != len) {
+            fits = false;
+            return std::nullopt;
+          }
+          len = v.str.size();
+        }
+      }
+      if (auto e = fill_col(c, kind, rows, binds[i], fits); e || !fits) return e;
+    }
+    return std::nullopt;
+  }
+
+  /// SQLBindParameter for every marker, with the arrays of fill().
+  Status bind(Session& s, SQLHSTMT h) {
+    for (size_t i = 0; i < cols_.size(); ++i) {
+      Col& c = cols_[i];
+      const SQLRETURN rc = SQLBindParameter(
+          h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c.c_type, c.sql_type,
+          c.column_size, c.digits, c.data.data(), static_cast<SQLLEN>(c.width), c.ind.data());
+      if (!ok(rc)) return s.stmt_error(h);
+    }
+    return {};
+  }
+
+ private:
+  struct Col {
+    std::vector<unsigned char> data;  // rows * width
+    std::vector<SQLLEN> ind;
+    size_t width = 1;
+    SQLSMALLINT c_type = SQL_C_CHAR;
+    SQLSMALLINT sql_type = SQL_VARCHAR;
+    SQLULEN column_size = 1;
+    SQLSMALLINT digits = 0;
+  };
+
+  template <class T>
+  static void put(Col& c, size_t r, const T& v) {
+    std::memcpy(c.data.data() + r * c.width, &v, sizeof v);
+  }
+
+  static std::optional<Error> fill_col(Col& c, db::Kind kind, std::span<const db::Params> rows,
+                                       size_t j, bool& fits) {
+    const size_t n = rows.size();
+    auto value = [&](size_t r) -> const db::Value& { return rows[r][j].value; };
+    // Variable-width kinds: their text first, to size the array.
+    std::vector<std::string> texts;
+    if (kind == db::Kind::Text || kind == db::Kind::Decimal || kind == db::Kind::U64 ||
+        kind == db::Kind::Bytes) {
+      texts.resize(n);
+      int32_t scale = -1;
+      for (size_t r = 0; r < n; ++r) {
+        const db::Value& v = value(r);
+        if (v.is_null()) continue;
+        if (kind == db::Kind::Text) {
+          thread_local std::u16string units;
+          if (!to_utf16(v.str, units)) {
+            return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
+          }
+          texts[r].assign(reinterpret_cast<const char*>(units.data()), units.size() * 2);
+        } else if (kind == db::Kind::U64) {
+          texts[r] = std::to_string(v.u64);
+        } else {
+          texts[r] = v.str;
+        }
+        if (kind == db::Kind::Decimal) {
+          const size_t point = v.str.find('.');
+          const int32_t sc =
+              point == std::string::npos ? 0 : static_cast<int32_t>(v.str.size() - point - 1);
+          if (scale >= 0 && sc != scale) {
+            fits = false;  // one binding has one scale
+            return std::nullopt;
+          }
+          scale = sc;
+          size_t ndigits = 0;
+          for (char ch : v.str)
+            ndigits += ch >= '0' && ch <= '9';
+          c.column_size = std::max<SQLULEN>(c.column_size, ndigits);
+        }
+        c.width = std::max(c.width, texts[r].size());
+      }
+      if (kind == db::Kind::Decimal) {
+        c.sql_type = SQL_NUMERIC;
+        c.digits = static_cast<SQLSMALLINT>(std::max(scale, 0));
+      } else if (kind == db::Kind::U64) {
+        c.sql_type = SQL_DECIMAL;
+        c.column_size = 20;
+      } else if (kind == db::Kind::Text) {
+        c.width = std::max<size_t>(c.width, 2);
+        c.c_type = SQL_C_WCHAR;
+        const size_t units = c.width / 2;
+        c.sql_type = units > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR;
+        c.column_size = (units + 255) / 256 * 256;
+      } else {
+        c.c_type = SQL_C_BINARY;
+        c.sql_type = c.width > 8000 ? SQL_LONGVARBINARY : SQL_VARBINARY;
+        c.column_size = c.width;
+      }
+    } else if (kind == db::Kind::I64) {
+      c.width = sizeof(int64_t);
+      c.c_type = SQL_C_SBIGINT;
+      c.sql_type = SQL_BIGINT;
+      c.column_size = 19;
+    } else if (kind == db::Kind::F64) {
+      c.width = sizeof(double);
+      c.c_type = SQL_C_DOUBLE;
+      c.sql_type = SQL_DOUBLE;
+      c.column_size = 15;
+    } else if (kind == db::Kind::Bool) {
+      c.c_type = SQL_C_BIT;
+      c.sql_type = SQL_BIT;
+    } else if (kind == db::Kind::Time) {
+      c.width = sizeof(SQL_TIMESTAMP_STRUCT);
+      c.c_type = SQL_C_TYPE_TIMESTAMP;
+      c.sql_type = SQL_TYPE_TIMESTAMP;
+      c.column_size = 26;
+      c.digits = 6;
+    }
+    c.data.assign(n * c.width, 0);
+    for (size_t r = 0; r < n; ++r) {
+      const db::Value& v = value(r);
+      if (v.is_null()) {
+        c.ind[r] = SQL_NULL_DATA;
+        continue;
+      }
+      switch (kind) {
+        case db::Kind::I64:
+          put(c, r, v.i64);
+          break;
+        case db::Kind::F64:
+          put(c, r, v.f64);
+          break;
+        case db::Kind::Bool:
+          c.data[r] = v.b ? 1 : 0;
+          break;
+        case db::Kind::Time:
+          put(c, r, timestamp_of(v.micros));
+          break;
+        default:
+          std::memcpy(c.data.data() + r * c.width, texts[r].data(), texts[r].size());
+          c.ind[r] = static_cast<SQLLEN>(texts[r].size());
+          break;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::vector<Col> cols_;
+};
 
 Error count_mismatch(size_t supplied, size_t required) {
   // PostgreSQL's wording and SQLSTATE (protocol_violation) for the same mistake.
@@ -1207,6 +1398,97 @@ class OdbcStatement final : public db::StatementImpl {
     return std::unique_ptr<db::RowsImpl>(std::move(rows));
   }
 
+  Result<db::BatchInfo> execute_batch(std::span<const db::Params> rows) override {
+    if (!hd_) return Error::closed("statement");
+    if (session_->closed) return Error::closed();
+    for (const db::Params& row : rows) {
+      if (row.size() != rw_.needed) return count_mismatch(row.size(), rw_.needed);
+    }
+    // A statement with a result, or one whose reader is still open, runs row
+    // by row; so does a batch of one.
+    if (rows.size() < 2 || !columns_.empty() || hd_.use_count() > 1) {
+      return db::StatementImpl::execute_batch(rows);
+    }
+    Session& s = *session_;
+    ParamArrays arrays;
+    bool fits = true;
+    if (auto e = arrays.fill(rows, rw_.binds, s.flavor == Flavor::sqlite, fits)) return *e;
+    if (!fits) return db::StatementImpl::execute_batch(rows);
+    Handle& hd = *hd_;
+    const SQLHSTMT h = hd.h;
+    // The single-row bindings go; the next query() binds afresh.
+    SQLFreeStmt(h, SQL_RESET_PARAMS);
+    hd.params.slots.clear();
+    std::vector<SQLUSMALLINT> status(rows.size(), SQL_PARAM_UNUSED);
+    SQLULEN processed = 0;
+    auto attr = [&](SQLINTEGER what, SQLPOINTER v) { return SQLSetStmtAttrW(h, what, v, 0); };
+    auto restore = [&] {
+      SQLFreeStmt(h, SQL_CLOSE);
+      SQLFreeStmt(h, SQL_RESET_PARAMS);
+      attr(SQL_ATTR_PARAMSET_SIZE, reinterpret_cast<SQLPOINTER>(static_cast<SQLULEN>(1)));
+      attr(SQL_ATTR_PARAM_STATUS_PTR, nullptr);
+      attr(SQL_ATTR_PARAMS_PROCESSED_PTR, nullptr);
+    };
+    if (!ok(attr(SQL_ATTR_PARAM_BIND_TYPE, reinterpret_cast<SQLPOINTER>(
+                                               static_cast<SQLULEN>(SQL_PARAM_BIND_BY_COLUMN)))) ||
+        !ok(attr(SQL_ATTR_PARAMSET_SIZE,
+                 reinterpret_cast<SQLPOINTER>(static_cast<SQLULEN>(rows.size()))))) {
+      restore();  // no parameter arrays in this driver
+      return db::StatementImpl::execute_batch(rows);
+    }
+    attr(SQL_ATTR_PARAM_STATUS_PTR, status.data());
+    attr(SQL_ATTR_PARAMS_PROCESSED_PTR, &processed);
+    if (auto st = arrays.bind(s, h); !st.ok()) {
+      restore();
+      return st.take_error();
+    }
+    if (auto st = settle_prepared(s, hd); !st.ok()) {
+      restore();
+      return st.take_error();
+    }
+    ++s.stats.batches;
+    SQLRETURN rc;
+    db::BatchInfo out;
+    {
+      Running running(session_, h);
+      rc = SQLExecute(h);
+      if (rc != SQL_NO_DATA && ok(rc)) {
+        SQLLEN count = -1;
+        if (ok(SQLRowCount(h, &count)) && count >= 0) out.total = count;
+        if (s.batch_row_counts) {
+          // psqlODBC: the first row's count now, each next one after SQLMoreResults.
+          out.affected.push_back(std::max<int64_t>(out.total, 0));
+          while (out.affected.size() < rows.size()) {
+            rc = SQLMoreResults(h);
+            if (rc == SQL_NO_DATA || !ok(rc)) break;
+            count = -1;
+            SQLRowCount(h, &count);
+            out.affected.push_back(std::max<int64_t>(count, 0));
+          }
+          if (rc == SQL_NO_DATA) rc = SQL_SUCCESS;
+          out.total = 0;
+          for (int64_t a : out.affected)
+            out.total += a;
+          if (out.affected.size() != rows.size()) out.affected.clear();
+        }
+      } else if (rc == SQL_NO_DATA) {
+        out.total = 0;  // nothing matched (UPDATE, DELETE)
+        rc = SQL_SUCCESS;
+      }
+    }
+    if (s.timed_out) {
+      restore();
+      return statement_timeout(s.options);
+    }
+    if (!ok(rc)) {
+      Error e = s.stmt_error(h);
+      restore();
+      return e;
+    }
+    restore();
+    return out;
+  }
+
   Status close() override {
     hd_.reset();  // freed now, or by the reader still running it
     return {};
@@ -1238,6 +1520,8 @@ class OdbcConnection final : public db::ConnectionImpl {
     // result of a batch a driver accepts (SQLMoreResults).
     c.multi_statement = false;
     c.blocking = true;
+    c.param_arrays = true;
+    c.batch_row_counts = session_->batch_row_counts;
     return c;
   }
 
@@ -1471,6 +1755,10 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
   // time (docs/odbc.md, quirk; cursor_test covers it). SQLite ODBC does not
   // advertise SQL_GD_BLOCK and answers "row out of range" when tried.
   if (session->flavor == Flavor::mariadb) session->reread = false;
+  SQLUINTEGER parc = 0;
+  if (ok(SQLGetInfoW(session->dbc, SQL_PARAM_ARRAY_ROW_COUNTS, &parc, sizeof parc, nullptr))) {
+    session->batch_row_counts = parc == SQL_PARC_BATCH;
+  }
   spdlog::debug(
       "odbc: connected through {} {} to {} {} (re-read of long cells: {}, narrow text: {})",
       info.driver_name, info.driver_version, info.dbms_name, info.dbms_version, session->reread,

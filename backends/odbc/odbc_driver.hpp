@@ -52,6 +52,8 @@ struct FetchStats {
   /// Executions of a prepared statement on a fresh copy because a reader of
   /// it was still open.
   uint64_t statement_copies = 0;
+  /// Batches executed as one parameter array (Statement::execute_batch).
+  uint64_t batches = 0;
 };
 /// The counters of an ODBC connection (zeros for another driver's).
 FetchStats fetch_stats_for_test(const db::Connection& c);
