@@ -386,10 +386,11 @@ class StatementImpl {
   virtual std::span<const Column> columns() const = 0;
   virtual Result<std::unique_ptr<RowsImpl>> query(Params params, const QueryOptions& options) = 0;
   /// Runs a statement that returns no rows (INSERT, UPDATE, DELETE) once per
-  /// parameter row (blocking connections). On an error, which of the rows
-  /// took effect depends on the driver (an ODBC driver may run the array as
-  /// one statement or row by row): callers that need to know run the batch
-  /// under a savepoint and roll it back. The default runs query() per row.
+  /// parameter row (blocking connections). A driver with
+  /// Capabilities::param_arrays leaves none of the rows of a failed batch
+  /// behind inside a transaction (outside one the caller brackets the batch
+  /// with one). The default runs query() per row and stops at the first
+  /// error, the rows before it done.
   virtual Result<BatchInfo> execute_batch(std::span<const Params> rows);
   virtual Status close() = 0;
 };

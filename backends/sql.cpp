@@ -859,6 +859,35 @@ std::vector<std::string> leading_words(std::string_view stmt, Dialect d, size_t 
   return out;
 }
 
+bool inserts_one_row(std::string_view stmt, Dialect d) {
+  Words w(stmt, d);
+  Token t = w.next();
+  if (w.word != "INSERT") return false;
+  w.next();
+  if (w.word != "INTO") return false;
+  auto is_name = [](const Token& tok) { return tok.type == Tok::word || tok.type == Tok::quoted; };
+  t = w.next();
+  if (!is_name(t)) return false;
+  for (t = w.next(); t.type == Tok::other && stmt.substr(t.begin, t.end - t.begin) == ".";
+       t = w.next()) {
+    if (!is_name(w.next())) return false;  // schema.table
+  }
+  if (t.type == Tok::lparen) {
+    w.skip_group();
+    t = w.next();
+  }
+  if (w.word != "VALUES") return false;
+  if (w.next().type != Tok::lparen) return false;
+  for (int depth = 1; depth > 0;) {  // the tuple, which must close
+    t = w.next();
+    if (t.type == Tok::end) return false;
+    depth += t.type == Tok::lparen ? 1 : t.type == Tok::rparen ? -1 : 0;
+  }
+  t = w.next();
+  if (t.type == Tok::semicolon) t = w.next();
+  return t.type == Tok::end;
+}
+
 std::string command_verb(std::string_view stmt, Dialect d) {
   Words w(stmt, d);
   Token t = w.next();

@@ -40,6 +40,12 @@ std::vector<std::string> leading_words(std::string_view stmt, Dialect d, size_t 
 /// SQLite's REPLACE and INSERT OR ... to INSERT. Empty for blank text.
 std::string command_verb(std::string_view stmt, Dialect d);
 
+/// True when every successful execution of `stmt` inserts exactly one row:
+/// `INSERT INTO name [(columns)] VALUES (...)` and nothing after it (no second
+/// row, ON CONFLICT / ON DUPLICATE KEY, RETURNING, IGNORE, OR REPLACE, SELECT).
+/// A batch of such a statement can be reported row by row from its total.
+bool inserts_one_row(std::string_view stmt, Dialect d);
+
 /// A parameter marker found outside literals, quoted identifiers and comments.
 struct Marker {
   enum class Type : uint8_t {

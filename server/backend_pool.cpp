@@ -274,6 +274,8 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                     b->opened_at = std::chrono::system_clock::now();
                     self->keeps_settings_ = b->caps.session_settings;
                     self->multi_statement_ = b->caps.multi_statement;
+                    self->param_arrays_ = b->caps.param_arrays;
+                    self->batch_row_counts_ = b->caps.batch_row_counts;
                     self->dialect_ = b->caps.dialect;
                     self->backends_[id] = std::move(b);
                     spdlog::debug("database {}: backend connection {} opened", self->cfg_.name, id);

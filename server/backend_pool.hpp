@@ -126,6 +126,10 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   bool multi_statement() const { return multi_statement_; }
   /// The backend speaks PostgreSQL's own types and formats (QueryOptions::native).
   bool pg_native() const { return keeps_settings_; }
+  /// The driver runs Statement::execute_batch as parameter arrays (ODBC), and
+  /// whether it reports each row's count (Capabilities).
+  bool param_arrays() const { return param_arrays_; }
+  bool batch_row_counts() const { return batch_row_counts_; }
 
   /// Waits for a backend (bounded by acquire_timeout). On success the caller owns
   /// the lease until release().
@@ -184,6 +188,8 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   std::atomic<sql::Dialect> dialect_;
   std::atomic<bool> keeps_settings_{false};
   std::atomic<bool> multi_statement_{false};
+  std::atomic<bool> param_arrays_{false};
+  std::atomic<bool> batch_row_counts_{false};
 
   mutable std::mutex mu_;
   pool::Pool pool_;

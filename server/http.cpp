@@ -345,6 +345,17 @@ std::string render_metrics(const Server& server) {
   for (const auto& v : views)
     add_line(out, "wirepool_relayed_batches_total", v.labels,
              v.pool->metrics().relayed.load(std::memory_order_relaxed));
+  metric_header(out, "wirepool_batches_total", "counter",
+                "Pipelined executions of one statement run as one parameter-array batch, by "
+                "database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_batches_total", v.labels,
+             v.pool->metrics().batches.load(std::memory_order_relaxed));
+  metric_header(out, "wirepool_batched_executions_total", "counter",
+                "Executions (one Bind and Execute each) that went in those batches, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_batched_executions_total", v.labels,
+             v.pool->metrics().batched.load(std::memory_order_relaxed));
   metric_header(out, "wirepool_transactions_total", "counter",
                 "Transactions ended (committed, rolled back, or one autocommit statement), by "
                 "database.");

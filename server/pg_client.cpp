@@ -1877,50 +1877,248 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
     }
     ext().portals.erase(existing);
   }
-  if (m.params.size() != p->nparams) {
-    fail("08P01", "bind message supplies " + std::to_string(m.params.size()) +
-                      " parameters, but prepared statement \"" + std::string(m.statement) +
-                      "\" requires " + std::to_string(p->nparams));
-    co_return;
-  }
-  if (m.param_formats.size() > 1 && m.param_formats.size() != m.params.size()) {
-    fail("08P01", "bind message has " + std::to_string(m.param_formats.size()) +
-                      " parameter formats but " + std::to_string(m.params.size()) + " parameters");
-    co_return;
-  }
   auto portal = std::make_unique<Portal>();
   portal->stmt = p;
   portal->result_formats = m.result_formats;
-  portal->params.reserve(m.params.size());
+  if (auto e = bind_params(m, *p, portal->params)) {
+    fail(e->sqlstate, e->message);
+    co_return;
+  }
+  if (portal_name.empty() && !batch_refused_ && session_->pool().param_arrays() &&
+      !session_->pool().pg_native()) {
+    // `m` may point at bytes a read for the batch moves: nothing below uses it.
+    const std::string statement_name(m.statement);
+    const bool batched = co_await try_batch(p, statement_name, *portal);
+    if (batched) co_return;
+  }
+  ext().portals[portal_name] = std::move(portal);
+  pg::Encoder(out_).bind_complete();
+}
+
+std::optional<db::Error> PgClient::bind_params(const pg::Bind& m, const Prepared& p,
+                                               std::vector<db::Param>& out) const {
+  auto error = [](std::string state, std::string msg) {
+    db::Error e;
+    e.sqlstate = std::move(state);
+    e.message = std::move(msg);
+    return e;
+  };
+  if (m.params.size() != p.nparams) {
+    return error("08P01", "bind message supplies " + std::to_string(m.params.size()) +
+                              " parameters, but prepared statement \"" + std::string(m.statement) +
+                              "\" requires " + std::to_string(p.nparams));
+  }
+  if (m.param_formats.size() > 1 && m.param_formats.size() != m.params.size()) {
+    return error("08P01", "bind message has " + std::to_string(m.param_formats.size()) +
+                              " parameter formats but " + std::to_string(m.params.size()) +
+                              " parameters");
+  }
+  out.clear();
+  out.reserve(m.params.size());
   const bool native = session_->pool().pg_native();
   for (size_t i = 0; i < m.params.size(); ++i) {
-    uint32_t oid = i < p->param_oids.size() ? p->param_oids[i] : 0;
+    uint32_t oid = i < p.param_oids.size() ? p.param_oids[i] : 0;
     int16_t fmt = m.param_formats.empty()       ? 0
                   : m.param_formats.size() == 1 ? m.param_formats[0]
                                                 : m.param_formats[i];
     if (native) {
       // PostgreSQL to PostgreSQL: the client's bytes, typed as the server chose.
       db::Param param;
-      if (oid == 0 && i < p->backend_params.size()) oid = p->backend_params[i].native.pg_oid;
+      if (oid == 0 && i < p.backend_params.size()) oid = p.backend_params[i].native.pg_oid;
       param.pg_oid = oid;
       param.pg_format = fmt;
       if (m.params[i]) param.value = db::Value::bytes(std::string(*m.params[i]));
-      portal->params.push_back(std::move(param));
+      out.push_back(std::move(param));
       continue;
     }
     auto decoded = pg::decode_param(m.params[i], oid, fmt);
     if (!decoded.ok()) {
       const auto& e = decoded.error();
-      fail(e.sqlstate, e.message + " (parameter $" + std::to_string(i + 1) + ")");
-      co_return;
+      return error(e.sqlstate, e.message + " (parameter $" + std::to_string(i + 1) + ")");
     }
     db::Param param;
     param.value = std::move(decoded.value().value);
     param.untyped = decoded.value().untyped;
-    portal->params.push_back(std::move(param));
+    out.push_back(std::move(param));
   }
-  ext().portals[portal_name] = std::move(portal);
-  pg::Encoder(out_).bind_complete();
+  return std::nullopt;
+}
+
+namespace {
+
+/// At most this many executions go in one batch; more make several batches.
+constexpr size_t kMaxBatchRows = 1000;
+/// Reading ahead for a batch stops when this much input is buffered.
+constexpr size_t kMaxBatchBytes = 8 * 1024 * 1024;
+
+bool is_cancel(const db::Error& e) {
+  return e.sqlstate == "57014";
+}
+
+}  // namespace
+
+awaitable<bool> PgClient::try_batch(const std::shared_ptr<Prepared>& p,
+                                    const std::string& statement, Portal& first) {
+  const Prepared& st = *p;
+  const std::string& verb = st.cls.verb;
+  if (st.blank || !to_backend(st.cls) || !st.columns.empty() || !st.show_name.empty() ||
+      (verb != "INSERT" && verb != "UPDATE" && verb != "DELETE") ||
+      session_->mode() == config::PoolMode::statement ||
+      session_->tx_state() == db::TxState::failed) {
+    co_return false;
+  }
+  // A batch reports each execution's count: from the driver, or, for a
+  // statement that inserts one row each time, from the total.
+  const bool counts = session_->pool().batch_row_counts();
+  if (!counts && !sql::inserts_one_row(st.sql, session_->pool().dialect())) co_return false;
+
+  // The groups already received: [Bind] [Describe portal] Execute, the first
+  // Bind being the one in hand. Reads what the socket has when a group is cut.
+  const size_t max_msg = server_.config().server.max_message_size;
+  std::vector<std::vector<db::Param>> rows;
+  std::vector<bool> described;
+  size_t end = unconsumed_;  // past the last complete group
+  enum class Group : uint8_t { complete, other, cut };
+  auto parse = [&](size_t pos, std::vector<db::Param>& params, bool& desc, size_t& after) {
+    auto view = in_.view();
+    auto next = [&](size_t at) { return pg::decode_frontend(view.subspan(at), max_msg); };
+    size_t q = pos;
+    if (!rows.empty()) {
+      auto d = next(q);
+      if (d.status == pg::DecodeStatus::need_more) return Group::cut;
+      auto* b = d.status == pg::DecodeStatus::ok ? std::get_if<pg::Bind>(&d.message) : nullptr;
+      if (b == nullptr || !b->portal.empty()) return Group::other;
+      if (b->statement != statement) {
+        // Another name for the same text and types (pgbench -M prepared
+        // prepares each line of a pipeline under its own name).
+        auto it = ext().statements.find(std::string(b->statement));
+        if (it == ext().statements.end() || it->second->key != st.key || !it->second->described) {
+          return Group::other;
+        }
+      }
+      // A Bind that fails goes the normal way, which reports it.
+      if (bind_params(*b, st, params)) return Group::other;
+      q += d.consumed;
+    }
+    auto d = next(q);
+    if (d.status == pg::DecodeStatus::need_more) return Group::cut;
+    if (d.status != pg::DecodeStatus::ok) return Group::other;
+    desc = false;
+    if (auto* ds = std::get_if<pg::Describe>(&d.message);
+        ds && ds->kind == 'P' && ds->name.empty()) {
+      desc = true;
+      q += d.consumed;
+      d = next(q);
+      if (d.status == pg::DecodeStatus::need_more) return Group::cut;
+      if (d.status != pg::DecodeStatus::ok) return Group::other;
+    }
+    auto* ex = std::get_if<pg::Execute>(&d.message);
+    if (ex == nullptr || !ex->portal.empty()) return Group::other;
+    after = q + d.consumed;
+    return Group::complete;
+  };
+  while (rows.size() < kMaxBatchRows) {
+    std::vector<db::Param> params;
+    bool desc = false;
+    size_t after = 0;
+    Group g = parse(end, params, desc, after);
+    if (g == Group::cut && in_.size() < kMaxBatchBytes) {
+      auto n = read_now(64 * 1024);  // what the client has sent meanwhile, without waiting
+      if (n && *n > 0) continue;
+    }
+    if (g != Group::complete) break;
+    rows.push_back(rows.empty() ? first.params : std::move(params));
+    described.push_back(desc);
+    end = after;
+  }
+  if (rows.size() < 2) co_return false;
+
+  session_->statement_begin();
+  if (auto e = co_await session_->ensure_backend()) {
+    session_->statement_end();
+    co_return false;  // the normal way reports it
+  }
+  auto stmt = co_await session_->backend_statement(st.key, st.sql, {});
+  if (!stmt.ok() || !session_->backend()->caps.param_arrays) {
+    session_->statement_end();
+    co_return false;  // the normal way reports the error
+  }
+  // Inside a transaction a failed batch leaves nothing behind (the driver's
+  // promise, db.hpp); outside one it runs in an implicit transaction, rolled
+  // back when it fails. Either way the executions then run again one at a
+  // time, which reports the failing one as an unbatched pipeline would.
+  const bool implicit = !session_->in_transaction();
+  if (implicit) {
+    db::Status opened = co_await session_->begin("BEGIN");
+    if (!opened.ok()) {
+      session_->sync_tx_state();
+      session_->statement_end();
+      co_return false;
+    }
+  }
+  db::Statement* statement_handle = stmt.value();
+  std::vector<db::Params> spans(rows.begin(), rows.end());
+  auto job = [&](Backend&) { return statement_handle->execute_batch(spans); };
+  auto result = co_await session_->run(job);
+  std::vector<int64_t> affected;
+  if (result.ok()) {
+    affected = std::move(result.value().affected);
+    if (affected.size() != rows.size()) {
+      affected.clear();
+      // One row each (inserts_one_row): the total must say so.
+      if (result.value().total == static_cast<int64_t>(rows.size())) {
+        affected.assign(rows.size(), 1);
+      }
+    }
+  }
+  bool kept = !affected.empty();
+  if (implicit && kept) {
+    db::Status committed = co_await session_->commit();
+    kept = committed.ok();
+  } else if (implicit) {
+    db::Status undone = co_await session_->rollback();
+    (void)undone;
+  }
+  if (!kept) batch_refused_ = true;  // until Sync: the rest goes one at a time
+  session_->sync_tx_state();
+  session_->statement_end();
+  pg::Encoder enc(out_);
+  if (!kept) {
+    if (!result.ok() && (is_cancel(result.error()) || result.error().code == db::Errc::connection ||
+                         session_->tx_state() == db::TxState::failed)) {
+      // Cancelled (CancelRequest, statement_timeout), the backend gone, or a
+      // transaction the failure aborted (psqlODBC set to roll back the
+      // transaction on an error): not run again; the error goes to the
+      // first execution.
+      enc.bind_complete();
+      if (described[0]) enc.no_data();
+      co_await backend_error(result.take_error());
+      skip_until_sync_ = true;
+      co_return true;
+    }
+    spdlog::debug("client {}: batch of {} run again one by one: {}", peer_, rows.size(),
+                  result.ok() ? "counts do not add up" : result.error().message);
+    co_return false;
+  }
+  for (size_t k = 0; k < rows.size(); ++k) {
+    enc.bind_complete();
+    if (described[k]) enc.no_data();
+    db::CommandInfo ci;
+    ci.affected = affected[k];
+    enc.command_complete(command_tag(ci, verb, false, 0));
+  }
+  auto& metrics = session_->pool().metrics();
+  metrics.batches.fetch_add(1, std::memory_order_relaxed);
+  metrics.batched.fetch_add(rows.size(), std::memory_order_relaxed);
+  // One statement each, as unbatched (statement_begin counted the first).
+  metrics.statements.fetch_add(rows.size() - 1, std::memory_order_relaxed);
+  in_.consume(end);  // the Bind in hand and every group after it
+  unconsumed_ = 0;
+  auto last = std::make_unique<Portal>();
+  last->stmt = p;
+  last->done = true;
+  ext().portals[""] = std::move(last);
+  co_return true;
 }
 
 awaitable<void> PgClient::on_describe(const pg::Describe& m) {
@@ -2109,6 +2307,7 @@ awaitable<void> PgClient::on_close(const pg::Close& m) {
 
 awaitable<void> PgClient::on_sync() {
   skip_until_sync_ = false;
+  batch_refused_ = false;
   session_->sync_tx_state();
   co_await session_->settle_settings();
   forward_events();

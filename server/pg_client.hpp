@@ -143,6 +143,18 @@ class PgClient final : public ClientConnection,
   /// columns. False after an error was sent.
   boost::asio::awaitable<bool> describe(Prepared& p);
   boost::asio::awaitable<void> on_bind(const pg::Bind& m);
+  /// Bind's parameters for `p`, decoded (or, for a PostgreSQL backend, kept
+  /// as the client's bytes); the error for the client when they do not fit.
+  std::optional<db::Error> bind_params(const pg::Bind& m, const Prepared& p,
+                                       std::vector<db::Param>& out) const;
+  /// Pipelined executions of one INSERT/UPDATE/DELETE (Bind, Describe,
+  /// Execute, again and again, before Sync: JDBC's executeBatch, libpq's
+  /// pipeline mode) run as one parameter-array batch on drivers that have
+  /// them. Called from on_bind with the first row bound: true when it
+  /// answered that Bind and the groups after it; false to go on one message
+  /// at a time (nothing sent). docs/protocol-postgres.md, "Batches".
+  boost::asio::awaitable<bool> try_batch(const std::shared_ptr<Prepared>& p,
+                                         const std::string& statement, Portal& first);
   boost::asio::awaitable<void> on_describe(const pg::Describe& m);
   boost::asio::awaitable<void> on_execute(const pg::Execute& m);
   boost::asio::awaitable<void> on_close(const pg::Close& m);
@@ -198,6 +210,9 @@ class PgClient final : public ClientConnection,
   /// Set when an extended-query message fails. Per the protocol the server then
   /// sends one ErrorResponse and ignores all further messages until the next Sync.
   bool skip_until_sync_ = false;
+  /// A batch failed (and ran again one execution at a time): no other batch
+  /// until Sync, so a bad row costs one failed batch, not one per row.
+  bool batch_refused_ = false;
   /// Bytes of the message being handled, consumed after its handler returns
   /// unless the handler consumed them itself (COPY reads the messages after it).
   size_t unconsumed_ = 0;

@@ -630,8 +630,8 @@ class ParamArrays {
     for (size_t i = 0; i < cols_.size(); ++i) {
       Col& c = cols_[i];
       const SQLRETURN rc = SQLBindParameter(
-          h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c.c_type, c.sql_type,
-          c.column_size, c.digits, c.data.data(), static_cast<SQLLEN>(c.width), c.ind.data());
+          h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c.c_type, c.sql_type, c.column_size,
+          c.digits, c.data.data(), static_cast<SQLLEN>(c.width), c.ind.data());
       if (!ok(rc)) return s.stmt_error(h);
     }
     return {};
@@ -1429,8 +1429,8 @@ class OdbcStatement final : public db::StatementImpl {
       attr(SQL_ATTR_PARAM_STATUS_PTR, nullptr);
       attr(SQL_ATTR_PARAMS_PROCESSED_PTR, nullptr);
     };
-    if (!ok(attr(SQL_ATTR_PARAM_BIND_TYPE, reinterpret_cast<SQLPOINTER>(
-                                               static_cast<SQLULEN>(SQL_PARAM_BIND_BY_COLUMN)))) ||
+    if (!ok(attr(SQL_ATTR_PARAM_BIND_TYPE,
+                 reinterpret_cast<SQLPOINTER>(static_cast<SQLULEN>(SQL_PARAM_BIND_BY_COLUMN)))) ||
         !ok(attr(SQL_ATTR_PARAMSET_SIZE,
                  reinterpret_cast<SQLPOINTER>(static_cast<SQLULEN>(rows.size()))))) {
       restore();  // no parameter arrays in this driver
@@ -1445,6 +1445,16 @@ class OdbcStatement final : public db::StatementImpl {
     if (auto st = settle_prepared(s, hd); !st.ok()) {
       restore();
       return st.take_error();
+    }
+    // A failed batch leaves none of its rows behind. psqlODBC runs the array
+    // as one statement under its own savepoint (statement-level rollback,
+    // _EXEC_SVP_; ours would be released with it); SQLite ODBC keeps the rows
+    // before a failing one, and another driver may too, so in a transaction
+    // the batch runs under a savepoint. Outside one, the caller brackets it.
+    const bool guard = s.in_tx && s.flavor != Flavor::postgresql;
+    if (guard && !run_text("SAVEPOINT wp_batch")) {
+      restore();
+      return db::StatementImpl::execute_batch(rows);  // no savepoints here: row by row
     }
     ++s.stats.batches;
     SQLRETURN rc;
@@ -1476,17 +1486,38 @@ class OdbcStatement final : public db::StatementImpl {
         rc = SQL_SUCCESS;
       }
     }
+    const bool failed = s.timed_out || !ok(rc);
+    std::optional<Error> err;
     if (s.timed_out) {
-      restore();
-      return statement_timeout(s.options);
-    }
-    if (!ok(rc)) {
-      Error e = s.stmt_error(h);
-      restore();
-      return e;
+      err = statement_timeout(s.options);
+    } else if (failed) {
+      err = s.stmt_error(h);
     }
     restore();
+    if (guard) {
+      if (failed) (void)run_text("ROLLBACK TO SAVEPOINT wp_batch");
+      (void)run_text("RELEASE SAVEPOINT wp_batch");
+    }
+    if (err) return std::move(*err);
     return out;
+  }
+
+  /// Runs a statement without parameters or result on a handle of its own.
+  bool run_text(const std::string& text) {
+    Handle tmp(session_);
+    if (!tmp.alloc().ok()) return false;
+    std::u16string wtext(text.begin(), text.end());  // ASCII
+    SQLRETURN rc;
+    {
+      Running running(session_, tmp.h);
+      rc = exec_direct(*session_, tmp.h, text, wtext);
+    }
+    if (!ok(rc) && rc != SQL_NO_DATA) {
+      const Error e = session_->stmt_error(tmp.h);
+      spdlog::debug("odbc: {}: {} {}", text, e.sqlstate, e.message);
+      return false;
+    }
+    return true;
   }
 
   Status close() override {

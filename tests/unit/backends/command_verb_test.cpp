@@ -7,6 +7,7 @@
 //    SAVEPOINT, RELEASE, ... PREPARED
 //  - WITH resolves to its main statement, past the CTE bodies (strings included)
 //  - session and maintenance commands; blank text is ""
+//  - inserts_one_row: a single-tuple INSERT ... VALUES and nothing else
 
 #include <gtest/gtest.h>
 
@@ -140,6 +141,28 @@ TEST(CommandVerb, TsqlAndMysqlForms) {
                             {"CREATE FULLTEXT INDEX i ON t (a)", "CREATE INDEX"},
                             {"START TRANSACTION READ ONLY", "START TRANSACTION"},
                         });
+}
+
+TEST(InsertsOneRow, OnlyASingleTupleInsertWithNothingAfterIt) {
+  for (Dialect d : {Dialect::postgres, Dialect::mysql, Dialect::sqlite, Dialect::ansi}) {
+    SCOPED_TRACE(std::string(to_string(d)));
+    EXPECT_TRUE(inserts_one_row("INSERT INTO t VALUES (?, ?)", d));
+    EXPECT_TRUE(inserts_one_row("insert into s.t (a, b) values ($1, f($2, ')'));", d));
+    EXPECT_TRUE(inserts_one_row("INSERT /* c */ INTO t(a) VALUES (1) -- done", d));
+    EXPECT_FALSE(inserts_one_row("INSERT INTO t VALUES (1), (2)", d));
+    EXPECT_FALSE(inserts_one_row("INSERT INTO t SELECT * FROM u", d));
+    EXPECT_FALSE(inserts_one_row("INSERT INTO t VALUES (1) ON CONFLICT DO NOTHING", d));
+    EXPECT_FALSE(inserts_one_row("INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = 2", d));
+    EXPECT_FALSE(inserts_one_row("INSERT INTO t VALUES (1) RETURNING id", d));
+    EXPECT_FALSE(inserts_one_row("INSERT IGNORE INTO t VALUES (1)", d));
+    EXPECT_FALSE(inserts_one_row("INSERT OR REPLACE INTO t VALUES (1)", d));
+    EXPECT_FALSE(inserts_one_row("INSERT INTO t DEFAULT VALUES", d));
+    EXPECT_FALSE(inserts_one_row("UPDATE t SET a = 1", d));
+    EXPECT_FALSE(inserts_one_row("INSERT INTO t VALUES (1); DELETE FROM t", d));
+    EXPECT_FALSE(inserts_one_row("INSERT INTO t VALUES (1", d));
+  }
+  EXPECT_TRUE(inserts_one_row("INSERT INTO `my t` VALUES (?)", Dialect::mysql));
+  EXPECT_TRUE(inserts_one_row("INSERT INTO \"my t\" VALUES ($1)", Dialect::postgres));
 }
 
 }  // namespace
