@@ -3,7 +3,10 @@
 //   insert  N rows of (bigint, text, double) through one prepared statement in
 //           one transaction;
 //   scan    every row back through one streaming reader (borrowed values);
-//   lookup  M primary-key reads through one prepared statement.
+//   lookup  M primary-key reads through one prepared statement;
+//   batch   N rows into a second table through Statement::execute_batch, 1000
+//           rows a call (the front end's largest batch), in one transaction:
+//           parameter arrays on the odbc driver, a query per row elsewhere.
 // Prints one JSON object: rows per second of each phase.
 //
 // Usage: driver_bench DRIVER CONNECTION [ROWS [LOOKUPS]]
@@ -15,6 +18,7 @@
 // call goes through db::call_blocking, so a non-blocking driver (postgresql)
 // runs too: bench/odbc_vs_c.py compares ODBC's scan with libpq's.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -175,13 +179,55 @@ int main(int argc, char** argv) {
                  static_cast<long long>(found), static_cast<long long>(lookups));
     return 1;
   }
+  // batch (blocking drivers: execute_batch is a blocking call; -1 for the others)
+  double batch_s = -1;
+  if (c.capabilities().blocking) {
+    check(run(c, "DROP TABLE IF EXISTS wp_bench_b"), "drop batch table");
+    check(run(c, create.substr(0, create.find(" (")) + "_b" + create.substr(create.find(" ("))),
+          "create batch table");
+    t0 = Clock::now();
+    {
+      db::Transaction tx = check(blocking([&] { return c.begin(); }), "begin");
+      db::Statement ins =
+          check(blocking([&] { return tx.prepare("INSERT INTO wp_bench_b VALUES ($1, $2, $3)"); }),
+                "prepare batch");
+      constexpr int64_t kBatch = 1000;
+      std::vector<std::vector<db::Param>> params(kBatch, std::vector<db::Param>(3));
+      std::vector<db::Params> spans;
+      for (int64_t first = 1; first <= rows; first += kBatch) {
+        const int64_t n = std::min(kBatch, rows - first + 1);
+        spans.clear();
+        for (int64_t k = 0; k < n; ++k) {
+          auto& p = params[static_cast<size_t>(k)];
+          const int64_t i = first + k;
+          p[0].value = db::Value::int64(i);
+          p[1].value = db::Value::text(name_of(i));
+          p[2].value = db::Value::float64(static_cast<double>(i) * 0.5);
+          spans.emplace_back(p);
+        }
+        auto done = check(ins.execute_batch(spans), "batch");
+        if (done.total != n) {
+          std::fprintf(stderr, "driver_bench: a batch of %lld inserted %lld\n",
+                       static_cast<long long>(n), static_cast<long long>(done.total));
+          return 1;
+        }
+      }
+      check(blocking([&] { return ins.close(); }), "close batch");
+      check(blocking([&] { return tx.commit(); }), "commit batch");
+    }
+    batch_s = seconds_since(t0);
+    check(run(c, "DROP TABLE wp_bench_b"), "drop batch table");
+  }
+
   check(run(c, "DROP TABLE wp_bench"), "drop");
   check(blocking([&] { return c.close(); }), "close");
   std::printf(
       "{\"program\": \"driver:%s\", \"rows\": %lld, \"lookups\": %lld, \"insert_rows_per_s\": "
-      "%.0f, \"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"checksum\": %.1f}\n",
+      "%.0f, \"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"batch_rows_per_s\": "
+      "%.0f, \"checksum\": %.1f}\n",
       argv[1], static_cast<long long>(rows), static_cast<long long>(lookups),
       static_cast<double>(rows) / insert_s, static_cast<double>(rows) / scan_s,
-      static_cast<double>(lookups) / lookup_s, sum);
+      static_cast<double>(lookups) / lookup_s,
+      batch_s > 0 ? static_cast<double>(rows) / batch_s : -1.0, sum);
   return 0;
 }

@@ -7,7 +7,9 @@ runs build/release/driver_bench (through the driver contract) and
 build/release/odbc_raw (bench/c/odbc.c, the driver's strategy written in C)
 alternately RUNS times each: insert 20,000 rows of (bigint, text, double)
 through one prepared statement in one transaction, scan them with one reader,
-5,000 primary-key lookups through one prepared statement. The libpq driver
+5,000 primary-key lookups through one prepared statement, and the 20,000 rows
+again as parameter arrays of 1,000 (Statement::execute_batch, the front end's
+batches; SQLExecute of an array in C). The libpq driver
 (driver_bench postgresql) runs in the same rounds against the same PostgreSQL,
 for the scan comparison ODBC-through-psqlODBC vs libpq.
 
@@ -30,7 +32,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 FIXTURES = os.path.join(REPO, "tests", "fixtures")
-CELLS = ("insert_rows_per_s", "scan_rows_per_s", "lookup_rows_per_s")
+CELLS = ("insert_rows_per_s", "scan_rows_per_s", "lookup_rows_per_s", "batch_rows_per_s")
 
 
 def start(fixture, d):

@@ -2034,13 +2034,18 @@ awaitable<bool> PgClient::try_batch(const std::shared_ptr<Prepared>& p,
   if (rows.size() < 2) co_return false;
 
   session_->statement_begin();
-  if (auto e = co_await session_->ensure_backend()) {
+  // Going the normal way after statement_begin: it counts the statement again.
+  auto give_up = [this] {
     session_->statement_end();
+    session_->pool().metrics().statements.fetch_sub(1, std::memory_order_relaxed);
+  };
+  if (auto e = co_await session_->ensure_backend()) {
+    give_up();
     co_return false;  // the normal way reports it
   }
   auto stmt = co_await session_->backend_statement(st.key, st.sql, {});
   if (!stmt.ok() || !session_->backend()->caps.param_arrays) {
-    session_->statement_end();
+    give_up();
     co_return false;  // the normal way reports the error
   }
   // Inside a transaction a failed batch leaves nothing behind (the driver's
@@ -2052,7 +2057,7 @@ awaitable<bool> PgClient::try_batch(const std::shared_ptr<Prepared>& p,
     db::Status opened = co_await session_->begin("BEGIN");
     if (!opened.ok()) {
       session_->sync_tx_state();
-      session_->statement_end();
+      give_up();
       co_return false;
     }
   }
@@ -2081,24 +2086,28 @@ awaitable<bool> PgClient::try_batch(const std::shared_ptr<Prepared>& p,
   }
   if (!kept) batch_refused_ = true;  // until Sync: the rest goes one at a time
   session_->sync_tx_state();
-  session_->statement_end();
-  pg::Encoder enc(out_);
-  if (!kept) {
-    if (!result.ok() && (is_cancel(result.error()) || result.error().code == db::Errc::connection ||
-                         session_->tx_state() == db::TxState::failed)) {
-      // Cancelled (CancelRequest, statement_timeout), the backend gone, or a
-      // transaction the failure aborted (psqlODBC set to roll back the
-      // transaction on an error): not run again; the error goes to the
-      // first execution.
-      enc.bind_complete();
-      if (described[0]) enc.no_data();
-      co_await backend_error(result.take_error());
-      skip_until_sync_ = true;
-      co_return true;
-    }
+  // Cancelled (CancelRequest, statement_timeout), the backend gone, or a
+  // transaction the failure aborted (psqlODBC set to roll back the
+  // transaction on an error): not run again; the error goes to the first
+  // execution.
+  const bool answer_now =
+      !kept && !result.ok() &&
+      (is_cancel(result.error()) || result.error().code == db::Errc::connection ||
+       session_->tx_state() == db::TxState::failed);
+  if (!kept && !answer_now) {
     spdlog::debug("client {}: batch of {} run again one by one: {}", peer_, rows.size(),
                   result.ok() ? "counts do not add up" : result.error().message);
+    give_up();
     co_return false;
+  }
+  session_->statement_end();
+  pg::Encoder enc(out_);
+  if (answer_now) {
+    enc.bind_complete();
+    if (described[0]) enc.no_data();
+    co_await backend_error(result.take_error());
+    skip_until_sync_ = true;
+    co_return true;
   }
   for (size_t k = 0; k < rows.size(); ++k) {
     enc.bind_complete();

@@ -7,7 +7,12 @@
  *   - scan: one SELECT read with a block cursor, columns bound column-wise into
  *     a row array of 256 KiB / row width rows, text converted UTF-16 -> UTF-8;
  *   - lookup: M primary-key reads through one prepared statement, its result
- *     columns bound once.
+ *     columns bound once;
+ *   - batch: N rows into a second table as parameter arrays of 1000 rows,
+ *     bound column-wise, autocommit off, one SQLEndTran: each array under a
+ *     SAVEPOINT except on psqlODBC, and each row's count read with
+ *     SQLMoreResults where the driver reports SQL_PARC_BATCH, as the driver
+ *     does.
  * Prints one JSON object with rows per second of each phase (driver_bench's form).
  *
  * The process starts (and joins) one thread first, as wirepool's executor and
@@ -265,6 +270,88 @@ int main(int argc, char** argv) {
     fprintf(stderr, "odbc_raw: found %lld rows, expected %lld\n", found, lookups);
     return 1;
   }
+  /* batch */
+  exec_direct(st, "DROP TABLE IF EXISTS wp_bench_b");
+  CHECK(exec_direct(st,
+                    "CREATE TABLE wp_bench_b (id BIGINT PRIMARY KEY, name VARCHAR(64), score "
+                    "DOUBLE PRECISION)"),
+        "create batch table", SQL_HANDLE_STMT, st);
+  SQLFreeStmt(st, SQL_CLOSE);
+  char dbms[64] = "";
+  SQLGetInfo(dbc, SQL_DBMS_NAME, dbms, sizeof dbms, NULL);
+  const int psqlodbc = strcmp(dbms, "PostgreSQL") == 0;
+  SQLUINTEGER parc = 0;
+  SQLGetInfo(dbc, SQL_PARAM_ARRAY_ROW_COUNTS, &parc, sizeof parc, NULL);
+  t0 = now();
+  CHECK(SQLSetConnectAttr(dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, 0),
+        "autocommit", SQL_HANDLE_DBC, dbc);
+  {
+    enum { BATCH = 1000 };
+    SQLHSTMT ins;
+    SQLAllocHandle(SQL_HANDLE_STMT, dbc, &ins);
+    CHECK(prepare(ins, "INSERT INTO wp_bench_b VALUES (?, ?, ?)"), "prepare batch",
+          SQL_HANDLE_STMT, ins);
+    SQLBIGINT* ids = malloc(BATCH * sizeof(SQLBIGINT));
+    SQLWCHAR* bnames = malloc((size_t)BATCH * NAME_UNITS * sizeof(SQLWCHAR));
+    double* bscores = malloc(BATCH * sizeof(double));
+    SQLLEN* zero = calloc(BATCH, sizeof(SQLLEN));
+    SQLLEN* lens = malloc(BATCH * sizeof(SQLLEN));
+    SQLUSMALLINT* status = malloc(BATCH * sizeof(SQLUSMALLINT));
+    SQLULEN processed = 0;
+    SQLSetStmtAttr(ins, SQL_ATTR_PARAM_BIND_TYPE, (SQLPOINTER)SQL_PARAM_BIND_BY_COLUMN, 0);
+    SQLSetStmtAttr(ins, SQL_ATTR_PARAM_STATUS_PTR, status, 0);
+    SQLSetStmtAttr(ins, SQL_ATTR_PARAMS_PROCESSED_PTR, &processed, 0);
+    for (long long first = 1; first <= rows; first += BATCH) {
+      const long long n = rows - first + 1 < BATCH ? rows - first + 1 : BATCH;
+      for (long long k = 0; k < n; ++k) {
+        const long long i = first + k;
+        char text[64];
+        int len = snprintf(text, sizeof text, "name-%lld-bench", i * 7919 % 1000003);
+        for (int c = 0; c < len; ++c)
+          bnames[k * NAME_UNITS + c] = (SQLWCHAR)text[c];
+        lens[k] = (SQLLEN)len * (SQLLEN)sizeof(SQLWCHAR);
+        ids[k] = i;
+        bscores[k] = (double)i * 0.5;
+      }
+      SQLSetStmtAttr(ins, SQL_ATTR_PARAMSET_SIZE, (SQLPOINTER)(SQLULEN)n, 0);
+      SQLBindParameter(ins, 1, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 19, 0, ids, 8, zero);
+      SQLBindParameter(ins, 2, SQL_PARAM_INPUT, SQL_C_WCHAR, SQL_WVARCHAR, 256, 0, bnames,
+                       NAME_UNITS * sizeof(SQLWCHAR), lens);
+      SQLBindParameter(ins, 3, SQL_PARAM_INPUT, SQL_C_DOUBLE, SQL_DOUBLE, 15, 0, bscores, 8, zero);
+      if (!psqlodbc) exec_direct(st, "SAVEPOINT wp_batch");
+      CHECK(SQLExecute(ins), "batch", SQL_HANDLE_STMT, ins);
+      SQLLEN count = 0, total = 0;
+      SQLRowCount(ins, &count);
+      total = count;
+      if (parc == SQL_PARC_BATCH) {
+        while (SQLMoreResults(ins) == SQL_SUCCESS) {
+          SQLRowCount(ins, &count);
+          total += count;
+        }
+      }
+      if (total != n) {
+        fprintf(stderr, "odbc_raw: a batch of %lld inserted %lld\n", n, (long long)total);
+        return 1;
+      }
+      SQLFreeStmt(ins, SQL_CLOSE);
+      if (!psqlodbc) {
+        exec_direct(st, "RELEASE SAVEPOINT wp_batch");
+        SQLFreeStmt(st, SQL_CLOSE);
+      }
+    }
+    SQLFreeHandle(SQL_HANDLE_STMT, ins);
+    free(ids);
+    free(bnames);
+    free(bscores);
+    free(zero);
+    free(lens);
+    free(status);
+  }
+  CHECK(SQLEndTran(SQL_HANDLE_DBC, dbc, SQL_COMMIT), "commit batch", SQL_HANDLE_DBC, dbc);
+  SQLSetConnectAttr(dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_ON, 0);
+  const double batch_s = now() - t0;
+  exec_direct(st, "DROP TABLE wp_bench_b");
+
   exec_direct(st, "DROP TABLE wp_bench");
   SQLFreeHandle(SQL_HANDLE_STMT, st);
   SQLDisconnect(dbc);
@@ -272,8 +359,9 @@ int main(int argc, char** argv) {
   SQLFreeHandle(SQL_HANDLE_ENV, env);
   printf(
       "{\"program\": \"c:odbc\", \"rows\": %lld, \"lookups\": %lld, \"insert_rows_per_s\": %.0f, "
-      "\"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"checksum\": %.1f}\n",
+      "\"scan_rows_per_s\": %.0f, \"lookup_rows_per_s\": %.0f, \"batch_rows_per_s\": %.0f, "
+      "\"checksum\": %.1f}\n",
       rows, lookups, (double)rows / insert_s, (double)rows / scan_s, (double)lookups / lookup_s,
-      sum);
+      (double)rows / batch_s, sum);
   return 0;
 }
