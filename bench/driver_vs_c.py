@@ -187,9 +187,17 @@ def main():
                 if "c_nonblock" in med:
                     row[f"{cell}_c_nonblock_pct_of_c"] = round(
                         med["c_nonblock"] * 100.0 / med["c"], 1)
+            # The ODBC programs also insert N rows as parameter arrays of 1000.
+            if all(s.get("batch_rows_per_s", -1) > 0 for rs in results.values() for s in rs):
+                med = {p: statistics.median(s["batch_rows_per_s"] for s in rs)
+                       for p, rs in results.items()}
+                row["batch_driver"] = med["driver"]
+                row["batch_c"] = med["c"]
+                row["batch_pct"] = round(med["driver"] * 100.0 / med["c"], 1)
             table.append(row)
             log(f"{name}: insert {row['insert_pct']}%, scan {row['scan_pct']}%, "
-                f"lookup {row['lookup_pct']}% of C")
+                f"lookup {row['lookup_pct']}% of C"
+                + (f", batch {row['batch_pct']}%" if "batch_pct" in row else ""))
     finally:
         for c in cleanups:
             c()

@@ -201,12 +201,16 @@ def main():
         else:
             md += ["Each cell: the driver through wirepool's contract as a percentage of the C "
                    "program doing the same work on the raw C API (`bench/c/`); 100% = as fast.",
-                   "", "| driver | N | insert | scan | lookup |", "|---|---|---|---|---|"]
+                   "", "Batch: the N rows again as parameter arrays of 1000 (ODBC only; — where a "
+                   "run did not measure it).",
+                   "", "| driver | N | insert | scan | lookup | batch |",
+                   "|---|---|---|---|---|---|"]
             for row in d.get("table", []):
+                batch = fmt(row.get('batch_pct'), 0, '%') if "batch_pct" in row else "—"
                 md.append(f"| {row['driver']} | {fmt(row.get('n'))} | "
                           f"{fmt(row.get('insert_pct'), 0, '%')} | "
                           f"{fmt(row.get('scan_pct'), 0, '%')} | "
-                          f"{fmt(row.get('lookup_pct'), 0, '%')} |")
+                          f"{fmt(row.get('lookup_pct'), 0, '%')} | {batch} |")
             md.append("")
     if "embedded" in w:
         e = w["embedded"]["summary"]

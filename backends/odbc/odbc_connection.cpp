@@ -657,26 +657,32 @@ class ParamArrays {
                                        size_t j, bool& fits) {
     const size_t n = rows.size();
     auto value = [&](size_t r) -> const db::Value& { return rows[r][j].value; };
-    // Variable-width kinds: their text first, to size the array.
-    std::vector<std::string> texts;
+    // Variable-width kinds: their bytes first (one buffer for all rows, no
+    // allocation per value), to size the array.
+    std::string bytes;
+    std::vector<std::pair<size_t, size_t>> at(n);  // offset and length in `bytes`
+    auto text_of = [&](size_t r) {
+      return std::string_view(bytes).substr(at[r].first, at[r].second);
+    };
     if (kind == db::Kind::Text || kind == db::Kind::Decimal || kind == db::Kind::U64 ||
         kind == db::Kind::Bytes) {
-      texts.resize(n);
       int32_t scale = -1;
       for (size_t r = 0; r < n; ++r) {
         const db::Value& v = value(r);
         if (v.is_null()) continue;
+        const size_t offset = bytes.size();
         if (kind == db::Kind::Text) {
           thread_local std::u16string units;
           if (!to_utf16(v.str, units)) {
             return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
           }
-          texts[r].assign(reinterpret_cast<const char*>(units.data()), units.size() * 2);
+          bytes.append(reinterpret_cast<const char*>(units.data()), units.size() * 2);
         } else if (kind == db::Kind::U64) {
-          texts[r] = std::to_string(v.u64);
+          bytes += std::to_string(v.u64);
         } else {
-          texts[r] = v.str;
+          bytes += v.str;
         }
+        at[r] = {offset, bytes.size() - offset};
         if (kind == db::Kind::Decimal) {
           const size_t point = v.str.find('.');
           const int32_t sc =
@@ -691,7 +697,7 @@ class ParamArrays {
             ndigits += ch >= '0' && ch <= '9';
           c.column_size = std::max<SQLULEN>(c.column_size, ndigits);
         }
-        c.width = std::max(c.width, texts[r].size());
+        c.width = std::max(c.width, at[r].second);
       }
       if (kind == db::Kind::Decimal) {
         c.sql_type = SQL_NUMERIC;
@@ -751,8 +757,8 @@ class ParamArrays {
           put(c, r, timestamp_of(v.micros));
           break;
         default:
-          std::memcpy(c.data.data() + r * c.width, texts[r].data(), texts[r].size());
-          c.ind[r] = static_cast<SQLLEN>(texts[r].size());
+          std::memcpy(c.data.data() + r * c.width, text_of(r).data(), at[r].second);
+          c.ind[r] = static_cast<SQLLEN>(at[r].second);
           break;
       }
     }
