@@ -1492,7 +1492,8 @@ class OdbcStatement final : public db::StatementImpl {
             out.affected.push_back(std::max<int64_t>(count, 0));
           }
           // To the end, as a C program would (restore() closes the cursor anyway).
-          while (ok(rc) && rc != SQL_NO_DATA) rc = SQLMoreResults(h);
+          while (ok(rc) && rc != SQL_NO_DATA)
+            rc = SQLMoreResults(h);
           if (rc == SQL_NO_DATA) rc = SQL_SUCCESS;
           out.total = 0;
           for (int64_t a : out.affected)
