@@ -1462,8 +1462,8 @@ class OdbcStatement final : public db::StatementImpl {
       restore();
       return st.take_error();
     }
-    // A failed batch leaves none of its rows behind. psqlODBC runs the array
-    // as one statement under its own savepoint (statement-level rollback,
+    // A failed batch leaves none of its rows behind. psqlODBC sends the array
+    // as one query under its own savepoint (statement-level rollback,
     // _EXEC_SVP_; ours would be released with it); SQLite ODBC keeps the rows
     // before a failing one, and another driver may too, so in a transaction
     // the batch runs under a savepoint. Outside one, the caller brackets it.
