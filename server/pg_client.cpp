@@ -2027,11 +2027,12 @@ awaitable<bool> PgClient::try_batch(const std::shared_ptr<Prepared>& p,
       if (n && *n > 0) continue;
     }
     if (g != Group::complete) break;
-    rows.push_back(rows.empty() ? first.params : std::move(params));
+    rows.push_back(std::move(params));  // the first stays empty until a second comes
     described.push_back(desc);
     end = after;
   }
   if (rows.size() < 2) co_return false;
+  rows[0] = first.params;
 
   session_->statement_begin();
   // Going the normal way after statement_begin: it counts the statement again.

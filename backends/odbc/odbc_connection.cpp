@@ -446,6 +446,55 @@ using HandlePtr = std::shared_ptr<Handle>;
 
 // ---- parameters -----------------------------------------------------------------
 
+/// How a value of `kind` is bound: its C type, SQL type, column size and
+/// decimal digits. One table for single rows (bind_params) and arrays
+/// (ParamArrays). `size`: UTF-16 units of a text, bytes of a binary value,
+/// digits of a decimal; `scale`: a decimal's.
+struct Binding {
+  SQLSMALLINT c_type = SQL_C_CHAR;
+  SQLSMALLINT sql_type = SQL_VARCHAR;
+  SQLULEN column_size = 1;
+  SQLSMALLINT digits = 0;
+};
+Binding binding_of(db::Kind kind, size_t size = 0, int32_t scale = 0) {
+  switch (kind) {
+    case db::Kind::Null:  // a VARCHAR NULL: every verified driver converts it
+      return {};
+    case db::Kind::Bool:
+      return {SQL_C_BIT, SQL_BIT, 1, 0};
+    case db::Kind::I64:
+      return {SQL_C_SBIGINT, SQL_BIGINT, 19, 0};
+    case db::Kind::U64:
+      // Beyond INT64_MAX a BIGINT parameter cannot carry it: exact digits.
+      return {SQL_C_CHAR, SQL_DECIMAL, 20, 0};
+    case db::Kind::F64:
+      return {SQL_C_DOUBLE, SQL_DOUBLE, 15, 0};
+    case db::Kind::Decimal:
+      return {SQL_C_CHAR, SQL_NUMERIC, std::max<size_t>(size, 1), static_cast<SQLSMALLINT>(scale)};
+    case db::Kind::Text:
+      // In steps of 256 characters, so values of different lengths share a binding.
+      return {SQL_C_WCHAR, static_cast<SQLSMALLINT>(size > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR),
+              (std::max<size_t>(size, 1) + 255) / 256 * 256, 0};
+    case db::Kind::Bytes:
+      return {SQL_C_BINARY,
+              static_cast<SQLSMALLINT>(size > 8000 ? SQL_LONGVARBINARY : SQL_VARBINARY),
+              std::max<size_t>(size, 1), 0};
+    case db::Kind::Time:
+      return {SQL_C_TYPE_TIMESTAMP, SQL_TYPE_TIMESTAMP, 26, 6};
+  }
+  return {};
+}
+
+/// A decimal's digit count and scale ("-12.50": 4 and 2).
+std::pair<size_t, int32_t> decimal_shape(std::string_view text) {
+  size_t ndigits = 0;
+  for (char c : text)
+    ndigits += c >= '0' && c <= '9';
+  const size_t point = text.find('.');
+  return {ndigits,
+          point == std::string_view::npos ? 0 : static_cast<int32_t>(text.size() - point - 1)};
+}
+
 /// Binds `params` to the ? markers of a statement; `binds` says which
 /// parameter each marker takes (a repeated $N binds its value again).
 ///
@@ -466,10 +515,7 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
     }
     const db::Value& v = p.value;
     auto& slot = buf.slots[i];
-    SQLSMALLINT c_type = SQL_C_CHAR;
-    SQLSMALLINT sql_type = SQL_VARCHAR;
-    SQLULEN column_size = 1;
-    SQLSMALLINT digits = 0;
+    Binding bd;
     SQLPOINTER data = nullptr;
     SQLLEN buffer_length = 0;
     switch (v.kind) {
@@ -480,46 +526,33 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
       case db::Kind::Bool:
         slot.bit = v.b ? 1 : 0;
         slot.ind = 0;
-        c_type = SQL_C_BIT;
-        sql_type = SQL_BIT;
+        bd = binding_of(v.kind);
         data = &slot.bit;
         break;
       case db::Kind::I64:
         slot.i64 = v.i64;
         slot.ind = 0;
-        c_type = SQL_C_SBIGINT;
-        sql_type = SQL_BIGINT;
-        column_size = 19;
+        bd = binding_of(v.kind);
         data = &slot.i64;
         break;
       case db::Kind::U64:
-        // Beyond INT64_MAX a BIGINT parameter cannot carry it: exact digits.
         slot.bytes = std::to_string(v.u64);
         slot.ind = static_cast<SQLLEN>(slot.bytes.size());
-        sql_type = SQL_DECIMAL;
-        column_size = 20;
+        bd = binding_of(v.kind);
         data = slot.bytes.data();
         buffer_length = slot.ind;
         break;
       case db::Kind::F64:
         slot.f64 = v.f64;
         slot.ind = 0;
-        c_type = SQL_C_DOUBLE;
-        sql_type = SQL_DOUBLE;
-        column_size = 15;
+        bd = binding_of(v.kind);
         data = &slot.f64;
         break;
       case db::Kind::Decimal: {
         slot.bytes = v.str;
         slot.ind = static_cast<SQLLEN>(slot.bytes.size());
-        const size_t point = v.str.find('.');
-        size_t ndigits = 0;
-        for (char c : v.str)
-          ndigits += c >= '0' && c <= '9';
-        sql_type = SQL_NUMERIC;
-        column_size = std::max<size_t>(ndigits, 1);
-        digits =
-            point == std::string::npos ? 0 : static_cast<SQLSMALLINT>(v.str.size() - point - 1);
+        const auto [ndigits, scale] = decimal_shape(v.str);
+        bd = binding_of(v.kind, ndigits, scale);
         data = slot.bytes.data();
         buffer_length = slot.ind;
         break;
@@ -532,10 +565,7 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
         if (slot.bytes.capacity() < 512) slot.bytes.reserve(512);  // a stable buffer
         slot.bytes.assign(reinterpret_cast<const char*>(units.data()), units.size() * 2);
         slot.ind = static_cast<SQLLEN>(slot.bytes.size());
-        c_type = SQL_C_WCHAR;
-        sql_type = units.size() > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR;
-        // In steps of 256 characters, so rows of different lengths share a binding.
-        column_size = (std::max<size_t>(units.size(), 1) + 255) / 256 * 256;
+        bd = binding_of(v.kind, units.size());
         data = slot.bytes.data();
         buffer_length = static_cast<SQLLEN>(slot.bytes.capacity());
         break;
@@ -543,22 +573,21 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
       case db::Kind::Bytes:
         slot.bytes = v.str;
         slot.ind = static_cast<SQLLEN>(slot.bytes.size());
-        c_type = SQL_C_BINARY;
-        sql_type = slot.bytes.size() > 8000 ? SQL_LONGVARBINARY : SQL_VARBINARY;
-        column_size = std::max<size_t>(slot.bytes.size(), 1);
+        bd = binding_of(v.kind, slot.bytes.size());
         data = slot.bytes.data();
         buffer_length = slot.ind;
         break;
       case db::Kind::Time:
         slot.ts = timestamp_of(v.micros);
         slot.ind = 0;
-        c_type = SQL_C_TYPE_TIMESTAMP;
-        sql_type = SQL_TYPE_TIMESTAMP;
-        column_size = 26;
-        digits = 6;
+        bd = binding_of(v.kind);
         data = &slot.ts;
         break;
     }
+    const SQLSMALLINT c_type = bd.c_type;
+    const SQLSMALLINT sql_type = bd.sql_type;
+    const SQLULEN column_size = bd.column_size;
+    const SQLSMALLINT digits = bd.digits;
     if (slot.bound && slot.c_type == c_type && slot.sql_type == sql_type &&
         slot.column_size == column_size && slot.digits == digits && slot.data == data &&
         slot.buffer_length == buffer_length) {
@@ -637,8 +666,8 @@ class ParamArrays {
     for (size_t i = 0; i < cols_.size(); ++i) {
       Col& c = cols_[i];
       const SQLRETURN rc = SQLBindParameter(
-          h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c.c_type, c.sql_type, c.column_size,
-          c.digits, c.data.data(), static_cast<SQLLEN>(c.width), c.ind.data());
+          h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c.bd.c_type, c.bd.sql_type,
+          c.bd.column_size, c.bd.digits, c.data.data(), static_cast<SQLLEN>(c.width), c.ind.data());
       if (!ok(rc)) return s.stmt_error(h);
     }
     return {};
@@ -649,10 +678,7 @@ class ParamArrays {
     std::vector<unsigned char> data;  // rows * width
     std::vector<SQLLEN> ind;
     size_t width = 1;
-    SQLSMALLINT c_type = SQL_C_CHAR;
-    SQLSMALLINT sql_type = SQL_VARCHAR;
-    SQLULEN column_size = 1;
-    SQLSMALLINT digits = 0;
+    Binding bd;
   };
 
   template <class T>
@@ -674,6 +700,7 @@ class ParamArrays {
     if (kind == db::Kind::Text || kind == db::Kind::Decimal || kind == db::Kind::U64 ||
         kind == db::Kind::Bytes) {
       int32_t scale = -1;
+      size_t ndigits = 0;
       for (size_t r = 0; r < n; ++r) {
         const db::Value& v = value(r);
         if (v.is_null()) continue;
@@ -691,57 +718,28 @@ class ParamArrays {
         }
         at[r] = {offset, bytes.size() - offset};
         if (kind == db::Kind::Decimal) {
-          const size_t point = v.str.find('.');
-          const int32_t sc =
-              point == std::string::npos ? 0 : static_cast<int32_t>(v.str.size() - point - 1);
+          const auto [digits, sc] = decimal_shape(v.str);
           if (scale >= 0 && sc != scale) {
             fits = false;  // one binding has one scale
             return std::nullopt;
           }
           scale = sc;
-          size_t ndigits = 0;
-          for (char ch : v.str)
-            ndigits += ch >= '0' && ch <= '9';
-          c.column_size = std::max<SQLULEN>(c.column_size, ndigits);
+          ndigits = std::max(ndigits, digits);
         }
         c.width = std::max(c.width, at[r].second);
       }
-      if (kind == db::Kind::Decimal) {
-        c.sql_type = SQL_NUMERIC;
-        c.digits = static_cast<SQLSMALLINT>(std::max(scale, 0));
-      } else if (kind == db::Kind::U64) {
-        c.sql_type = SQL_DECIMAL;
-        c.column_size = 20;
-      } else if (kind == db::Kind::Text) {
-        c.width = std::max<size_t>(c.width, 2);
-        c.c_type = SQL_C_WCHAR;
-        const size_t units = c.width / 2;
-        c.sql_type = units > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR;
-        c.column_size = (units + 255) / 256 * 256;
-      } else {
-        c.c_type = SQL_C_BINARY;
-        c.sql_type = c.width > 8000 ? SQL_LONGVARBINARY : SQL_VARBINARY;
-        c.column_size = c.width;
-      }
-    } else if (kind == db::Kind::I64) {
-      c.width = sizeof(int64_t);
-      c.c_type = SQL_C_SBIGINT;
-      c.sql_type = SQL_BIGINT;
-      c.column_size = 19;
-    } else if (kind == db::Kind::F64) {
-      c.width = sizeof(double);
-      c.c_type = SQL_C_DOUBLE;
-      c.sql_type = SQL_DOUBLE;
-      c.column_size = 15;
-    } else if (kind == db::Kind::Bool) {
-      c.c_type = SQL_C_BIT;
-      c.sql_type = SQL_BIT;
-    } else if (kind == db::Kind::Time) {
-      c.width = sizeof(SQL_TIMESTAMP_STRUCT);
-      c.c_type = SQL_C_TYPE_TIMESTAMP;
-      c.sql_type = SQL_TYPE_TIMESTAMP;
-      c.column_size = 26;
-      c.digits = 6;
+      if (kind == db::Kind::Text) c.width = std::max<size_t>(c.width, 2);
+      c.bd = binding_of(kind,
+                        kind == db::Kind::Text      ? c.width / 2
+                        : kind == db::Kind::Decimal ? ndigits
+                                                    : c.width,
+                        std::max(scale, 0));
+    } else {
+      c.bd = binding_of(kind);
+      c.width = kind == db::Kind::I64    ? sizeof(int64_t)
+                : kind == db::Kind::F64  ? sizeof(double)
+                : kind == db::Kind::Time ? sizeof(SQL_TIMESTAMP_STRUCT)
+                                         : 1;  // Bool, or a column of NULLs
     }
     c.data.assign(n * c.width, 0);
     for (size_t r = 0; r < n; ++r) {
