@@ -31,8 +31,8 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 os.environ.setdefault("WIREPOOL_BIN", os.path.join(REPO, "build", "release", "wirepool"))
 import harness  # noqa: E402
+from odbc_vs_c import start, stop  # noqa: E402  (the fixtures, started the same way)
 
-FIXTURES = os.path.join(REPO, "tests", "fixtures")
 INSERTS = 100
 INSERT = "INSERT INTO e_b (c, n) VALUES (:c, :n);\n"
 SCRIPTS = {
@@ -41,18 +41,6 @@ SCRIPTS = {
     "one_by_one": ("\\set c random(1, 1000000)\n\\set n random(0, 9)\nBEGIN;\n" +
                    INSERT * INSERTS + "END;\n"),
 }
-
-
-def start(fixture, d):
-    subprocess.run(["/usr/bin/python3", os.path.join(FIXTURES, fixture), "start", d], check=True,
-                   stdout=subprocess.DEVNULL)
-    with open(os.path.join(d, "info.json")) as f:
-        return json.load(f)
-
-
-def stop(fixture, d):
-    subprocess.run(["/usr/bin/python3", os.path.join(FIXTURES, fixture), "stop", d],
-                   stdout=subprocess.DEVNULL)
 
 
 def pgbench(script, seconds, host, port, user, password, database):
