@@ -201,6 +201,24 @@ void Pool::handle_acquire(WaiterId waiter, TimePoint now) {
   dispatch(now, true);
 }
 
+std::optional<ConnId> Pool::try_acquire(TimePoint now) {
+  // The same choice as dispatch() makes for a waiter at the head of the queue.
+  while (!shutting_down_ && waiters_.empty() && !idle_.empty()) {
+    const ConnId id = idle_.back();
+    Conn& c = conns_.at(id);
+    if (auto reason = retire_reason(c, now)) {
+      close_conn(id, c, *reason);
+      continue;
+    }
+    set_state(id, c, State::in_use);
+    ++totals_.granted_total;
+    dispatch(now, true);  // min, after a failed open left it short
+    return id;
+  }
+  dispatch(now, true);
+  return std::nullopt;
+}
+
 void Pool::handle_cancel(WaiterId waiter, TimePoint now) {
   auto it = std::find_if(waiters_.begin(), waiters_.end(),
                          [waiter](const Waiter& w) { return w.id == waiter; });

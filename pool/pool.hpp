@@ -102,6 +102,13 @@ class Pool {
   /// `now + acquire_timeout` (kept across reconfigure). Waiter ids must be
   /// unique among the waiters. After shutdown() it is rejected at once.
   void handle_acquire(WaiterId waiter, TimePoint now);
+  /// A client wants a connection and one is idle now, with nobody waiting
+  /// before it: the connection is granted here (counted as a grant, no Grant
+  /// action). nullopt when a handle_acquire would have to wait (or after
+  /// shutdown()): the caller then goes the handle_acquire way. Retired idle
+  /// connections met on the way are closed, and `min` is topped up as after
+  /// any event (Close and Open actions: poll them).
+  std::optional<ConnId> try_acquire(TimePoint now);
   /// The waiter went away before it was granted (its client disconnected): it is
   /// dropped without a Reject. A no-op when the waiter is unknown or already
   /// granted (a queued Grant still stands: release that connection).
@@ -136,6 +143,8 @@ class Pool {
 
   /// The next action to carry out, or nullopt.
   std::optional<Action> poll_action();
+  /// Whether poll_action() has something.
+  bool has_actions() const { return !actions_.empty(); }
   /// When handle_timeout must next be called, or nullopt if nothing is pending.
   std::optional<TimePoint> next_deadline() const;
 

@@ -180,16 +180,36 @@ asio::awaitable<std::variant<Backend*, AcquireError>> DatabasePool::acquire() {
   // Named, not a temporary: GCC 12 can destroy a temporary with captures that
   // lives across a co_await twice. The same rule holds wherever we co_await.
   auto initiate = [this, &executor](auto handler) {
-    std::unique_lock lock(mu_);
-    pool::WaiterId id = next_waiter_++;
-    waiters_.emplace_back(id, Waiter{Handler(std::move(handler)), executor});
-    pool_.handle_acquire(id, pool::Clock::now());
-    pump(lock);
+    acquire_async(executor, Handler(std::move(handler)));
   };
   auto result = co_await asio::async_initiate<const asio::use_awaitable_t<>,
                                               void(std::variant<Backend*, AcquireError>)>(
       std::move(initiate), asio::use_awaitable);
   co_return result;
+}
+
+void DatabasePool::acquire_async(asio::any_io_executor executor, AcquireHandler handler) {
+  std::unique_lock lock(mu_);
+  pool::WaiterId id = next_waiter_++;
+  waiters_.emplace_back(id, Waiter{std::move(handler), std::move(executor)});
+  pool_.handle_acquire(id, pool::Clock::now());
+  pump(lock);
+}
+
+Backend* DatabasePool::try_acquire() {
+  std::unique_lock lock(mu_);
+  Backend* granted = nullptr;
+  if (auto id = pool_.try_acquire(pool::Clock::now())) {
+    auto b = backends_.find(*id);
+    if (b == backends_.end()) {
+      spdlog::critical("pool {}: immediate grant of unknown connection {}", cfg_.name, *id);
+    } else {
+      b->second->leased = true;
+      granted = b->second.get();
+    }
+  }
+  if (pool_.has_actions()) pump(lock);  // retired idle connections it closed
+  return granted;
 }
 
 void DatabasePool::release(Backend* backend, bool healthy) {

@@ -134,6 +134,15 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   /// Waits for a backend (bounded by acquire_timeout). On success the caller owns
   /// the lease until release().
   boost::asio::awaitable<std::variant<Backend*, AcquireError>> acquire();
+  /// acquire() for a caller that is not a coroutine: `handler` runs on
+  /// `executor` (never inline) with the backend or the error.
+  using AcquireHandler =
+      boost::asio::any_completion_handler<void(std::variant<Backend*, AcquireError>)>;
+  void acquire_async(boost::asio::any_io_executor executor, AcquireHandler handler);
+  /// An idle backend now, when one is idle and nobody waits (as acquire()
+  /// would grant it at once, without its post to the executor and its
+  /// coroutine frames: the transaction-mode hot path); nullptr otherwise.
+  Backend* try_acquire();
   /// Returns a backend. `healthy` false (a Connection error) closes it.
   void release(Backend* backend, bool healthy);
   /// Opens `min` connections (if any). Call once after construction.
@@ -171,7 +180,7 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   bool reachable(std::string* error = nullptr) const;
 
  private:
-  using Handler = boost::asio::any_completion_handler<void(std::variant<Backend*, AcquireError>)>;
+  using Handler = AcquireHandler;
   /// A waiting coroutine: its completion handler and the executor to resume it on.
   struct Waiter {
     Handler handler;

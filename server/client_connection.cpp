@@ -222,6 +222,26 @@ std::optional<size_t> ClientConnection::read_now(size_t reserve) {
   return std::nullopt;
 }
 
+ClientConnection::Flushed ClientConnection::try_flush() {
+  size_t off = 0;
+  while (off < out_.size()) {
+    boost::system::error_code ec;
+    size_t n = io_write(reinterpret_cast<const uint8_t*>(out_.data()) + off, out_.size() - off, ec);
+    if (!ec) {
+      off += n;
+      continue;
+    }
+    if (ec != asio::error::would_block && ec != asio::error::try_again) {
+      out_.clear();
+      return Flushed::gone;
+    }
+    out_.erase(0, off);
+    return Flushed::blocked;
+  }
+  out_.clear();
+  return Flushed::all;
+}
+
 awaitable<bool> ClientConnection::flush() {
   size_t off = 0;
   while (off < out_.size()) {
@@ -277,7 +297,18 @@ void ClientConnection::terminate() {
 void ClientConnection::on_readable(boost::system::error_code ec) {
   idle_wait_ = false;
   io_deadline_.reset();
+  if (resume_now(ec)) return;
   asio::co_spawn(loop_.io, resume(ec), asio::detached);
+}
+
+void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self) {
+  idle_wait_ = true;
+  // The byte stays in the socket (read_now takes it); EOF and errors end the
+  // wait with their error code, a cancel (drain, KILL, a deadline) with
+  // operation_aborted.
+  socket_.async_receive(
+      asio::buffer(&peeked_, 1), ClientSocket::message_peek,
+      [self = std::move(self)](boost::system::error_code ec, size_t) { self->on_readable(ec); });
 }
 
 void ClientConnection::expire_io(TimePoint now) {

@@ -88,6 +88,10 @@ class ClientConnection : public Client {
   /// Writes all of out_ (bounded by kIoTimeout) and clears it. False if the
   /// client is gone.
   boost::asio::awaitable<bool> flush();
+  /// flush() without a wait: `all` written (out_ cleared), `blocked` (what
+  /// was written is gone from out_; flush() writes the rest), or `gone`.
+  enum class Flushed : uint8_t { all, blocked, gone };
+  Flushed try_flush();
   /// The TLS handshake on the socket with `context` (SSL_accept, bounded by
   /// io_deadline_). On success ssl_ is the session; on failure a log line says
   /// why and ssl_ is reset.
@@ -112,8 +116,18 @@ class ClientConnection : public Client {
   /// socket_.async_wait and this as the handler, so an idle client holds no
   /// coroutine frame.
   void on_readable(boost::system::error_code ec);
+  /// Starts the idle wait with on_readable as its end. A one-byte MSG_PEEK
+  /// receive rather than async_wait: asio re-arms epoll (an epoll_ctl system
+  /// call) for every async_wait, while a receive on a socket it already
+  /// watches costs only the recv that finds the bytes. `self` keeps the
+  /// connection alive until then.
+  void wait_idle(std::shared_ptr<ClientConnection> self);
   /// Goes on after the idle wait: the protocol serves the client or ends it.
   virtual boost::asio::awaitable<void> resume(boost::system::error_code ec) = 0;
+  /// A protocol's way to go on without a coroutine: true when it took the
+  /// wake-up (and started the next wait or a coroutine itself), false to
+  /// have resume() run.
+  virtual bool resume_now(boost::system::error_code) { return false; }
   /// Sends close_notify (best effort, never waits), shuts the socket down and closes it.
   void close_transport();
   /// Fills what every connection knows of `out` (addresses, times, TLS) and,
@@ -140,6 +154,7 @@ class ClientConnection : public Client {
   /// The client's session once logged in (none for the admin console).
   std::unique_ptr<Session> session_;
   bool idle_wait_ = false;    ///< waiting for the client between requests
+  uint8_t peeked_ = 0;        ///< where wait_idle's MSG_PEEK receive puts the byte it sees
   bool draining_ = false;     ///< shutdown or reload: finish, then close
   bool terminating_ = false;  ///< shutdown_grace is over
 

@@ -841,6 +841,172 @@ awaitable<void> PgClient::resume(boost::system::error_code ec) {
   }
 }
 
+void PgClient::go_idle() {
+  in_.release();
+  std::string().swap(out_);  // move-assigning an empty string keeps the capacity
+  if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
+  if (relay_) give_relay_state(std::move(relay_));
+  arm_idle_deadline();
+  // Readability: everything was written, so TLS wants nothing else.
+  wait_idle(shared_from_this());
+}
+
+bool PgClient::resume_now(boost::system::error_code ec) {
+  // What resume() and serve() do for a wake-up, for the case that dominates
+  // transaction pooling: relayed batches, each waiting (if at all) for a
+  // backend and finding the server's answer in when it looks. Each step that
+  // would wait otherwise hands the rest to a coroutine (serve_on), which picks
+  // it up where this left it.
+  if (ec || timed_out_ || terminating_ || draining_ || !session_ || skip_until_sync_ ||
+      !session_->pool().pg_native() || session_->mode() != config::PoolMode::transaction) {
+    return false;
+  }
+  auto n = read_now(kFirstRead);
+  if (!n || *n == 0) return false;  // EOF, an error, or nothing after all: resume() sees to it
+  relay_loop(LoopEntry::fresh);
+  return true;
+}
+
+void PgClient::relay_loop(LoopEntry entry) {
+  auto self = shared_from_this();
+  auto spawn = [&](bool mid_relay, bool flush_first) {
+    asio::co_spawn(loop_.io, serve_on(self, mid_relay, flush_first), asio::detached);
+  };
+  // The completion handler keeps the client alive while end() runs.
+  auto spawn_end = [&] { asio::co_spawn(loop_.io, end(), [self](std::exception_ptr) {}); };
+  try {
+    for (;; entry = LoopEntry::fresh) {
+      if (entry == LoopEntry::fresh) {
+        if (in_.empty()) break;
+        switch (relay_check()) {
+          case RelayCheck::answered:
+            continue;
+          case RelayCheck::no:  // the ordinary path, or the rest of a message
+            spawn(false, false);
+            return;
+          case RelayCheck::go:
+            break;
+        }
+        if (!session_->try_backend_now()) {
+          if (!session_->can_wait_now()) {  // PAUSE, a cancel, settings: ensure_backend's
+            spawn(false, false);
+            return;
+          }
+          // What is answered goes out before the wait (a pipelining client
+          // gets each answer as PostgreSQL would send it).
+          switch (try_flush()) {
+            case Flushed::all:
+              break;
+            case Flushed::blocked:
+              spawn(false, false);
+              return;
+            case Flushed::gone:
+              spawn_end();
+              return;
+          }
+          session_->wait_backend(loop_.io.get_executor(),
+                                 [self](std::variant<Backend*, AcquireError> got) {
+                                   self->on_granted(std::move(got));
+                                 });
+          return;
+        }
+      }
+      if (entry != LoopEntry::reading && !relay_start()) {
+        spawn(false, false);
+        return;
+      }
+      for (;;) {
+        const RelayWait wait = relay_pump();
+        if (wait == RelayWait::none) break;
+        if (wait == RelayWait::flush) {
+          const Flushed f = try_flush();
+          if (f == Flushed::all) continue;
+          if (f == Flushed::gone) {
+            relay_->client_gone = true;
+            break;
+          }
+          spawn(true, true);
+          return;
+        }
+        if (wait == RelayWait::read) {
+          // The server is still at it: its answer completes a read on the
+          // backend's socket (relay_pump made room for it), and the loop goes
+          // on from there.
+          InBuffer& in = relay_->from_server;
+          const size_t space = in.space();
+          session_->relay_socket(relay_->fd, loop_.io.get_executor())
+              .async_receive(asio::buffer(in.tail(), space),
+                             [self, space](boost::system::error_code ec, size_t n) {
+                               self->relay_took(n, space, ec);
+                               self->relay_loop(LoopEntry::reading);
+                             });
+          return;
+        }
+        spawn(true, false);  // a write that would block: rare, and the coroutine's
+        return;
+      }
+      if (relay_finish() == Relayed::closed) {
+        spawn_end();
+        return;
+      }
+    }
+    switch (try_flush()) {
+      case Flushed::all:
+        break;
+      case Flushed::blocked:
+        spawn(false, false);  // serve flushes the rest
+        return;
+      case Flushed::gone:
+        spawn_end();
+        return;
+    }
+    if (draining_ || tls_pending()) {
+      spawn(false, false);
+      return;
+    }
+    go_idle();
+  } catch (const std::exception& e) {
+    spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
+    spawn_end();
+  }
+}
+
+void PgClient::on_granted(std::variant<Backend*, AcquireError> got) {
+  db::Error err;
+  switch (session_->take_granted(std::move(got), err)) {
+    case Session::Granted::ready:
+      relay_loop(LoopEntry::granted);
+      return;
+    case Session::Granted::error:
+      send_error(err);
+      in_.consume(relay_->total);
+      ready_for_query();
+      relay_loop(LoopEntry::fresh);
+      return;
+    case Session::Granted::later:
+      asio::co_spawn(loop_.io, serve_on(shared_from_this(), false, false), asio::detached);
+      return;
+  }
+}
+
+awaitable<void> PgClient::serve_on([[maybe_unused]] std::shared_ptr<PgClient> self, bool mid_relay,
+                                   bool flush_first) {
+  if (mid_relay) {
+    bool closed = false;
+    try {
+      closed = co_await relay_rest(flush_first) == Relayed::closed;
+    } catch (const std::exception& e) {
+      spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
+      closed = true;
+    }
+    if (closed) {
+      co_await end();
+      co_return;
+    }
+  }
+  co_await serve(false);
+}
+
 awaitable<void> PgClient::serve(bool readable) {
   const size_t max_msg = server_.config().server.max_message_size;
   try {
@@ -898,16 +1064,7 @@ awaitable<void> PgClient::serve(bool readable) {
           if (!n) break;
           if (*n > 0) continue;  // else a partial record: wait for the rest
         }
-        in_.release();
-        std::string().swap(out_);  // move-assigning an empty string keeps the capacity
-        if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
-        if (relay_) give_relay_state(std::move(relay_));
-        arm_idle_deadline();
-        idle_wait_ = true;
-        // Readability: everything was written, so TLS wants nothing else.
-        socket_.async_wait(
-            ClientSocket::wait_read,
-            [self = shared_from_this()](boost::system::error_code e) { self->on_readable(e); });
+        go_idle();
         co_return;
       }
       // Part of a message is here: wait for the rest (bounded by the I/O timeout).

@@ -93,6 +93,47 @@ class PgClient final : public ClientConnection,
   /// `closed`: the client is gone.
   enum class Relayed : uint8_t { no, yes, closed };
   boost::asio::awaitable<Relayed> relay();
+  /// The relay in steps, so that the common case runs without a coroutine
+  /// (resume_now) and the rest in one (relay, relay_rest):
+  /// relay_check decides on the batch in in_ (`answered`: Parses answered
+  /// without a backend; `go`: it needs one); relay_start (with the session's
+  /// backend) sends nothing yet but builds what the server gets (false: the
+  /// backend cannot be relayed to: the ordinary path); relay_pump sends and
+  /// passes answers on until one would wait (RelayWait says on what);
+  /// relay_took counts what a waited-for read brought; relay_finish settles
+  /// the backend and the client's statements once the answers are through.
+  enum class RelayCheck : uint8_t { no, answered, go };
+  enum class RelayWait : uint8_t { none, write, read, flush };
+  RelayCheck relay_check();
+  bool relay_start();
+  RelayWait relay_pump();
+  void relay_took(size_t n, size_t space, boost::system::error_code ec);
+  /// The rest of a started batch, waiting where relay_pump would (after a
+  /// flush of out_ when `flush_first`).
+  boost::asio::awaitable<Relayed> relay_rest(bool flush_first);
+  Relayed relay_finish();
+  /// Registers a Parse the relay takes where the ordinary path finds it too.
+  std::shared_ptr<Prepared> relay_register(const pg::relay::ParseMsg& m);
+  /// The wake-up of an idle client: relayed batches answered without a
+  /// coroutine while nothing waits (the server's answer is in when looked
+  /// for, the client takes the reply at once); anything else goes on in
+  /// one. False when it did nothing (then resume() runs).
+  bool resume_now(boost::system::error_code ec) override;
+  /// The batches in in_, relayed while nothing waits but a backend or the
+  /// server's answer (both with completion handlers), then the idle wait; or
+  /// a coroutine for whatever else.
+  enum class LoopEntry : uint8_t { fresh, granted, reading };
+  /// `granted`: the batch at in_'s front was checked and its backend has
+  /// come (on_granted); `reading`: a started batch's read of the server's
+  /// answer has completed (relay_took done).
+  void relay_loop(LoopEntry entry);
+  void on_granted(std::variant<Backend*, AcquireError> got);
+  /// Keeps serving in a coroutine after resume_now stopped (`mid_relay`: in a
+  /// started batch, `flush_first`: with out_ still to write).
+  boost::asio::awaitable<void> serve_on(std::shared_ptr<PgClient> self, bool mid_relay,
+                                        bool flush_first);
+  /// A client with nothing left to do: buffers go, the idle wait starts.
+  void go_idle();
   /// The relay's per-batch scratch, allocated while the client is busy.
   struct RelayState {
     std::vector<pg::relay::Frame> frames;
@@ -109,6 +150,16 @@ class PgClient final : public ClientConnection,
       bool added = false;       ///< the relay added it (the client sent a Bind)
     };
     std::vector<ParseEntry> parses;
+    size_t total = 0;  ///< the batch's bytes in in_
+    // Where a started batch stands (relay_start .. relay_finish).
+    int fd = -1;
+    size_t sent = 0;   ///< of to_server
+    std::string lost;  ///< why the backend is unusable
+    bool client_gone = false;
+    char status = 'I';       ///< the last ReadyForQuery's
+    bool done = false;       ///< the batch's last answer is through
+    bool drained = false;    ///< the last read took all the socket had
+    size_t passthrough = 0;  ///< bytes of a DataRow passed on as they arrive
   };
   std::unique_ptr<RelayState> relay_;
   /// RelayStates of idle clients wait in a small per-thread cache for the

@@ -128,19 +128,20 @@ void PgClient::give_relay_state(std::unique_ptr<RelayState> s) {
   cache.push_back(std::move(s));
 }
 
-awaitable<PgClient::Relayed> PgClient::relay() {
-  if (!session_ || skip_until_sync_ || in_.empty()) co_return Relayed::no;
+PgClient::RelayCheck PgClient::relay_check() {
+  if (!session_ || skip_until_sync_ || in_.empty()) return RelayCheck::no;
   if (!session_->pool().pg_native() || session_->mode() != config::PoolMode::transaction) {
-    co_return Relayed::no;
+    return RelayCheck::no;
   }
-  if (portals_open()) co_return Relayed::no;
+  if (portals_open()) return RelayCheck::no;
   const size_t max_msg = server_.config().server.max_message_size;
   if (!relay_) relay_ = take_relay_state();
   RelayState& R = *relay_;
   const auto buf = in_.view();
-  if (relay::scan_batch(buf, max_msg, R.frames) != relay::Scan::complete) co_return Relayed::no;
+  if (relay::scan_batch(buf, max_msg, R.frames) != relay::Scan::complete) return RelayCheck::no;
   const size_t total = R.frames.back().offset + R.frames.back().size;
-  if (total > kMaxRelayBatchBytes) co_return Relayed::no;
+  if (total > kMaxRelayBatchBytes) return RelayCheck::no;
+  R.total = total;
 
   // ---- 1. Does the relay take this batch? Decided before anything changes.
   std::vector<std::string_view> named;  // client statement names this batch parses
@@ -164,20 +165,20 @@ awaitable<PgClient::Relayed> PgClient::relay() {
     parse_only = parse_only && (f.type == 'P' || f.type == 'S');
     switch (f.type) {
       case 'Q':
-        if (body.empty() || body.find('\0') != body.size() - 1) co_return Relayed::no;
-        if (!relay_safe(body.substr(0, body.size() - 1), false)) co_return Relayed::no;
+        if (body.empty() || body.find('\0') != body.size() - 1) return RelayCheck::no;
+        if (!relay_safe(body.substr(0, body.size() - 1), false)) return RelayCheck::no;
         break;
       case 'P': {
         if (!relay::parse_parse(body, R.parse) || !relay_safe(R.parse.sql, true)) {
-          co_return Relayed::no;
+          return RelayCheck::no;
         }
         if (R.parse.name.empty()) {
           parsed_unnamed = true;
         } else {
           // An existing name is an error the ordinary path reports (42P05).
           for (auto n : named)
-            if (n == R.parse.name) co_return Relayed::no;
-          if (ext_ && ext_->statements.count(std::string(R.parse.name))) co_return Relayed::no;
+            if (n == R.parse.name) return RelayCheck::no;
+          if (ext_ && ext_->statements.count(std::string(R.parse.name))) return RelayCheck::no;
           named.push_back(R.parse.name);
         }
         break;
@@ -185,16 +186,16 @@ awaitable<PgClient::Relayed> PgClient::relay() {
       case 'B': {
         relay::BindMsg m;
         if (!relay::parse_bind(body, m) || !m.portal.empty() || !statement_ok(m.statement)) {
-          co_return Relayed::no;
+          return RelayCheck::no;
         }
         bound = true;
         break;
       }
       case 'D': {
         relay::TargetMsg m;
-        if (!relay::parse_target(body, m)) co_return Relayed::no;
+        if (!relay::parse_target(body, m)) return RelayCheck::no;
         if (m.kind == 'S' ? !statement_ok(m.name) : (!m.name.empty() || !bound)) {
-          co_return Relayed::no;
+          return RelayCheck::no;
         }
         break;
       }
@@ -202,14 +203,14 @@ awaitable<PgClient::Relayed> PgClient::relay() {
         relay::ExecuteMsg m;
         // A row limit leaves a portal suspended for a later batch: not relayed.
         if (!relay::parse_execute(body, m) || !m.portal.empty() || !bound || m.max_rows != 0) {
-          co_return Relayed::no;
+          return RelayCheck::no;
         }
         break;
       }
       case 'C': {
         relay::TargetMsg m;
         if (!relay::parse_target(body, m) || (m.kind == 'P' && !m.name.empty())) {
-          co_return Relayed::no;
+          return RelayCheck::no;
         }
         break;
       }
@@ -220,17 +221,6 @@ awaitable<PgClient::Relayed> PgClient::relay() {
 
   // ---- 2. The client's statements. Parses are registered where the ordinary
   // path finds them too.
-  auto register_parse = [&](const relay::ParseMsg& m) -> std::shared_ptr<Prepared> {
-    auto p = std::make_shared<Prepared>();
-    p->sql = std::string(m.sql);
-    p->param_oids = m.oids;
-    p->cls.kind = StatementKind::backend;
-    p->relay_ok = 1;
-    p->key = cache_key_of(p->sql, p->param_oids);
-    p->nparams = p->param_oids.size();
-    ext().statements[std::string(m.name)] = p;
-    return p;
-  };
 
   // A batch of Parses while no backend is held (libpq's PQprepare: Parse, Sync)
   // is answered at once, as the ordinary path does: waiting for a backend here
@@ -240,27 +230,60 @@ awaitable<PgClient::Relayed> PgClient::relay() {
     for (const auto& f : R.frames) {
       if (f.type != 'P') continue;
       relay::parse_parse(f.body(buf), R.parse);
-      register_parse(R.parse);
+      relay_register(R.parse);
       pg::Encoder(out_).parse_complete();
     }
     in_.consume(total);
     ready_for_query();
-    co_return Relayed::yes;
+    return RelayCheck::answered;
   }
+  return RelayCheck::go;
+}
 
-  // ---- 3. A backend, relayable now.
-  if (!session_->backend()) {
+std::shared_ptr<PgClient::Prepared> PgClient::relay_register(const relay::ParseMsg& m) {
+  auto p = std::make_shared<Prepared>();
+  p->sql = std::string(m.sql);
+  p->param_oids = m.oids;
+  p->cls.kind = StatementKind::backend;
+  p->relay_ok = 1;
+  p->key = cache_key_of(p->sql, p->param_oids);
+  p->nparams = p->param_oids.size();
+  ext().statements[std::string(m.name)] = p;
+  return p;
+}
+
+awaitable<PgClient::Relayed> PgClient::relay() {
+  switch (relay_check()) {
+    case RelayCheck::no:
+      co_return Relayed::no;
+    case RelayCheck::answered:
+      co_return Relayed::yes;
+    case RelayCheck::go:
+      break;
+  }
+  // ---- 3. A backend, relayable now (an idle one without a wait when it can).
+  if (!session_->try_backend_now()) {
+    // What is answered goes out before a wait (a pipelining client gets each
+    // answer as PostgreSQL would send it).
+    if (!out_.empty() && !co_await flush()) co_return Relayed::closed;
     if (auto e = co_await session_->ensure_backend()) {
       send_error(*e);
-      in_.consume(total);
+      in_.consume(relay_->total);
       ready_for_query();
       co_return Relayed::yes;
     }
   }
+  if (!relay_start()) co_return Relayed::no;
+  co_return co_await relay_rest(false);
+}
+
+bool PgClient::relay_start() {
+  RelayState& R = *relay_;
   Backend& b = *session_->backend();
   const int fd = b.conn.impl()->relay_socket();
-  if (fd < 0) co_return Relayed::no;  // TLS, or work in flight: the ordinary path
+  if (fd < 0) return false;  // TLS, or work in flight: the ordinary path
   session_->statement_begin();
+  const auto buf = in_.view();
 
   // ---- 4. The batch as the server gets it.
   R.to_server.clear();
@@ -292,7 +315,7 @@ awaitable<PgClient::Relayed> PgClient::relay() {
     switch (f.type) {
       case 'P': {
         relay::parse_parse(body, R.parse);
-        auto p = register_parse(R.parse);
+        auto p = relay_register(R.parse);
         const int tag = static_cast<int>(R.parses.size());
         // The unnamed statement too becomes a named one on the server, kept
         // for the next client that sends the same text: the server parses
@@ -368,67 +391,73 @@ awaitable<PgClient::Relayed> PgClient::relay() {
         break;
     }
   }
-  in_.consume(total);  // `buf` and the frames are stale from here on
+  in_.consume(R.total);  // `buf` and the frames are stale from here on
 
-  // ---- 5. Send, then pass the answers on until the batch's ReadyForQuery.
+  // ---- 5. Sent, then the answers passed on until the batch's ReadyForQuery
+  // (relay_pump).
   if (out_.capacity() < kFirstRead)
     out_.reserve(kFirstRead);  // one allocation, not a doubling series
   session_->relay_running(true);
   session_->pool().metrics().relayed.fetch_add(1, std::memory_order_relaxed);
   R.tracker.emit_due(out_);
-  std::string lost;      // why the backend is unusable
-  bool mid_row = false;  // a DataRow was half passed on when it was lost
-  bool client_gone = false;
-  size_t sent = 0;
-  while (sent < R.to_server.size()) {
-    ssize_t n = ::send(fd, R.to_server.data() + sent, R.to_server.size() - sent,
+  R.fd = fd;
+  R.sent = 0;
+  R.lost.clear();
+  R.client_gone = false;
+  R.status = 'I';
+  R.done = false;
+  R.passthrough = 0;
+  R.drained = false;
+  return true;
+}
+
+PgClient::RelayWait PgClient::relay_pump() {
+  RelayState& R = *relay_;
+  while (R.sent < R.to_server.size()) {
+    ssize_t n = ::send(R.fd, R.to_server.data() + R.sent, R.to_server.size() - R.sent,
                        MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
-      sent += static_cast<size_t>(n);
+      R.sent += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      co_await session_->relay_wait(fd, true);
+      return RelayWait::write;
     } else {
-      lost = std::string("could not send to the server: ") + std::strerror(errno);
-      break;
+      R.lost = std::string("could not send to the server: ") + std::strerror(errno);
+      return RelayWait::none;
     }
   }
-  char status = 'I';
-  bool done = false;
-  size_t passthrough = 0;  // bytes of a DataRow passed on as they arrive
-  bool drained = false;    // the last read took all the socket had
   InBuffer& in = R.from_server;
-  while (lost.empty() && !done && !client_gone) {
+  while (R.lost.empty() && !R.done && !R.client_gone) {
     // What is buffered first.
-    while (!done) {
+    while (!R.done) {
       auto v = in.view();
       const char* data = reinterpret_cast<const char*>(v.data());
-      if (passthrough > 0) {
+      if (R.passthrough > 0) {
         if (v.empty()) break;
-        size_t n = std::min(passthrough, v.size());
+        size_t n = std::min(R.passthrough, v.size());
         out_.append(data, n);
         in.consume(n);
-        passthrough -= n;
+        R.passthrough -= n;
         continue;
       }
       if (v.size() < 5) break;
       const char type = data[0];
       const uint32_t len = be32(data + 1);
       if (len < 4) {
-        lost = "a malformed message from the server";
+        R.lost = "a malformed message from the server";
         break;
       }
       const size_t whole = size_t(len) + 1;
       if (v.size() < whole && type != 'D') break;  // the rest is on its way
       auto step = R.tracker.on_message(type);
       if (step.unexpected) {
-        lost = fmt::format("an unexpected message ('{}') from the server", type);
+        R.lost = fmt::format("an unexpected message ('{}') from the server", type);
         break;
       }
       if (v.size() < whole) {  // a DataRow larger than what has arrived: pass it on as it comes
         out_.append(data, v.size());
-        passthrough = whole - v.size();
+        R.passthrough = whole - v.size();
         in.consume(v.size());
       } else {
         std::string_view msg(data, whole);
@@ -457,67 +486,106 @@ awaitable<PgClient::Relayed> PgClient::relay() {
           }
           out_.append(msg);
         } else {
-          if (type == 'Z') status = body.empty() ? 'I' : body[0];
+          if (type == 'Z') R.status = body.empty() ? 'I' : body[0];
           if (step.forward) out_.append(msg);
         }
         in.consume(whole);
       }
       R.tracker.emit_due(out_);
-      done = step.done;
-      if (out_.size() >= kFlushBytes && !co_await flush()) {
-        client_gone = true;
-        break;
-      }
+      R.done = step.done;
+      if (out_.size() >= kFlushBytes) return RelayWait::flush;
     }
-    if (done || !lost.empty() || client_gone) break;
-    // The last read emptied the socket, so this one may wait: the rows so far
-    // go to the client while the server works on the rest.
-    if (drained && !out_.empty() && !co_await flush()) {
-      client_gone = true;
-      break;
+    if (R.done || !R.lost.empty()) break;
+    // The last read emptied the socket, so the next one may wait: the rows
+    // so far go to the client while the server works on the rest.
+    if (R.drained && !out_.empty()) {
+      R.drained = false;
+      return RelayWait::flush;
     }
+    // The answer is often there already (the server ran while this thread
+    // waited for the CPU): taken without a wait.
     in.reserve_tail(kReadChunk);
-    boost::system::error_code ec;
     const size_t space = in.space();
-    size_t n = co_await session_->relay_read(fd, in.tail(), space, ec);
-    drained = n < space;
-    if (n > 0) {
-      in.commit(n);
-    } else if (ec == asio::error::eof) {
-      lost = "the server closed the connection";
-    } else if (ec) {
-      lost = "could not receive from the server: " + ec.message();
+    ssize_t got = ::recv(R.fd, in.tail(), space, MSG_DONTWAIT);
+    if (got > 0) {
+      relay_took(static_cast<size_t>(got), space, {});
+    } else if (got == 0) {
+      relay_took(0, space, asio::error::eof);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return RelayWait::read;
+    } else if (errno != EINTR) {
+      relay_took(0, space, boost::system::error_code(errno, boost::system::system_category()));
     }
   }
-  mid_row = passthrough > 0;
+  return RelayWait::none;
+}
+
+void PgClient::relay_took(size_t n, size_t space, boost::system::error_code ec) {
+  RelayState& R = *relay_;
+  R.drained = n < space;
+  if (n > 0) {
+    R.from_server.commit(n);
+  } else if (ec == asio::error::eof) {
+    R.lost = "the server closed the connection";
+  } else if (ec) {
+    R.lost = "could not receive from the server: " + ec.message();
+  }
+}
+
+awaitable<PgClient::Relayed> PgClient::relay_rest(bool flush_first) {
+  RelayState& R = *relay_;
+  if (flush_first && !co_await flush()) R.client_gone = true;
+  while (!R.client_gone) {
+    const RelayWait wait = relay_pump();
+    if (wait == RelayWait::none) break;
+    if (wait == RelayWait::flush) {
+      if (!co_await flush()) R.client_gone = true;
+    } else if (wait == RelayWait::write) {
+      co_await session_->relay_wait(R.fd, true);
+    } else {
+      InBuffer& in = R.from_server;
+      boost::system::error_code ec;
+      const size_t space = in.space();
+      size_t n = co_await session_->relay_read(R.fd, in.tail(), space, ec);
+      relay_took(n, space, ec);
+    }
+  }
+  co_return relay_finish();
+}
+
+PgClient::Relayed PgClient::relay_finish() {
+  RelayState& R = *relay_;
+  Backend& b = *session_->backend();
+  InBuffer& in = R.from_server;
+  const bool mid_row = R.passthrough > 0;  // a DataRow was half passed on
   session_->relay_running(false);
   in.consume(in.size());
   if (in.capacity() > kReadChunk) in.release();  // a large answer's buffer goes at once
 
-  if (client_gone || !lost.empty()) {
+  if (R.client_gone || !R.lost.empty()) {
     // The backend's stream is mid-answer: nobody can use it again.
     b.conn.impl()->relay_done(db::TxState::idle, true);
-    if (!lost.empty()) {
+    if (!R.lost.empty()) {
       spdlog::warn("client {}: backend of database \"{}\" lost: {}", peer_,
-                   session_->pool().config().name, lost);
+                   session_->pool().config().name, R.lost);
       session_->backend_lost();
     } else {
       session_->drop_backend();
     }
     session_->statement_end();
-    if (client_gone || mid_row) co_return Relayed::closed;
+    if (R.client_gone || mid_row) return Relayed::closed;
     // The client gets an error and its ReadyForQuery; its transaction, if it
     // had one, is gone with the backend.
     if (!R.tracker.failed()) {
-      send_error("08006", "server connection lost: " + lost);
+      send_error("08006", "server connection lost: " + R.lost);
     }
     pg::Encoder(out_).ready_for_query('I');
-    co_return Relayed::yes;
+    return Relayed::yes;
   }
 
-  const db::TxState state = status == 'T'   ? db::TxState::in_transaction
-                            : status == 'E' ? db::TxState::failed
-                                            : db::TxState::idle;
+  const db::TxState state = R.status == 'T'   ? db::TxState::in_transaction
+                            : R.status == 'E' ? db::TxState::failed
+                                              : db::TxState::idle;
   b.conn.impl()->relay_done(state, false);
   std::vector<bool> ok(R.parses.size(), false);
   for (int tag : R.tracker.confirmed()) {
@@ -538,7 +606,7 @@ awaitable<PgClient::Relayed> PgClient::relay() {
   session_->statement_end();
   session_->sync_tx_state();
   session_->release_if_idle(false);
-  co_return Relayed::yes;
+  return Relayed::yes;
 }
 
 }  // namespace wirepool::server

@@ -75,65 +75,24 @@ Session::~Session() {
   pool_->metrics().clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
-asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
-  if (backend_) co_return std::nullopt;
-  // An idle pooled connection may have died meanwhile (the server restarted,
-  // an administrator terminated it): such ones are discarded here, so clients
-  // do not pay for them with errors.
-  std::variant<Backend*, AcquireError> got;
-  const auto wait_start = std::chrono::steady_clock::now();
-  if (client_metrics_) client_metrics_->waiting.fetch_add(1, std::memory_order_relaxed);
-  pool_->metrics().clients_waiting.fetch_add(1, std::memory_order_relaxed);
-  waiting_ = true;
-  wait_started_ = wait_start;
-  // PAUSE: wait for RESUME. Polled (a paused pool is a maintenance window, not
-  // the hot path); a cancel, the drain's termination or the pool's shutdown
-  // ends the wait.
-  while (pool_->paused() && cancel_reason_ == CancelReason::none && !pool_->is_shut_down()) {
-    auto executor = co_await asio::this_coro::executor;
-    asio::steady_timer pause_timer(executor, std::chrono::milliseconds(50));
-    boost::system::error_code ec;
-    co_await pause_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  }
-  for (int tries = 0;; ++tries) {
-    got = co_await pool_->acquire();
-    auto* b = std::get_if<Backend*>(&got);
-    // Only a connection idle for a while is probed: one just given back is
-    // known good, and the probe is a system call on the hot path.
-    if (!b || tries > pool_->config().pool.max ||
-        std::chrono::steady_clock::now() - (*b)->released_at < std::chrono::seconds(1) ||
-        (*b)->conn.alive()) {
-      break;
-    }
-    spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
-                 pool_->config().name, (*b)->id);
-    pool_->release(*b, false);
-  }
-  pool_->metrics().acquire_wait.observe(std::chrono::steady_clock::now() - wait_start);
-  if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
-  pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
-  waiting_ = false;
-  if (auto* b = std::get_if<Backend*>(&got)) {
-    backend_ = *b;
-    if (client_metrics_) client_metrics_->active.fetch_add(1, std::memory_order_relaxed);
-    spdlog::trace("session {}: holds backend {} of database {}", id_, backend_->id,
-                  pool_->config().name);
-    (void)backend_->conn.set_event_sink(this);  // Unsupported where there are no events
-    if (pool_->pg_native() && !settings_in_sync()) {
-      auto st = co_await sync_settings();
-      if (!st.ok()) {
-        db::Error e = st.take_error();
-        if (e.code == db::Errc::connection) {
-          backend_lost();
-        } else {
-          give_back(true);
-        }
-        co_return e;
-      }
-    }
-    co_return std::nullopt;
-  }
-  const auto& e = std::get<AcquireError>(got);
+namespace {
+/// Only a connection idle for a while is probed before use: one just given
+/// back is known good, and the probe is a system call on the hot path.
+bool worth_probing(const Backend& b) {
+  return std::chrono::steady_clock::now() - b.released_at >= std::chrono::seconds(1);
+}
+}  // namespace
+
+void Session::adopt(Backend* b, std::chrono::steady_clock::duration waited) {
+  pool_->metrics().acquire_wait.observe(waited);
+  backend_ = b;
+  if (client_metrics_) client_metrics_->active.fetch_add(1, std::memory_order_relaxed);
+  spdlog::trace("session {}: holds backend {} of database {}", id_, backend_->id,
+                pool_->config().name);
+  (void)backend_->conn.set_event_sink(this);  // Unsupported where there are no events
+}
+
+db::Error Session::acquire_error(const AcquireError& e) {
   db::Error err;
   err.message = e.message;
   switch (e.reason) {
@@ -152,7 +111,121 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
       err.sqlstate = "57P01";
       break;
   }
-  co_return err;
+  return err;
+}
+
+bool Session::can_wait_now() const {
+  return !backend_ && !waiting_ && cancel_reason_ == CancelReason::none && !pool_->paused();
+}
+
+void Session::wait_backend(asio::any_io_executor executor, DatabasePool::AcquireHandler done) {
+  if (client_metrics_) client_metrics_->waiting.fetch_add(1, std::memory_order_relaxed);
+  pool_->metrics().clients_waiting.fetch_add(1, std::memory_order_relaxed);
+  waiting_ = true;
+  wait_started_ = std::chrono::steady_clock::now();
+  pool_->acquire_async(std::move(executor), std::move(done));
+}
+
+Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got, db::Error& err) {
+  if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
+  pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
+  waiting_ = false;
+  const auto waited = std::chrono::steady_clock::now() - wait_started_;
+  auto* b = std::get_if<Backend*>(&got);
+  if (!b) {
+    pool_->metrics().acquire_wait.observe(waited);
+    err = acquire_error(std::get<AcquireError>(got));
+    return Granted::error;
+  }
+  if (worth_probing(**b) && !(*b)->conn.alive()) {
+    spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
+                 pool_->config().name, (*b)->id);
+    pool_->release(*b, false);
+    return Granted::later;
+  }
+  adopt(*b, waited);
+  if (pool_->pg_native() && !settings_in_sync()) {
+    settings_pending_ = true;
+    return Granted::later;
+  }
+  return Granted::ready;
+}
+
+bool Session::try_backend_now() {
+  if (backend_) return !settings_pending_;
+  if (cancel_reason_ != CancelReason::none || pool_->paused()) return false;
+  Backend* b = pool_->try_acquire();
+  if (!b) return false;
+  if (worth_probing(*b) && !b->conn.alive()) {
+    // ensure_backend() replaces it and says so.
+    pool_->release(b, false);
+    return false;
+  }
+  adopt(b, {});
+  if (pool_->pg_native() && !settings_in_sync()) {
+    settings_pending_ = true;
+    return false;
+  }
+  return true;
+}
+
+asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
+  if (!backend_ && try_backend_now()) co_return std::nullopt;
+  if (!backend_) {
+    // An idle pooled connection may have died meanwhile (the server restarted,
+    // an administrator terminated it): such ones are discarded here, so clients
+    // do not pay for them with errors.
+    std::variant<Backend*, AcquireError> got;
+    const auto wait_start = std::chrono::steady_clock::now();
+    if (client_metrics_) client_metrics_->waiting.fetch_add(1, std::memory_order_relaxed);
+    pool_->metrics().clients_waiting.fetch_add(1, std::memory_order_relaxed);
+    waiting_ = true;
+    wait_started_ = wait_start;
+    // PAUSE: wait for RESUME. Polled (a paused pool is a maintenance window, not
+    // the hot path); a cancel, the drain's termination or the pool's shutdown
+    // ends the wait.
+    while (pool_->paused() && cancel_reason_ == CancelReason::none && !pool_->is_shut_down()) {
+      auto executor = co_await asio::this_coro::executor;
+      asio::steady_timer pause_timer(executor, std::chrono::milliseconds(50));
+      boost::system::error_code ec;
+      co_await pause_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    for (int tries = 0;; ++tries) {
+      got = co_await pool_->acquire();
+      auto* b = std::get_if<Backend*>(&got);
+      if (!b || tries > pool_->config().pool.max || !worth_probing(**b) || (*b)->conn.alive()) {
+        break;
+      }
+      spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
+                   pool_->config().name, (*b)->id);
+      pool_->release(*b, false);
+    }
+    if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
+    pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
+    waiting_ = false;
+    auto* b = std::get_if<Backend*>(&got);
+    if (!b) {
+      pool_->metrics().acquire_wait.observe(std::chrono::steady_clock::now() - wait_start);
+      co_return acquire_error(std::get<AcquireError>(got));
+    }
+    adopt(*b, std::chrono::steady_clock::now() - wait_start);
+  } else if (!settings_pending_) {
+    co_return std::nullopt;
+  }
+  settings_pending_ = false;
+  if (pool_->pg_native() && !settings_in_sync()) {
+    auto st = co_await sync_settings();
+    if (!st.ok()) {
+      db::Error e = st.take_error();
+      if (e.code == db::Errc::connection) {
+        backend_lost();
+      } else {
+        give_back(true);
+      }
+      co_return e;
+    }
+  }
+  co_return std::nullopt;
 }
 
 void Session::give_back(bool healthy) {
@@ -160,6 +233,7 @@ void Session::give_back(bool healthy) {
   spdlog::trace("session {}: gives backend {} back{}", id_, backend_->id,
                 healthy ? "" : " (unusable)");
   (void)backend_->conn.set_event_sink(nullptr);
+  settings_pending_ = false;
   tx_ = db::Transaction();
   pool_->release(backend_, healthy);
   backend_ = nullptr;
@@ -334,6 +408,12 @@ asio::awaitable<size_t> Session::relay_read(int fd, uint8_t* data, size_t size,
   size_t n = co_await b.watcher->async_receive(asio::buffer(data, size),
                                                asio::redirect_error(asio::use_awaitable, ec));
   co_return n;
+}
+
+asio::generic::stream_protocol::socket& Session::relay_socket(int fd,
+                                                              const asio::any_io_executor& ex) {
+  watch(*backend_, fd, ex);
+  return *backend_->watcher;
 }
 
 void Session::explain_cancel(db::Error& e) const {

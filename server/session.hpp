@@ -81,6 +81,21 @@ class Session : public db::EventSink {
   /// client (53300 pool timeout, 08006 backend unreachable, 57P01 shutdown).
   /// A PostgreSQL backend then gets the client's settings (see sync_settings).
   boost::asio::awaitable<std::optional<db::Error>> ensure_backend();
+  /// ensure_backend()'s fast path, with no coroutine: true when the session
+  /// holds a backend ready for the client (an idle one granted at once, its
+  /// settings already the client's). False: call ensure_backend(), which
+  /// waits, or brings the backend it took here to the client's settings.
+  bool try_backend_now();
+  /// ensure_backend()'s wait for a caller that is not a coroutine, when
+  /// try_backend_now() left the session without a backend and can_wait_now():
+  /// `done` runs on `executor` with what the pool granted, for take_granted().
+  bool can_wait_now() const;
+  void wait_backend(boost::asio::any_io_executor executor, DatabasePool::AcquireHandler done);
+  /// `ready`: the session holds the backend, in the client's settings;
+  /// `later`: ensure_backend() finishes the job (a dead backend to replace,
+  /// settings to bring in line); `error`: `err` is for the client.
+  enum class Granted : uint8_t { ready, later, error };
+  Granted take_granted(std::variant<Backend*, AcquireError> got, db::Error& err);
   /// True (and the backend marked as this session's) when it already holds
   /// the client's settings; sync_settings() otherwise.
   bool settings_in_sync();
@@ -168,6 +183,10 @@ class Session : public db::EventSink {
   /// through the reactor, unlike a wait, re-arms nothing with the kernel.
   boost::asio::awaitable<size_t> relay_read(int fd, uint8_t* data, size_t size,
                                             boost::system::error_code& ec);
+  /// The backend's socket `fd` as an Asio socket on `executor`, for a read
+  /// with a completion handler rather than a coroutine (relay_read's).
+  boost::asio::generic::stream_protocol::socket& relay_socket(
+      int fd, const boost::asio::any_io_executor& executor);
 
   /// Brackets one client statement: sets the statement deadline (statement_timeout
   /// setting, else server.query_timeout) and clears a stale cancel.
@@ -223,6 +242,10 @@ class Session : public db::EventSink {
   boost::asio::awaitable<void> wait_fd(Backend& b, int fd, bool write);
 
   void give_back(bool healthy);
+  /// The client's error for a failed acquire (53300, 08006, 57P01).
+  db::Error acquire_error(const AcquireError& e);
+  /// Makes `b` the session's backend (`waited`: for the acquire_wait histogram).
+  void adopt(Backend* b, std::chrono::steady_clock::duration waited);
   Events& events();
 
   const uint64_t id_;  ///< unique per session: identifies its calls on a backend
@@ -235,6 +258,7 @@ class Session : public db::EventSink {
   config::Duration statement_timeout_{0};
   ProtocolMetrics* client_metrics_ = nullptr;
   bool waiting_ = false;
+  bool settings_pending_ = false;  ///< try_backend_now took a backend sync_settings must finish
   std::chrono::steady_clock::time_point wait_started_{};
   std::chrono::system_clock::time_point request_time_{};
   /// When the transaction in progress began (its first statement).

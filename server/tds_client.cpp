@@ -761,10 +761,7 @@ awaitable<void> TdsClient::serve(bool readable) {
         std::string().swap(out_);
         std::string().swap(payload_);
         arm_idle_deadline();
-        idle_wait_ = true;
-        socket_.async_wait(
-            ClientSocket::wait_read,
-            [self = shared_from_this()](boost::system::error_code e) { self->on_readable(e); });
+        wait_idle(shared_from_this());
         co_return;
       }
       // Part of a message is here: wait for the rest (bounded by the I/O timeout).

@@ -11,7 +11,11 @@ statement, Describe of a statement, ReadyForQuery I/T/E through a transaction
 with a failed statement; a backend terminated in the middle of a transaction
 gives the client an error (not a closed connection) and its next transaction
 succeeds on another backend; a client that vanishes in the middle of a large
-result leaves the pool whole; statement_timeout cancels a relayed statement.
+result leaves the pool whole; statement_timeout cancels a relayed statement;
+a batch that waits for the only backend is refused 53300 at acquire_timeout
+and the connection stays usable (a pipelined second batch then runs once the
+backend is given back); eight clients sharing one backend each get their own
+answers.
 """
 
 import os
@@ -103,7 +107,15 @@ class RelayTest(WirepoolTestCase):
     def setUpClass(cls):
         cls.info = pg_info()
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
-        cls.databases = database_entry(cls.info, "pg", "transaction", 3)
+        # `pgone`: one backend and a short acquire_timeout, for clients that
+        # wait for a backend (the relay's wait without a coroutine).
+        cls.databases = database_entry(cls.info, "pg", "transaction", 3) + f"""
+      - name: pgone
+        driver: postgresql
+        connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
+        password_env: WIREPOOL_TEST_PG_PASSWORD
+        pool: {{ mode: transaction, max: 1, acquire_timeout: 400ms }}
+    """
         super().setUpClass()
 
     @classmethod
@@ -117,7 +129,10 @@ class RelayTest(WirepoolTestCase):
                    if k.startswith("wirepool_relayed_batches_total") and 'database="pg"' in k)
 
     def raw(self):
-        s = raw_login(self.wp.port, database="pg")
+        return self.raw_to("pg")
+
+    def raw_to(self, database):
+        s = raw_login(self.wp.port, database=database)
         return s, Reader(s)
 
     def test_plain_batches_are_relayed_and_settings_are_not(self):
@@ -242,6 +257,66 @@ class RelayTest(WirepoolTestCase):
         cur.execute("SELECT 1")
         self.assertEqual(cur.fetchone()[0], 1)
         c.close()
+
+
+    def test_waiting_for_a_backend_times_out_then_serves(self):
+        # The only backend is held in a transaction: a relayed batch waits for
+        # it, is refused with 53300 at acquire_timeout, and the client's
+        # connection stays usable; once the holder commits, the same client's
+        # batch runs.
+        s, rd = self.raw_to("pgone")  # logged in first: login takes a backend for a moment
+        holder = psycopg2.connect(self.wp.kv(database="pgone"))
+        hcur = holder.cursor()
+        hcur.execute("SELECT 1")  # psycopg2 opened a transaction: the lease stays
+        try:
+            started = time.time()
+            s.sendall(query("SELECT 2"))
+            msgs, status = rd.until_ready()
+            self.assertGreaterEqual(time.time() - started, 0.3)
+            self.assertEqual([(t, sqlstate(b)) for t, b in msgs], [("E", "53300")])
+            self.assertEqual(status, "I")
+            # A pipelined pair: the first waits and times out, the second then
+            # waits its own turn and gets the backend the holder gives back.
+            s.sendall(query("SELECT 3") + query("SELECT 4"))
+            msgs, _ = rd.until_ready()
+            self.assertEqual(sqlstate(msgs[0][1]), "53300")
+            holder.commit()
+            msgs, status = rd.until_ready()
+            self.assertEqual([t for t, _ in msgs], ["T", "D", "C"], msgs)
+            self.assertEqual(msgs[1][1][-1:], b"4")
+            self.assertEqual(status, "I")
+        finally:
+            s.close()
+            holder.close()
+
+    def test_many_clients_share_one_backend_without_crossed_answers(self):
+        # Eight clients, 60 batches each, one backend: every batch waits its
+        # turn, and each client gets its own answers in order.
+        import threading
+        errors = []
+
+        def client(k):
+            try:
+                s, rd = self.raw_to("pgone")
+                try:
+                    for i in range(60):
+                        s.sendall(query(f"SELECT {k * 1000 + i}"))
+                        msgs, status = rd.until_ready()
+                        rows = [b for t, b in msgs if t == "D"]
+                        if len(rows) != 1 or not rows[0].endswith(str(k * 1000 + i).encode()):
+                            errors.append((k, i, msgs))
+                            return
+                finally:
+                    s.close()
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append((k, repr(e)))
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
 
 
 if __name__ == "__main__":

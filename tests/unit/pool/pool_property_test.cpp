@@ -22,11 +22,11 @@
 //    is opening for the waiters and for min (up to max);
 //  - shutdown: no waiters, no idle connections, no Open, later acquires rejected;
 //  - events in the wrong state change nothing; stats match the model exactly.
-// Events: acquire, cancel, release (healthy or not, idle or in a transaction),
-// opened, open_failed (with outage phases), reset_done (ok or not), closed (also of
-// idle connections found dead), timeouts with clock jumps (to next_deadline or
-// beyond), reconfigure (min sometimes above max), reconnect, shutdown (a quarter of
-// the seeds), and bogus events.
+// Events: acquire (half of them trying try_acquire's immediate grant first), cancel, release
+// (healthy or not, idle or in a transaction), opened, open_failed (with outage phases), reset_done
+// (ok or not), closed (also of idle connections found dead), timeouts with clock jumps (to
+// next_deadline or beyond), reconfigure (min sometimes above max), reconnect, shutdown (a quarter
+// of the seeds), and bogus events.
 
 #include <gtest/gtest.h>
 
@@ -101,6 +101,7 @@ struct Coverage {
   std::array<uint64_t, std::variant_size_v<Action>> actions{};
   std::array<uint64_t, 4> rejects{};  // by RejectReason
   std::array<uint64_t, 7> closes{};   // by CloseReason
+  uint64_t direct_grants = 0;         // by try_acquire
 };
 
 #define SIM_CHECK(cond, what)                            \
@@ -270,6 +271,12 @@ class Sim {
       case Ev::start:
         break;
       case Ev::acquire:
+        // Half the acquires try the immediate grant first (the server's fast
+        // path), and wait only when it finds nothing.
+        direct_tried_ = chance(0.5);
+        direct_grant_ = direct_tried_ ? p.try_acquire(now_) : std::nullopt;
+        waiters_before_ = waiters_.size();
+        if (direct_grant_) break;
         p.handle_acquire(s.waiter, now_);
         if (!shut_) waiters_.push_back({s.waiter, now_ + cfg_.acquire_timeout, now_});
         break;
@@ -369,7 +376,33 @@ class Sim {
       std::visit([&](const auto& act) { on_action(s, act); }, *a);
       if (!failure_.empty()) return;
     }
+    if (s.ev == Ev::acquire && direct_tried_) check_direct(s);
+    if (!failure_.empty()) return;
     check_after(s);
+  }
+
+  /// try_acquire: a grant as the queue would have made it to a waiter at its
+  /// head (checked after the step's Close actions of retired idle connections),
+  /// and nullopt only when a waiter could not have been granted either.
+  void check_direct(const Step&) {
+    if (!direct_grant_) {
+      SIM_CHECK(shut_ || waiters_before_ > 0 || n(MState::idle) == 0,
+                "try_acquire refused while a connection was idle and nobody waited");
+      return;
+    }
+    auto it = conns_.find(*direct_grant_);
+    SIM_CHECK(it != conns_.end(), "try_acquire granted an unknown connection");
+    SIM_CHECK(it->second.st == MState::idle, "try_acquire granted a connection that is not idle");
+    SIM_CHECK(waiters_before_ == 0, "try_acquire jumped the queue of waiters");
+    SIM_CHECK(!shut_, "try_acquire granted after shutdown");
+    SIM_CHECK(!past_lifetime(it->second), "try_acquire granted a connection past max_lifetime");
+    for (const auto& [id, c] : conns_) {
+      SIM_CHECK(c.st != MState::idle || c.idle_seq <= it->second.idle_seq,
+                "try_acquire granted an idle connection other than the most recently used");
+    }
+    it->second.st = MState::in_use;
+    ++granted_;
+    ++coverage_.direct_grants;
   }
 
   void tally(const Action& a) {
@@ -698,6 +731,10 @@ class Sim {
   WaiterId next_waiter_ = 1;
   uint64_t idle_seq_ = 0;
   uint64_t granted_ = 0, rejected_timeout_ = 0, rejected_other_ = 0;
+  bool direct_tried_ = false;           // this acquire called try_acquire first
+  std::optional<ConnId> direct_grant_;  // and what it answered
+  size_t waiters_before_ = 0;           // waiters before this acquire
+
   uint64_t opened_ = 0, open_failed_ = 0, closed_ = 0;
 
   Snapshot before_;
@@ -721,6 +758,7 @@ TEST(PoolProperty, InvariantsHoldOnLongRandomEventSequences) {
   // The driver must exercise the pool, not just time out every waiter.
   const size_t grant = 1;  // Action index of Grant
   EXPECT_GT(coverage.actions[grant], kSeeds * kSteps / 20);
+  EXPECT_GT(coverage.direct_grants, kSeeds * kSteps / 50);
   for (size_t i = 0; i < coverage.actions.size(); ++i) {
     EXPECT_GT(coverage.actions[i], 0u) << "action index " << i << " never emitted";
   }

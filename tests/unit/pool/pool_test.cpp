@@ -3,6 +3,8 @@
 //  - construction opens `min` eagerly (clamped to `max`);
 //  - acquire: opens one connection per waiter beyond idle ones, never above max;
 //    grants an idle connection at once, the most recently used one (LIFO);
+//    try_acquire grants the same one without an action, never ahead of a waiter,
+//    closes retired idle connections on the way, and refuses after shutdown;
 //    waits for a resetting connection instead of opening;
 //  - grants are FIFO; a released connection serves the next waiter;
 //  - release: unhealthy -> Close unhealthy; in transaction / failed -> Close not_idle;
@@ -203,6 +205,44 @@ TEST_F(PoolTest, GrantsAreFifoAndReleasedConnectionServesNextWaiter) {
   EXPECT_EQ(release(1), Actions{"grant w3 c1"});
   EXPECT_EQ(release(1), Actions{});
   EXPECT_EQ(pool().stats(now_).idle, 1u);
+}
+
+TEST_F(PoolTest, TryAcquireGrantsMostRecentlyUsedIdleConnectionWithoutAnAction) {
+  start(limits(0, 4));
+  warm(2);
+  EXPECT_EQ(pool().try_acquire(now_), std::optional<ConnId>(2));
+  EXPECT_FALSE(pool().has_actions());
+  EXPECT_EQ(pool().try_acquire(now_), std::optional<ConnId>(1));
+  EXPECT_EQ(pool().try_acquire(now_), std::nullopt);  // nothing idle: acquire waits
+  EXPECT_EQ(pool().stats(now_).in_use, 2u);
+  EXPECT_EQ(pool().stats(now_).granted_total, 4u);  // warm(2)'s two and these two
+  EXPECT_EQ(release(2), Actions{});
+  EXPECT_EQ(pool().try_acquire(now_), std::optional<ConnId>(2));
+}
+
+TEST_F(PoolTest, TryAcquireNeverJumpsTheQueue) {
+  start(limits(0, 1));
+  EXPECT_EQ(acquire(1), Actions{"open c1"});
+  EXPECT_EQ(acquire(2), Actions{});
+  EXPECT_EQ(opened(1), Actions{"grant w1 c1"});
+  // w2 waits: the connection w1 gives back is w2's, not an immediate grant's.
+  EXPECT_EQ(pool().try_acquire(now_), std::nullopt);
+  EXPECT_EQ(release(1), Actions{"grant w2 c1"});
+}
+
+TEST_F(PoolTest, TryAcquireClosesRetiredIdleConnectionsAndRefusesAfterShutdown) {
+  Config c = limits(0, 2);
+  c.max_lifetime = 1h;
+  c.idle_timeout = Duration::zero();
+  start(c);
+  warm(1);
+  now_ += 2h;
+  EXPECT_EQ(pool().try_acquire(now_), std::nullopt);
+  EXPECT_EQ(drain(pool()), Actions{"close c1 max_lifetime"});
+  start(limits(0, 2));
+  warm(1);
+  EXPECT_EQ(act([&] { pool().shutdown(now_); }), Actions{"close c1 shutdown"});
+  EXPECT_EQ(pool().try_acquire(now_), std::nullopt);
 }
 
 // ---- release -------------------------------------------------------------------
