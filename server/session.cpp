@@ -78,8 +78,9 @@ Session::~Session() {
 namespace {
 /// Only a connection idle for a while is probed before use: one just given
 /// back is known good, and the probe is a system call on the hot path.
-bool worth_probing(const Backend& b) {
-  return std::chrono::steady_clock::now() - b.released_at >= std::chrono::seconds(1);
+bool worth_probing(const Backend& b,
+                   std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) {
+  return now - b.released_at >= std::chrono::seconds(1);
 }
 }  // namespace
 
@@ -130,14 +131,15 @@ Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got,
   if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
   pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
   waiting_ = false;
-  const auto waited = std::chrono::steady_clock::now() - wait_started_;
+  const auto now = std::chrono::steady_clock::now();
+  const auto waited = now - wait_started_;
   auto* b = std::get_if<Backend*>(&got);
   if (!b) {
     pool_->metrics().acquire_wait.observe(waited);
     err = acquire_error(std::get<AcquireError>(got));
     return Granted::error;
   }
-  if (worth_probing(**b) && !(*b)->conn.alive()) {
+  if (worth_probing(**b, now) && !(*b)->conn.alive()) {
     spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
                  pool_->config().name, (*b)->id);
     pool_->release(*b, false);
@@ -287,8 +289,9 @@ config::Duration parse_statement_timeout(const std::string& st) {
 
 void Session::statement_begin() {
   cancel_reason_ = CancelReason::none;
-  statement_started_ = std::chrono::steady_clock::now();
-  if (!xact_started_) xact_started_ = statement_started_;
+  const auto now = std::chrono::steady_clock::now();
+  statement_started_ = now;
+  if (!xact_started_) xact_started_ = now;
   request_time_ = std::chrono::system_clock::now();
   pool_->metrics().statements.fetch_add(1, std::memory_order_relaxed);
   if (timeout_version_ != settings_.version()) {
@@ -297,7 +300,7 @@ void Session::statement_begin() {
   }
   config::Duration timeout = statement_timeout_.count() > 0 ? statement_timeout_ : query_timeout_;
   if (timeout.count() > 0) {
-    deadline_ = std::chrono::steady_clock::now() + timeout;
+    deadline_ = now + timeout;
   } else {
     deadline_.reset();
   }
@@ -307,7 +310,8 @@ void Session::statement_end() {
   deadline_.reset();
   if (!statement_started_) return;
   auto& m = pool_->metrics();
-  m.statement_duration.observe(std::chrono::steady_clock::now() - *statement_started_);
+  const auto now = std::chrono::steady_clock::now();
+  m.statement_duration.observe(now - *statement_started_);
   statement_started_.reset();
   // A statement that leaves the backend idle ended a transaction: its own
   // (autocommit) or the explicit one it committed or rolled back (PgBouncer's
@@ -315,8 +319,7 @@ void Session::statement_end() {
   if (tx_state() == db::TxState::idle) {
     m.transactions.fetch_add(1, std::memory_order_relaxed);
     if (xact_started_) {
-      auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::steady_clock::now() - *xact_started_);
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - *xact_started_);
       m.transaction_us.fetch_add(static_cast<uint64_t>(us.count()), std::memory_order_relaxed);
     }
     xact_started_.reset();
