@@ -222,8 +222,7 @@ std::optional<size_t> ClientConnection::read_now(size_t reserve) {
   return std::nullopt;
 }
 
-ClientConnection::Flushed ClientConnection::try_flush() {
-  size_t off = 0;
+ClientConnection::Flushed ClientConnection::write_out(size_t& off) {
   while (off < out_.size()) {
     boost::system::error_code ec;
     size_t n = io_write(reinterpret_cast<const uint8_t*>(out_.data()) + off, out_.size() - off, ec);
@@ -235,26 +234,31 @@ ClientConnection::Flushed ClientConnection::try_flush() {
       out_.clear();
       return Flushed::gone;
     }
-    out_.erase(0, off);
     return Flushed::blocked;
   }
   out_.clear();
   return Flushed::all;
 }
 
+ClientConnection::Flushed ClientConnection::try_flush() {
+  size_t off = 0;
+  const Flushed f = write_out(off);
+  if (f == Flushed::blocked) out_.erase(0, off);  // what flush() is left to write
+  return f;
+}
+
 awaitable<bool> ClientConnection::flush() {
   size_t off = 0;
-  while (off < out_.size()) {
+  for (;;) {
+    switch (write_out(off)) {
+      case Flushed::all:
+        co_return true;
+      case Flushed::gone:
+        co_return false;
+      case Flushed::blocked:
+        break;
+    }
     boost::system::error_code ec;
-    size_t n = io_write(reinterpret_cast<const uint8_t*>(out_.data()) + off, out_.size() - off, ec);
-    if (!ec) {
-      off += n;
-      continue;
-    }
-    if (ec != asio::error::would_block && ec != asio::error::try_again) {
-      out_.clear();
-      co_return false;
-    }
     auto saved = io_deadline_;
     io_deadline_ = std::chrono::steady_clock::now() + kIoTimeout;
     co_await socket_.async_wait(want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
@@ -265,8 +269,6 @@ awaitable<bool> ClientConnection::flush() {
       co_return false;
     }
   }
-  out_.clear();
-  co_return true;
 }
 
 void ClientConnection::sweep(TimePoint now) {

@@ -92,6 +92,10 @@ class ClientConnection : public Client {
   /// was written is gone from out_; flush() writes the rest), or `gone`.
   enum class Flushed : uint8_t { all, blocked, gone };
   Flushed try_flush();
+  /// Writes out_ from `off` on until it would block (`off` advanced), all is
+  /// written (out_ cleared) or the client is gone (out_ cleared): the one
+  /// write loop of flush() and try_flush().
+  Flushed write_out(size_t& off);
   /// The TLS handshake on the socket with `context` (SSL_accept, bounded by
   /// io_deadline_). On success ssl_ is the session; on failure a log line says
   /// why and ssl_ is reset.

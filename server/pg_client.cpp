@@ -874,6 +874,21 @@ void PgClient::relay_loop(LoopEntry entry) {
   };
   // The completion handler keeps the client alive while end() runs.
   auto spawn_end = [&] { asio::co_spawn(loop_.io, end(), [self](std::exception_ptr) {}); };
+  // out_ written without a wait; false when the rest went to a coroutine
+  // (serve writes what is left) or the client is gone.
+  auto flushed = [&] {
+    switch (try_flush()) {
+      case Flushed::all:
+        return true;
+      case Flushed::blocked:
+        spawn(false, false);
+        return false;
+      case Flushed::gone:
+        spawn_end();
+        return false;
+    }
+    return false;
+  };
   try {
     for (;; entry = LoopEntry::fresh) {
       if (entry == LoopEntry::fresh) {
@@ -894,16 +909,7 @@ void PgClient::relay_loop(LoopEntry entry) {
           }
           // What is answered goes out before the wait (a pipelining client
           // gets each answer as PostgreSQL would send it).
-          switch (try_flush()) {
-            case Flushed::all:
-              break;
-            case Flushed::blocked:
-              spawn(false, false);
-              return;
-            case Flushed::gone:
-              spawn_end();
-              return;
-          }
+          if (!flushed()) return;
           session_->wait_backend(loop_.io.get_executor(),
                                  [self](std::variant<Backend*, AcquireError> got) {
                                    self->on_granted(std::move(got));
@@ -950,16 +956,7 @@ void PgClient::relay_loop(LoopEntry entry) {
         return;
       }
     }
-    switch (try_flush()) {
-      case Flushed::all:
-        break;
-      case Flushed::blocked:
-        spawn(false, false);  // serve flushes the rest
-        return;
-      case Flushed::gone:
-        spawn_end();
-        return;
-    }
+    if (!flushed()) return;
     if (draining_ || tls_pending()) {
       spawn(false, false);
       return;

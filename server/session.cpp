@@ -119,33 +119,18 @@ bool Session::can_wait_now() const {
   return !backend_ && !waiting_ && cancel_reason_ == CancelReason::none && !pool_->paused();
 }
 
-void Session::wait_backend(asio::any_io_executor executor, DatabasePool::AcquireHandler done) {
-  if (client_metrics_) client_metrics_->waiting.fetch_add(1, std::memory_order_relaxed);
-  pool_->metrics().clients_waiting.fetch_add(1, std::memory_order_relaxed);
-  waiting_ = true;
-  wait_started_ = std::chrono::steady_clock::now();
-  pool_->acquire_async(std::move(executor), std::move(done));
-}
-
-Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got, db::Error& err) {
-  if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
-  pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
-  waiting_ = false;
-  const auto now = std::chrono::steady_clock::now();
-  const auto waited = now - wait_started_;
-  auto* b = std::get_if<Backend*>(&got);
-  if (!b) {
-    pool_->metrics().acquire_wait.observe(waited);
-    err = acquire_error(std::get<AcquireError>(got));
-    return Granted::error;
-  }
-  if (worth_probing(**b, now) && !(*b)->conn.alive()) {
+Session::Granted Session::settle(Backend* b, std::chrono::steady_clock::duration waited,
+                                 bool probe) {
+  // An idle pooled connection may have died meanwhile (the server restarted,
+  // an administrator terminated it): it is discarded here, so that clients do
+  // not pay for it with errors, and the caller acquires again.
+  if (probe && worth_probing(*b) && !b->conn.alive()) {
     spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
-                 pool_->config().name, (*b)->id);
-    pool_->release(*b, false);
+                 pool_->config().name, b->id);
+    pool_->release(b, false);
     return Granted::later;
   }
-  adopt(*b, waited);
+  adopt(b, waited);
   if (pool_->pg_native() && !settings_in_sync()) {
     settings_pending_ = true;
     return Granted::later;
@@ -153,36 +138,41 @@ Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got,
   return Granted::ready;
 }
 
+void Session::wait_begin() {
+  if (client_metrics_) client_metrics_->waiting.fetch_add(1, std::memory_order_relaxed);
+  pool_->metrics().clients_waiting.fetch_add(1, std::memory_order_relaxed);
+  waiting_ = true;
+  wait_started_ = std::chrono::steady_clock::now();
+}
+
+void Session::wait_backend(asio::any_io_executor executor, DatabasePool::AcquireHandler done) {
+  wait_begin();
+  pool_->acquire_async(std::move(executor), std::move(done));
+}
+
+Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got, db::Error& err,
+                                       bool probe) {
+  if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
+  pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
+  waiting_ = false;
+  const auto waited = std::chrono::steady_clock::now() - wait_started_;
+  if (auto* b = std::get_if<Backend*>(&got)) return settle(*b, waited, probe);
+  pool_->metrics().acquire_wait.observe(waited);
+  err = acquire_error(std::get<AcquireError>(got));
+  return Granted::error;
+}
+
 bool Session::try_backend_now() {
   if (backend_) return !settings_pending_;
   if (cancel_reason_ != CancelReason::none || pool_->paused()) return false;
   Backend* b = pool_->try_acquire();
-  if (!b) return false;
-  if (worth_probing(*b) && !b->conn.alive()) {
-    // ensure_backend() replaces it and says so.
-    pool_->release(b, false);
-    return false;
-  }
-  adopt(b, {});
-  if (pool_->pg_native() && !settings_in_sync()) {
-    settings_pending_ = true;
-    return false;
-  }
-  return true;
+  return b && settle(b, {}, true) == Granted::ready;
 }
 
 asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
   if (!backend_ && try_backend_now()) co_return std::nullopt;
-  if (!backend_) {
-    // An idle pooled connection may have died meanwhile (the server restarted,
-    // an administrator terminated it): such ones are discarded here, so clients
-    // do not pay for them with errors.
-    std::variant<Backend*, AcquireError> got;
-    const auto wait_start = std::chrono::steady_clock::now();
-    if (client_metrics_) client_metrics_->waiting.fetch_add(1, std::memory_order_relaxed);
-    pool_->metrics().clients_waiting.fetch_add(1, std::memory_order_relaxed);
-    waiting_ = true;
-    wait_started_ = wait_start;
+  for (int tries = 0; !backend_; ++tries) {
+    wait_begin();
     // PAUSE: wait for RESUME. Polled (a paused pool is a maintenance window, not
     // the hot path); a cancel, the drain's termination or the pool's shutdown
     // ends the wait.
@@ -192,28 +182,20 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
       boost::system::error_code ec;
       co_await pause_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
-    for (int tries = 0;; ++tries) {
-      got = co_await pool_->acquire();
-      auto* b = std::get_if<Backend*>(&got);
-      if (!b || tries > pool_->config().pool.max || !worth_probing(**b) || (*b)->conn.alive()) {
+    auto got = co_await pool_->acquire();
+    db::Error err;
+    // Past `max` dead ones in a row, the next is taken as it is.
+    switch (
+        take_granted(std::move(got), err, tries <= static_cast<int>(pool_->config().pool.max))) {
+      case Granted::error:
+        co_return err;
+      case Granted::ready:
+        co_return std::nullopt;
+      case Granted::later:  // a dead backend replaced, or settings to bring in line
         break;
-      }
-      spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
-                   pool_->config().name, (*b)->id);
-      pool_->release(*b, false);
     }
-    if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
-    pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
-    waiting_ = false;
-    auto* b = std::get_if<Backend*>(&got);
-    if (!b) {
-      pool_->metrics().acquire_wait.observe(std::chrono::steady_clock::now() - wait_start);
-      co_return acquire_error(std::get<AcquireError>(got));
-    }
-    adopt(*b, std::chrono::steady_clock::now() - wait_start);
-  } else if (!settings_pending_) {
-    co_return std::nullopt;
   }
+  if (!settings_pending_) co_return std::nullopt;
   settings_pending_ = false;
   if (pool_->pg_native() && !settings_in_sync()) {
     auto st = co_await sync_settings();

@@ -95,7 +95,9 @@ class Session : public db::EventSink {
   /// `later`: ensure_backend() finishes the job (a dead backend to replace,
   /// settings to bring in line); `error`: `err` is for the client.
   enum class Granted : uint8_t { ready, later, error };
-  Granted take_granted(std::variant<Backend*, AcquireError> got, db::Error& err);
+  /// `probe`: a backend idle for a while is checked first (dead: given back,
+  /// `later`).
+  Granted take_granted(std::variant<Backend*, AcquireError> got, db::Error& err, bool probe = true);
   /// True (and the backend marked as this session's) when it already holds
   /// the client's settings; sync_settings() otherwise.
   bool settings_in_sync();
@@ -244,6 +246,10 @@ class Session : public db::EventSink {
   void give_back(bool healthy);
   /// The client's error for a failed acquire (53300, 08006, 57P01).
   db::Error acquire_error(const AcquireError& e);
+  /// A backend the pool gave: probed (`probe`), adopted, its settings checked.
+  Granted settle(Backend* b, std::chrono::steady_clock::duration waited, bool probe);
+  /// The waiting gauges and wait_started_, for a wait that take_granted ends.
+  void wait_begin();
   /// Makes `b` the session's backend (`waited`: for the acquire_wait histogram).
   void adopt(Backend* b, std::chrono::steady_clock::duration waited);
   Events& events();
