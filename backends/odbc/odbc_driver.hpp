@@ -54,6 +54,9 @@ struct FetchStats {
   uint64_t statement_copies = 0;
   /// Batches executed as one parameter array (Statement::execute_batch).
   uint64_t batches = 0;
+  /// SQLFreeStmt(SQL_CLOSE) by a reader's close() (a single DML statement on
+  /// a known database leaves nothing to close: none).
+  uint64_t cursor_closes = 0;
 };
 /// The counters of an ODBC connection (zeros for another driver's).
 FetchStats fetch_stats_for_test(const db::Connection& c);

@@ -1,11 +1,65 @@
 #include "backends/odbc/odbc_text.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
+#include <cstdint>
+#include <cstring>
 
 namespace wirepool::odbc {
 
 // ---- UTF-16 ------------------------------------------------------------------
+
+namespace {
+
+// The ASCII run at the start of a text, copied 8 code units a time (a cell
+// is converted for every row a reader reads: docs/performance.md, drivers).
+// Returns its length. The lanes are shifted as little-endian words; a
+// big-endian host takes the unit-by-unit loop.
+constexpr bool kLittle = std::endian::native == std::endian::little;
+
+size_t ascii_prefix(const char* s, size_t n, char16_t* out) {
+  size_t i = 0;
+  for (; kLittle && i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    if (w & 0x8080808080808080ULL) break;
+    // Each byte to a 16-bit lane (little-endian units, as ODBC's SQLWCHAR).
+    const uint64_t lo =
+        (w & 0xff) | ((w & 0xff00) << 8) | ((w & 0xff0000) << 16) | ((w & 0xff000000) << 24);
+    const uint64_t hi = ((w >> 32) & 0xff) | ((w >> 24) & 0xff0000) | ((w >> 16) & 0xff00000000) |
+                        ((w >> 8) & 0xff000000000000);
+    std::memcpy(out + i, &lo, 8);
+    std::memcpy(out + i + 4, &hi, 8);
+  }
+  while (i < n && static_cast<unsigned char>(s[i]) < 0x80) {
+    out[i] = static_cast<char16_t>(s[i]);
+    ++i;
+  }
+  return i;
+}
+
+size_t ascii_prefix(const char16_t* u, size_t n, char* out) {
+  size_t i = 0;
+  for (; kLittle && i + 8 <= n; i += 8) {
+    uint64_t a, b;
+    std::memcpy(&a, u + i, 8);
+    std::memcpy(&b, u + i + 4, 8);
+    if ((a | b) & 0xff80ff80ff80ff80ULL) break;
+    // The low byte of each 16-bit lane, packed.
+    const uint64_t w = (a & 0xff) | ((a >> 8) & 0xff00) | ((a >> 16) & 0xff0000) |
+                       ((a >> 24) & 0xff000000) | ((b & 0xff) << 32) | ((b & 0xff0000) << 24) |
+                       ((b & 0xff00000000) << 16) | ((b & 0xff000000000000) << 8);
+    std::memcpy(out + i, &w, 8);
+  }
+  while (i < n && u[i] < 0x80) {
+    out[i] = static_cast<char>(u[i]);
+    ++i;
+  }
+  return i;
+}
+
+}  // namespace
 
 std::optional<std::u16string> to_utf16(std::string_view s) {
   std::u16string out;
@@ -16,11 +70,7 @@ std::optional<std::u16string> to_utf16(std::string_view s) {
 bool to_utf16(std::string_view s, std::u16string& out) {
   // ASCII first, written in place: most text is nothing else.
   out.resize(s.size());
-  size_t i = 0;
-  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) {
-    out[i] = static_cast<char16_t>(s[i]);
-    ++i;
-  }
+  size_t i = ascii_prefix(s.data(), s.size(), out.data());
   out.resize(i);
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -62,14 +112,9 @@ bool to_utf16(std::string_view s, std::u16string& out) {
 
 void append_utf8(const char16_t* u, size_t n, std::string& out) {
   // ASCII first, written in place: most cells are nothing else.
-  size_t i = 0;
   const size_t start = out.size();
   out.resize(start + n);
-  char* w = out.data() + start;
-  while (i < n && u[i] < 0x80) {
-    w[i] = static_cast<char>(u[i]);
-    ++i;
-  }
+  size_t i = ascii_prefix(u, n, out.data() + start);
   out.resize(start + i);
   if (i == n) return;
   out.reserve(out.size() + (n - i) * 3);

@@ -5,7 +5,8 @@
 //    NULL of each, bound with a typed NULL (never SQL_C_DEFAULT)
 //  - $N markers from PostgreSQL clients rewritten to ?, a repeated $1 bound twice;
 //    a wrong parameter count is 08P01
-//  - a prepared statement run many times, and beside its own open reader
+//  - a prepared statement run many times, and beside its own open reader; a
+//    prepared DML statement re-run with its own counts and no cursor to close
 //  - the connection string: a DSN-less string, the password added as PWD
 //    from OpenOptions::password, redact() hiding it; a bad driver name fails
 //    as Errc::connection
@@ -256,6 +257,48 @@ TEST_P(Values, PreparedStatementRunsManyTimesAndBesideItsOwnReader) {
     EXPECT_EQ(r->rows[0][0].str, "v" + std::to_string(i));
   }
   EXPECT_EQ(odbc::fetch_stats_for_test(conn).statement_copies - before.statement_copies, 1u);
+}
+
+TEST_P(Values, PreparedDmlRerunsWithItsOwnCountsAndNoCursorToClose) {
+  // A prepared single DML statement skips SQLNumResultCols on re-execution
+  // and SQLFreeStmt(SQL_CLOSE) after it (backends/odbc: after_execute): every
+  // execution still reports its own count, one that touches no row
+  // (SQL_NO_DATA) and one that fails included, and a SELECT after it works.
+  const std::string t = table();
+  exec(conn, "DROP TABLE IF EXISTS " + t);
+  exec(conn, "CREATE TABLE " + t + " (id int PRIMARY KEY, g int)");
+  auto ins = conn.prepare("INSERT INTO " + t + " VALUES ($1, $2)");
+  ASSERT_TRUE(ins.ok()) << ins.error().message;
+  auto upd = conn.prepare("UPDATE " + t + " SET g = g + 10 WHERE g = $1");
+  ASSERT_TRUE(upd.ok()) << upd.error().message;
+  const auto before = odbc::fetch_stats_for_test(conn);
+  for (int i = 1; i <= 6; ++i) {
+    auto info = ins->execute(std::vector<Param>{P(Value::int64(i)), P(Value::int64(i % 3))});
+    ASSERT_TRUE(info.ok()) << info.error().message;
+    EXPECT_EQ(info->affected, 1);
+  }
+  auto dup = ins->execute(std::vector<Param>{P(Value::int64(1)), P(Value::int64(0))});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().sqlstate, "23505");
+  auto again = ins->execute(std::vector<Param>{P(Value::int64(7)), P(Value::int64(1))});
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->affected, 1);
+  const std::vector<std::pair<int, int64_t>> updates = {{1, 3}, {5, 0}, {2, 2}, {1, 0}, {11, 3}};
+  for (const auto& [g, want] : updates) {
+    auto info = upd->execute(std::vector<Param>{P(Value::int64(g))});
+    ASSERT_TRUE(info.ok()) << g << ": " << info.error().message;
+    EXPECT_EQ(info->affected, want) << "g = " << g;
+  }
+  const auto after = odbc::fetch_stats_for_test(conn);
+  // Only the reader of the failed execution closed its statement.
+  EXPECT_EQ(after.cursor_closes - before.cursor_closes, 1u);
+  auto back = fetch(conn, "SELECT g, count(*) FROM " + t + " GROUP BY g ORDER BY g");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->rows.size(), 3u);
+  EXPECT_EQ(back->rows[0][0].i64, 0);
+  EXPECT_EQ(back->rows[1][0].i64, 12);
+  EXPECT_EQ(back->rows[2][0].i64, 21);
+  EXPECT_GT(odbc::fetch_stats_for_test(conn).cursor_closes, after.cursor_closes);
 }
 
 TEST_P(Values, ConnectionStringPasswordAndRedaction) {

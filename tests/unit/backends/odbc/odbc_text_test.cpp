@@ -1,6 +1,6 @@
 // The ODBC driver's parts that need no driver manager:
-//  - UTF-8 <-> UTF-16: BMP, surrogate pairs, malformed UTF-8 refused, a lone
-//    surrogate read as U+FFFD
+//  - UTF-8 <-> UTF-16: BMP, surrogate pairs, ASCII runs of every length beside
+//    other characters, malformed UTF-8 refused, a lone surrogate read as U+FFFD
 //  - $N -> ? with a repeated $N bound again, ? kept in order, markers inside
 //    literals and comments left alone, mixing refused (42601)
 //  - connection strings: values read case-insensitively, braces, PWD redacted,
@@ -26,6 +26,28 @@ TEST(OdbcUtf16, RoundTripsEveryPlane) {
   ASSERT_TRUE(u);
   EXPECT_EQ(*u, std::u16string(u"a\u00e9\u20ac\U0001F600"));
   EXPECT_EQ(to_utf8(u->data(), u->size()), s);
+}
+
+TEST(OdbcUtf16, AsciiRunsOfAnyLengthBesideOtherCharacters) {
+  // The ASCII prefix is copied 8 units a time: a non-ASCII character at every
+  // position of texts around that block size, and appending after a prefix.
+  for (size_t len = 0; len <= 33; ++len) {
+    for (size_t at = 0; at <= len; ++at) {
+      std::string s;
+      for (size_t k = 0; k < len; ++k)
+        s += static_cast<char>('a' + k % 26);
+      if (at < len) s.replace(at, 1, "\xc3\xa9");  // é
+      auto u = to_utf16(s);
+      ASSERT_TRUE(u) << len << " " << at;
+      std::u16string want;
+      for (size_t k = 0; k < len; ++k)
+        want += k == at ? u'\u00e9' : static_cast<char16_t>('a' + k % 26);
+      ASSERT_EQ(*u, want) << len << " " << at;
+      std::string back = "prefix-";
+      append_utf8(u->data(), u->size(), back);
+      ASSERT_EQ(back, "prefix-" + s) << len << " " << at;
+    }
+  }
 }
 
 TEST(OdbcUtf16, MalformedUtf8IsRefusedAndLoneSurrogatesReplaced) {
