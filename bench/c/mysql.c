@@ -9,6 +9,7 @@
  *           unbuffered into bound buffers.
  * The connection has the driver's options (utf8mb4, multi-statements,
  * found-rows, UTC time zone). Prints one JSON object like driver_bench.
+ * The scan runs SCAN_PASSES times, its median time reported (bench_common.h).
  *
  * With MYSQL_RAW_NONBLOCK=1 the scan and the lookups use MariaDB's
  * non-blocking API instead (mysql_real_query_start/_cont,
@@ -26,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench_common.h"
 
 static MYSQL* db;
 
@@ -57,12 +60,6 @@ static int wait_for(int status) {
   if (p.revents & (POLLIN | POLLHUP | POLLERR)) out |= MYSQL_WAIT_READ;
   if (p.revents & POLLOUT) out |= MYSQL_WAIT_WRITE;
   return out;
-}
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 int main(int argc, char** argv) {
@@ -125,46 +122,51 @@ int main(int argc, char** argv) {
   run("COMMIT");
   const double insert_s = now() - t0;
 
-  /* scan */
-  t0 = now();
-  const char* scan_sql = "SELECT id, name, score FROM wp_bench";
-  if (nonblock) {
-    int err = 0;
-    int st = mysql_real_query_start(&err, db, scan_sql, strlen(scan_sql));
-    while (st != 0)
-      st = mysql_real_query_cont(&err, db, wait_for(st));
-    if (err != 0) die("scan");
-  } else {
-    run(scan_sql);
-  }
-  MYSQL_RES* res = mysql_use_result(db);
-  if (res == NULL) die("use_result");
-  long long scanned = 0;
+  /* scan, SCAN_PASSES times */
+  double scan_times[SCAN_PASSES];
   double sum = 0;
-  MYSQL_ROW r;
-  for (;;) {
+  for (int pass = 0; pass < SCAN_PASSES; ++pass) {
+    t0 = now();
+    const char* scan_sql = "SELECT id, name, score FROM wp_bench";
     if (nonblock) {
-      int st = mysql_fetch_row_start(&r, res);
+      int err = 0;
+      int st = mysql_real_query_start(&err, db, scan_sql, strlen(scan_sql));
       while (st != 0)
-        st = mysql_fetch_row_cont(&r, res, wait_for(st));
+        st = mysql_real_query_cont(&err, db, wait_for(st));
+      if (err != 0) die("scan");
     } else {
-      r = mysql_fetch_row(res);
+      run(scan_sql);
     }
-    if (r == NULL) break;
-    unsigned long* len = mysql_fetch_lengths(res);
-    char* end;
-    long long v = strtoll(r[0], &end, 10);
-    (void)v;
-    sum += strtod(r[2], &end) + (double)len[1];
-    ++scanned;
+    MYSQL_RES* res = mysql_use_result(db);
+    if (res == NULL) die("use_result");
+    long long scanned = 0;
+    sum = 0;
+    MYSQL_ROW r;
+    for (;;) {
+      if (nonblock) {
+        int st = mysql_fetch_row_start(&r, res);
+        while (st != 0)
+          st = mysql_fetch_row_cont(&r, res, wait_for(st));
+      } else {
+        r = mysql_fetch_row(res);
+      }
+      if (r == NULL) break;
+      unsigned long* len = mysql_fetch_lengths(res);
+      char* end;
+      long long v = strtoll(r[0], &end, 10);
+      (void)v;
+      sum += strtod(r[2], &end) + (double)len[1];
+      ++scanned;
+    }
+    if (mysql_errno(db) != 0) die("scan");
+    mysql_free_result(res);
+    scan_times[pass] = now() - t0;
+    if (scanned != rows) {
+      fprintf(stderr, "mysql_raw: scanned %lld rows\n", scanned);
+      return 1;
+    }
   }
-  if (mysql_errno(db) != 0) die("scan");
-  mysql_free_result(res);
-  const double scan_s = now() - t0;
-  if (scanned != rows) {
-    fprintf(stderr, "mysql_raw: scanned %lld rows\n", scanned);
-    return 1;
-  }
+  const double scan_s = median_seconds(scan_times, SCAN_PASSES);
 
   /* lookup */
   t0 = now();
