@@ -20,6 +20,7 @@
 
 #include <libpq-fe.h>
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -224,6 +225,7 @@ class Session {
   std::optional<db::TxState> relay_tx_;  // what the relay's last ReadyForQuery said
   db::EventSink* sink_ = nullptr;
   std::vector<std::optional<std::string>> reported_;  // by kReportedParameters index
+  std::vector<uint8_t> watched_;  // the indexes deliver() looks up: those that can change
   LibpqExtras extras_;
 };
 using SessionPtr = std::shared_ptr<Session>;

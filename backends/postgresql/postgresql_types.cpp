@@ -502,6 +502,20 @@ std::optional<db::Error> ParamBuffer::add_typed(const db::Param& p, uint32_t ser
   return close_value(mark, server_oid, format);
 }
 
+void ParamBuffer::clear() {
+  if (data_.capacity() > 64 * 1024) {
+    std::string().swap(data_);
+  } else {
+    data_.clear();
+  }
+  offsets_.clear();
+  types_.clear();
+  lengths_.clear();
+  formats_.clear();
+  nulls_.clear();
+  ptrs_.clear();
+}
+
 void ParamBuffer::finish() {
   ptrs_.resize(types_.size());
   for (size_t i = 0; i < types_.size(); ++i) {

@@ -86,6 +86,11 @@ class ParamBuffer {
 
   /// Builds the pointer arrays; call after the last add and before the getters.
   void finish();
+  /// Empties the buffer for the next statement, keeping its allocations (a
+  /// statement's parameters cost 7 allocations in a fresh one, ~3,000
+  /// instructions a prepared INSERT of three values) unless it grew past
+  /// 64 KiB for a large value.
+  void clear();
   int count() const { return static_cast<int>(types_.size()); }
   const Oid* types() const { return types_.data(); }
   const char* const* values() const { return ptrs_.data(); }

@@ -6,7 +6,8 @@
 //  - binary decoding: numeric at its stored scale (-0.000100, NaN as Text),
 //    integers, uuid, jsonb, dates and timestamps (before 2000, infinity), bad sizes
 //  - parameters: natural types and formats, untyped text as OID 0, prepared
-//    encoding with range checks (22003) and syntax errors (22P02), NUL in text
+//    encoding with range checks (22003) and syntax errors (22P02), NUL in text,
+//    a cleared buffer reused for the next statement
 //  - result format choice for native mode; command tags -> verb and count
 //  - conninfo: TLS keys refused, options refused, pins checked, bare database
 //    names accepted; what the driver adds; passwords redacted in both forms
@@ -269,6 +270,30 @@ TEST(Params, TextWithNulIsRefusedAndNativeParamsPassThrough) {
   EXPECT_EQ(b.types()[0], 23u);
   EXPECT_EQ(b.formats()[0], 1);
   EXPECT_EQ(b.lengths()[0], 4);
+}
+
+TEST(Params, ClearedBufferServesTheNextStatement) {
+  // The driver reuses one buffer per thread: after clear() nothing of the
+  // last statement's values, NULLs or failed value is left, including after
+  // a value past 64 KiB (whose allocation is given back).
+  ParamBuffer b;
+  ASSERT_FALSE(b.add_natural(P(db::Value::text(std::string(70000, 'x')))));
+  ASSERT_FALSE(b.add_natural(P(db::Value::null())));
+  ASSERT_TRUE(b.add_natural(P(db::Value::text(std::string("a\0b", 3)))));  // refused, left over
+  b.finish();
+  b.clear();
+  ASSERT_FALSE(b.add_typed(P(db::Value::int64(9)), 20));
+  ASSERT_FALSE(b.add_typed(P(db::Value::text("t")), 25));
+  b.finish();
+  ASSERT_EQ(b.count(), 2);
+  EXPECT_EQ(std::string(b.values()[0], b.lengths()[0]), std::string("\0\0\0\0\0\0\0\x09", 8));
+  EXPECT_STREQ(b.values()[1], "t");
+  EXPECT_EQ(b.types()[1], 25u);
+  b.clear();
+  ASSERT_FALSE(b.add_natural(P(db::Value::null())));
+  b.finish();
+  ASSERT_EQ(b.count(), 1);
+  EXPECT_EQ(b.values()[0], nullptr);
 }
 
 TEST(ResultFormat, BinaryOnlyWhenEveryRequestedFormatIsBinary) {
