@@ -2,6 +2,7 @@
 #ifndef WIREPOOL_BENCH_COMMON_H
 #define WIREPOOL_BENCH_COMMON_H
 
+#include <stdio.h>
 #include <time.h>
 
 /* The scan is read this many times, each with one reader, and its median time
@@ -25,6 +26,16 @@ static inline double median_seconds(double* v, int n) {
       v[k - 1] = t;
     }
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Ends scan pass `pass` started at t0: records its time, and answers nonzero
+ * (after saying so) when it did not read `rows` rows. */
+static inline int scan_pass_done(const char* program, double* times, int pass, double t0,
+                                 long long scanned, long long rows) {
+  times[pass] = now() - t0;
+  if (scanned == rows) return 0;
+  fprintf(stderr, "%s: scanned %lld rows, expected %lld\n", program, scanned, rows);
+  return 1;
 }
 
 #endif

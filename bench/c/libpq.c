@@ -123,12 +123,7 @@ int main(int argc, char** argv) {
       }
       PQclear(r);
     }
-    scan_times[pass] = now() - t0;
-    if (scanned != rows) {
-      fprintf(stderr, "libpq: scanned %lld rows, expected %lld\n", (long long)scanned,
-              (long long)rows);
-      return 1;
-    }
+    if (scan_pass_done("libpq", scan_times, pass, t0, scanned, rows)) return 1;
   }
   const double scan_s = median_seconds(scan_times, SCAN_PASSES);
 

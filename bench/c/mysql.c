@@ -160,11 +160,7 @@ int main(int argc, char** argv) {
     }
     if (mysql_errno(db) != 0) die("scan");
     mysql_free_result(res);
-    scan_times[pass] = now() - t0;
-    if (scanned != rows) {
-      fprintf(stderr, "mysql_raw: scanned %lld rows\n", scanned);
-      return 1;
-    }
+    if (scan_pass_done("mysql_raw", scan_times, pass, t0, scanned, rows)) return 1;
   }
   const double scan_s = median_seconds(scan_times, SCAN_PASSES);
 

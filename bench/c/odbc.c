@@ -229,11 +229,7 @@ int main(int argc, char** argv) {
       }
       SQLFreeHandle(SQL_HANDLE_STMT, sc);
     }
-    scan_times[pass] = now() - t0;
-    if (scanned != rows) {
-      fprintf(stderr, "odbc_raw: scanned %lld rows, expected %lld\n", scanned, rows);
-      return 1;
-    }
+    if (scan_pass_done("odbc_raw", scan_times, pass, t0, scanned, rows)) return 1;
   }
   const double scan_s = median_seconds(scan_times, SCAN_PASSES);
 

@@ -103,12 +103,7 @@ int main(int argc, char** argv) {
     }
     if (rc != SQLITE_DONE) die("scan");
     sqlite3_finalize(scan);
-    scan_times[pass] = now() - t0;
-    if (scanned != rows) {
-      fprintf(stderr, "sqlite: scanned %lld rows, expected %lld\n", (long long)scanned,
-              (long long)rows);
-      return 1;
-    }
+    if (scan_pass_done("sqlite", scan_times, pass, t0, scanned, rows)) return 1;
   }
   const double scan_s = median_seconds(scan_times, SCAN_PASSES);
 
