@@ -505,9 +505,7 @@ class PgStatement final : public db::StatementImpl {
     return run_query(session_, OpKind::statement_query, name_, options.native,
                      [&](PGconn* conn, const std::string& name) -> Step {
                        if (auto e = refuse_named(params)) return e;
-                       // One per thread, reused: PQsendQueryPrepared copies it.
-                       thread_local ParamBuffer buf;
-                       buf.clear();
+                       ParamBuffer& buf = ParamBuffer::reused();
                        for (size_t i = 0; i < params.size(); ++i) {
                          const uint32_t type = i < params_.size() ? params_[i].native.pg_oid : 0;
                          if (auto e = buf.add_typed(params[i], type)) return e;
@@ -720,8 +718,7 @@ class PgConnection final : public db::ConnectionImpl {
             if (PQsendQuery(conn, sql.c_str()) == 0) return session_->send_failed();
             return std::nullopt;
           }
-          thread_local ParamBuffer buf;  // reused: PQsendQueryParams copies it
-          buf.clear();
+          ParamBuffer& buf = ParamBuffer::reused();
           for (const auto& p : params) {
             if (auto e = buf.add_natural(p)) return e;
           }

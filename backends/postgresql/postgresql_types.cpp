@@ -516,6 +516,12 @@ void ParamBuffer::clear() {
   ptrs_.clear();
 }
 
+ParamBuffer& ParamBuffer::reused() {
+  thread_local ParamBuffer buf;
+  buf.clear();
+  return buf;
+}
+
 void ParamBuffer::finish() {
   ptrs_.resize(types_.size());
   for (size_t i = 0; i < types_.size(); ++i) {

@@ -91,6 +91,9 @@ class ParamBuffer {
   /// instructions a prepared INSERT of three values) unless it grew past
   /// 64 KiB for a large value.
   void clear();
+  /// This thread's buffer, cleared: the driver fills it and sends it in one
+  /// call (libpq copies the values), so one per thread serves every statement.
+  static ParamBuffer& reused();
   int count() const { return static_cast<int>(types_.size()); }
   const Oid* types() const { return types_.data(); }
   const char* const* values() const { return ptrs_.data(); }

@@ -294,6 +294,13 @@ TEST(Params, ClearedBufferServesTheNextStatement) {
   b.finish();
   ASSERT_EQ(b.count(), 1);
   EXPECT_EQ(b.values()[0], nullptr);
+  // The thread's buffer the driver uses comes back empty each time.
+  ParamBuffer& mine = ParamBuffer::reused();
+  ASSERT_FALSE(mine.add_natural(P(db::Value::int64(1))));
+  ParamBuffer& again = ParamBuffer::reused();
+  EXPECT_EQ(&again, &mine);
+  again.finish();
+  EXPECT_EQ(again.count(), 0);
 }
 
 TEST(ResultFormat, BinaryOnlyWhenEveryRequestedFormatIsBinary) {
