@@ -115,6 +115,7 @@ Diagnostic diagnostic(SQLSMALLINT type, SQLHANDLE handle, bool narrow = false) {
   }
   d.sqlstate = "HY000";
   d.message = "the ODBC driver reported an error without a diagnostic record";
+  d.missing = true;
   return d;
 }
 
@@ -161,12 +162,45 @@ struct Session {
   std::atomic<bool> broken{false};  // the backend went away: alive() answers false
   bool in_tx = false;
   FetchStats stats;
-  /// cancel() runs on any thread: it takes `mu` to read `running`, and a
-  /// statement handle is freed only under it.
+  /// cancel() and the watchdog run on other threads: they call SQLCancel
+  /// under `mu` (cancel_running), and a statement handle is freed only under
+  /// it. The execution itself takes no lock (Running): it publishes its
+  /// handle in `running`, and when it ends clears it and waits while a
+  /// canceller that saw it is still in SQLCancel (`cancelling`; each side
+  /// writes its own flag, then reads the other's). So a cancel never lands
+  /// on the handle's next execution, perhaps another client's. A mutex
+  /// around every SQLExecute and SQLFetch did the same for ~90 more
+  /// instructions and two more atomic operations per call.
   std::mutex mu;
-  SQLHSTMT running = SQL_NULL_HSTMT;
-  uint64_t run_seq = 0;    // one per execution, so a late watchdog misses the next one
-  bool timed_out = false;  // the watchdog cancelled the execution now running
+  std::atomic<SQLHSTMT> running{SQL_NULL_HSTMT};
+  std::atomic<SQLHSTMT> cancelling{SQL_NULL_HSTMT};
+  /// The statement SQLCancel was last called on, until its next execution.
+  std::atomic<SQLHSTMT> cancelled{SQL_NULL_HSTMT};
+  /// One per execution, so a late watchdog misses the next one.
+  std::atomic<uint64_t> run_seq{0};
+  /// The watchdog cancelled the execution now running.
+  std::atomic<bool> timed_out{false};
+
+  /// SQLCancel on the execution now running, if it is `want` (any when null)
+  /// and number `seq` (any when 0); `timeout` marks it as the watchdog's.
+  /// Called with `mu` held.
+  void cancel_running(SQLHSTMT want, uint64_t seq, bool timeout) {
+    const uint64_t n = run_seq.load();
+    const SQLHSTMT h = running.load();
+    if (closed || h == SQL_NULL_HSTMT || (want != SQL_NULL_HSTMT && h != want) ||
+        (seq != 0 && n != seq)) {
+      return;
+    }
+    cancelling.store(h);
+    // Still the same execution now that it would wait for us to finish.
+    if (running.load() == h && run_seq.load() == n) {
+      if (timeout) timed_out.store(true, std::memory_order_relaxed);
+      cancelled.store(h);
+      SQLCancel(h);
+    }
+    cancelling.store(SQL_NULL_HSTMT);
+    cancelling.notify_all();
+  }
 
   Session() = default;
   Session(const Session&) = delete;
@@ -199,7 +233,18 @@ struct Session {
   }
 
   Error error(SQLSMALLINT type, SQLHANDLE handle) {
-    Error e = map_diagnostic(flavor, diagnostic(type, handle, narrow));
+    Diagnostic d = diagnostic(type, handle, narrow);
+    // A SQLCancel that reached the statement just as it finished: psqlODBC
+    // and MariaDB ODBC then close its cursor (ODBC 2's SQLCancel of an idle
+    // statement), and the next call answers HY010, function sequence error;
+    // SQLite ODBC's interrupted statement fails without a record. The client
+    // asked for the cancel: it is answered as one.
+    if (type == SQL_HANDLE_STMT && (d.sqlstate == "HY010" || d.missing) &&
+        cancelled.load() == handle) {
+      d.sqlstate = "HY008";
+      d.message = "the statement was cancelled";
+    }
+    Error e = map_diagnostic(flavor, d);
     if (e.code == db::Errc::connection) broken = true;
     return e;
   }
@@ -292,23 +337,29 @@ class Watchdog {
 /// the query_timeout watchdog.
 class Running {
  public:
+  /// No lock to start: a cancel that reads the handle before SQLExecute is
+  /// called is lost, as it would be after taking one. The sequence number and
+  /// the flag are written before the handle is published, so a watchdog that
+  /// sees this handle sees this execution's number.
   Running(const SessionPtr& s, SQLHSTMT h) : s_(*s) {
-    uint64_t seq;
-    {
-      std::lock_guard lock(s_.mu);
-      s_.running = h;
-      s_.timed_out = false;
-      seq = ++s_.run_seq;
-    }
+    s_.timed_out.store(false, std::memory_order_relaxed);
+    const uint64_t seq = s_.run_seq.load(std::memory_order_relaxed) + 1;
+    s_.run_seq.store(seq, std::memory_order_relaxed);
+    s_.running.store(h, std::memory_order_release);
     if (s_.options.query_timeout.count() > 0) {
       id_ = Watchdog::get().arm(std::chrono::steady_clock::now() + s_.options.query_timeout, s, h,
                                 seq);
     }
   }
+  /// A cancel or watchdog now calling SQLCancel on this execution finishes
+  /// first (Session::mu).
   ~Running() {
     if (id_ != 0) Watchdog::get().disarm(id_);
-    std::lock_guard lock(s_.mu);
-    s_.running = SQL_NULL_HSTMT;
+    const SQLHSTMT h = s_.running.exchange(SQL_NULL_HSTMT);
+    for (SQLHSTMT c = s_.cancelling.load(); c == h && c != SQL_NULL_HSTMT;
+         c = s_.cancelling.load()) {
+      s_.cancelling.wait(c);
+    }
   }
   Running(const Running&) = delete;
   Running& operator=(const Running&) = delete;
@@ -322,9 +373,18 @@ void Watchdog::fire(const Entry& e) {
   const SessionPtr s = e.session.lock();
   if (!s) return;
   std::lock_guard lock(s->mu);
-  if (s->closed || s->running != e.h || s->run_seq != e.seq) return;  // it has finished
-  s->timed_out = true;
-  SQLCancel(e.h);
+  s->cancel_running(e.h, e.seq, true);  // unless it has finished (or another started)
+}
+
+/// A result that ended after SQLCancel reached its statement: it may have
+/// been cut short (SQLite ODBC's interrupted statement reads as an empty
+/// result), so it is never passed off as complete.
+Error user_cancel() {
+  Error e;
+  e.code = db::Errc::busy;
+  e.sqlstate = "57014";  // query_canceled
+  e.message = "canceling statement due to user request";
+  return e;
 }
 
 Error statement_timeout(const Options& o) {
@@ -387,6 +447,7 @@ struct ParamBuffers {
     SQLLEN ind = 0;
     // What SQLBindParameter was last given.
     bool bound = false;
+    db::Kind kind = db::Kind::Null;  // of the value bound
     SQLSMALLINT c_type = 0;
     SQLSMALLINT sql_type = 0;
     SQLULEN column_size = 0;
@@ -410,6 +471,31 @@ struct Handle {
   /// SQLNumResultCols was asked before an execution (a prepared statement).
   bool described = false;
   ParamBuffers params;
+  /// The command verb of each statement of its text, shared by its readers.
+  std::shared_ptr<const std::vector<std::string>> verbs;
+  /// The text's first statement is INSERT, UPDATE, DELETE or MERGE.
+  bool first_dml = false;
+  /// It is the only one, on PostgreSQL, MariaDB/MySQL or SQLite: it has no
+  /// result set, leaves no cursor and no further result (the ODBC statement
+  /// is in state S4, which SQLExecute accepts again), so its re-execution
+  /// skips SQLNumResultCols and its reader's close SQLFreeStmt(SQL_CLOSE),
+  /// together ~1,300 instructions of the driver manager and driver, 5% of a
+  /// SQLite ODBC insert. Elsewhere (SQL Server, say, where a trigger's row
+  /// counts are further results) both still happen.
+  bool single_dml = false;
+
+  static bool is_dml(const std::string& v) {
+    return v == "INSERT" || v == "UPDATE" || v == "DELETE" || v == "MERGE";
+  }
+  void set_verbs(std::shared_ptr<const std::vector<std::string>> v, Flavor flavor) {
+    verbs = std::move(v);
+    first_dml = !verbs->empty() && is_dml((*verbs)[0]);
+    single_dml = first_dml && verbs->size() == 1 && flavor != Flavor::generic;
+  }
+  const std::vector<std::string>& verb_list() const {
+    static const std::vector<std::string> none;
+    return verbs ? *verbs : none;
+  }
 
   explicit Handle(SessionPtr s) : session(std::move(s)) {}
   Handle(const Handle&) = delete;
@@ -516,6 +602,25 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
     }
     const db::Value& v = p.value;
     auto& slot = buf.slots[i];
+    if (slot.bound && slot.kind == v.kind) {
+      // A fixed-size value of the kind bound last time: only the value moves.
+      switch (v.kind) {
+        case db::Kind::I64:
+          slot.i64 = v.i64;
+          continue;
+        case db::Kind::F64:
+          slot.f64 = v.f64;
+          continue;
+        case db::Kind::Bool:
+          slot.bit = v.b ? 1 : 0;
+          continue;
+        case db::Kind::Time:
+          slot.ts = timestamp_of(v.micros);
+          continue;
+        default:
+          break;
+      }
+    }
     Binding bd;
     SQLPOINTER data = nullptr;
     SQLLEN buffer_length = 0;
@@ -591,6 +696,7 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
     if (slot.bound && slot.c_type == c_type && slot.sql_type == sql_type &&
         slot.column_size == column_size && slot.digits == digits && slot.data == data &&
         slot.buffer_length == buffer_length) {
+      slot.kind = v.kind;
       continue;  // the same binding: the new value is already in its buffer
     }
     const SQLRETURN rc =
@@ -601,6 +707,7 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
       return s.stmt_error(h);
     }
     slot.bound = true;
+    slot.kind = v.kind;
     slot.c_type = c_type;
     slot.sql_type = sql_type;
     slot.column_size = column_size;
@@ -1020,29 +1127,46 @@ void pad_decimal(std::string& text, int32_t scale) {
   if (have < static_cast<size_t>(scale)) text.append(static_cast<size_t>(scale) - have, '0');
 }
 
-/// The command verb of each statement of a text, shared by its readers.
+/// The command verb of each statement of a text (Handle::verbs).
 using VerbsPtr = std::shared_ptr<const std::vector<std::string>>;
 
 // ---- reader -----------------------------------------------------------------------
 
 class OdbcRows final : public db::RowsImpl {
  public:
-  OdbcRows(SessionPtr session, VerbsPtr verbs)
-      : session_(std::move(session)), verbs_(std::move(verbs)) {
-    info_.verb = verbs_->empty() ? std::string() : (*verbs_)[0];
+  // A reader holds its handle only, and through it the session and the
+  // statement's verbs: no reference count of its own to take and drop per
+  // execution. After close() (hd_ empty) it touches neither.
+  OdbcRows() = default;
+  ~OdbcRows() override {
+    if (hd_) (void)close();
   }
-  ~OdbcRows() override { (void)close(); }
+
+  /// A spare block per thread: a prepared statement run over and over makes
+  /// and drops one reader per execution (a SQLite ODBC insert: malloc and free
+  /// were ~150 instructions of ~30,000).
+  static void* operator new(size_t n) {
+    if (n == sizeof(OdbcRows) && spare_.p != nullptr) return std::exchange(spare_.p, nullptr);
+    return ::operator new(n);
+  }
+  static void operator delete(void* p, size_t n) noexcept {
+    if (n == sizeof(OdbcRows) && spare_.p == nullptr) {
+      spare_.p = p;
+      return;
+    }
+    ::operator delete(p);
+  }
 
   /// Runs a direct query on a fresh handle: SQLExecDirectW, then the rowset.
   std::optional<Error> run_direct(HandlePtr hd, const std::string& text,
                                   const std::u16string& wtext, db::Params params,
                                   const std::vector<size_t>& binds) {
-    hd_ = std::move(hd);
-    Session& s = *session_;
+    start(std::move(hd));
+    Session& s = *hd_->session;
     if (auto st = bind_params(s, hd_->h, params, binds, hd_->params); !st.ok()) return st.error();
     SQLRETURN rc;
     {
-      Running running(session_, hd_->h);
+      Running running(hd_->session, hd_->h);
       rc = exec_direct(s, hd_->h, text, wtext);
     }
     return after_execute(rc);
@@ -1051,13 +1175,15 @@ class OdbcRows final : public db::RowsImpl {
   /// Runs a prepared handle: the rowset settled before SQLExecute.
   std::optional<Error> run_prepared(HandlePtr hd, db::Params params,
                                     const std::vector<size_t>& binds) {
-    hd_ = std::move(hd);
-    Session& s = *session_;
+    start(std::move(hd));
+    Session& s = *hd_->session;
     if (auto st = bind_params(s, hd_->h, params, binds, hd_->params); !st.ok()) return st.error();
-    if (auto st = settle_prepared(s, *hd_); !st.ok()) return st.error();
+    if (!hd_->settled && !hd_->described) {
+      if (auto st = settle_prepared(s, *hd_); !st.ok()) return st.error();
+    }
     SQLRETURN rc;
     {
-      Running running(session_, hd_->h);
+      Running running(hd_->session, hd_->h);
       rc = SQLExecute(hd_->h);
     }
     return after_execute(rc);
@@ -1070,9 +1196,9 @@ class OdbcRows final : public db::RowsImpl {
 
   Result<bool> next_borrowed(std::span<db::ValueView> row) override {
     if (!hd_) return Error::closed("rows");
-    if (session_->closed) return Error::closed();
+    Session& s = *hd_->session;
+    if (s.closed) return Error::closed();
     if (done_ || !hd_->shape || hd_->shape->columns.empty()) return false;
-    Session& s = *session_;
     Handle& hd = *hd_;
     if (pos_ >= hd.fetched) {
       hd.fetched = 0;
@@ -1080,12 +1206,13 @@ class OdbcRows final : public db::RowsImpl {
       {
         // A driver that streams (psqlODBC UseDeclareFetch, MariaDB NO_CACHE)
         // waits on the server here too: cancel() and query_timeout reach it.
-        Running running(session_, hd.h);
+        Running running(hd.session, hd.h);
         rc = SQLFetch(hd.h);
       }
       if (s.timed_out) return statement_timeout(s.options);
       if (rc == SQL_NO_DATA) {
         done_ = true;
+        if (cancel_reached()) return user_cancel();
         return false;
       }
       if (!ok(rc)) return s.stmt_error(hd.h);
@@ -1111,27 +1238,30 @@ class OdbcRows final : public db::RowsImpl {
 
   Result<bool> next_result() override {
     if (!hd_) return Error::closed("rows");
-    if (session_->closed) return Error::closed();
+    if (hd_->session->closed) return Error::closed();
     SQLRETURN rc;
     {
-      Running running(session_, hd_->h);
+      Running running(hd_->session, hd_->h);
       rc = SQLMoreResults(hd_->h);
     }
     if (rc == SQL_NO_DATA) {
       done_ = true;
+      if (cancel_reached()) return user_cancel();
       return false;
     }
     ++result_index_;
-    info_ = {};
-    info_.verb = result_index_ < verbs_->size() ? (*verbs_)[result_index_] : std::string();
+    affected_ = -1;
     hd_->settled = false;  // a new cursor: described and settled afresh
     if (auto e = after_execute(rc)) return *e;
     return true;
   }
 
   db::CommandInfo command() const override {
-    db::CommandInfo info = info_;
-    if (hd_ && hd_->shape && !hd_->shape->columns.empty() && info.verb == "SELECT") {
+    db::CommandInfo info;
+    if (!hd_) return info;  // closed (db::Rows asks only while open)
+    info.verb = verb();
+    info.affected = affected_;
+    if (hd_->shape && !hd_->shape->columns.empty() && info.verb == "SELECT") {
       info.affected = static_cast<int64_t>(rows_read_);
     }
     return info;
@@ -1140,10 +1270,11 @@ class OdbcRows final : public db::RowsImpl {
   Status close() override {
     if (!hd_) return {};
     if (!no_cursor_) {
-      std::lock_guard lock(session_->mu);
-      if (!session_->closed && hd_->h != SQL_NULL_HSTMT) {
+      Session& s = *hd_->session;
+      std::lock_guard lock(s.mu);
+      if (!s.closed && hd_->h != SQL_NULL_HSTMT) {
         SQLFreeStmt(hd_->h, SQL_CLOSE);
-        ++session_->stats.cursor_closes;
+        ++s.stats.cursor_closes;
       }
     }
     hd_.reset();  // a direct query's handle is freed; a prepared one is free again
@@ -1152,7 +1283,7 @@ class OdbcRows final : public db::RowsImpl {
 
  private:
   std::optional<Error> after_execute(SQLRETURN rc) {
-    Session& s = *session_;
+    Session& s = *hd_->session;
     if (s.timed_out) {
       // The watchdog cancelled it: whatever the driver answered (MariaDB's
       // interrupted SLEEP() answers 1), the statement did not complete.
@@ -1169,26 +1300,22 @@ class OdbcRows final : public db::RowsImpl {
       SQLFreeStmt(hd_->h, SQL_CLOSE);
       return e;
     }
-    const std::string& v = info_.verb;
-    const bool dml = v == "INSERT" || v == "UPDATE" || v == "DELETE" || v == "MERGE";
-    // One DML statement on PostgreSQL, MariaDB/MySQL or SQLite has no result
-    // set, leaves no cursor and no further result (the ODBC statement is in
-    // state S4, which SQLExecute accepts again): its re-execution skips
-    // SQLNumResultCols and close() skips SQLFreeStmt(SQL_CLOSE), together
-    // ~1,300 instructions of the driver manager and driver, 5% of a SQLite
-    // ODBC insert. Elsewhere (SQL Server, say, where a trigger's row counts
-    // are further results) both still happen.
-    const bool single_dml = dml && verbs_->size() <= 1 && s.flavor != Flavor::generic;
-    if (auto st = settle_result(s, *hd_, single_dml && result_index_ == 0); !st.ok()) {
+    if (rc == SQL_NO_DATA && cancel_reached()) {
+      SQLFreeStmt(hd_->h, SQL_CLOSE);
+      return user_cancel();
+    }
+    const bool dml = result_index_ == 0 ? hd_->first_dml : Handle::is_dml(verb());
+    const bool single_dml = hd_->single_dml && result_index_ == 0;
+    if (auto st = settle_result(s, *hd_, single_dml); !st.ok()) {
       return st.error();
     }
     if (!hd_->shape || hd_->shape->columns.empty()) {
       done_ = true;
       SQLLEN count = -1;
       if (rc != SQL_NO_DATA && ok(SQLRowCount(hd_->h, &count)) && count >= 0) {
-        if (dml) info_.affected = count;
+        if (dml) affected_ = count;
       } else if (rc == SQL_NO_DATA) {
-        if (dml) info_.affected = 0;
+        if (dml) affected_ = 0;
       }
       no_cursor_ = single_dml;
     }
@@ -1198,7 +1325,7 @@ class OdbcRows final : public db::RowsImpl {
   /// Reads a whole cell with SQLGetData (the cursor is on its row) into raw.
   std::optional<Error> get_data(size_t col, const ColumnPlan& plan, std::string& raw,
                                 bool& is_null) {
-    Session& s = *session_;
+    Session& s = *hd_->session;
     raw.clear();
     is_null = false;
     const SQLUSMALLINT c = static_cast<SQLUSMALLINT>(col + 1);
@@ -1276,7 +1403,7 @@ class OdbcRows final : public db::RowsImpl {
       if (var) {
         if (ind == SQL_NO_TOTAL || static_cast<size_t>(ind) > plan.width - term) {
           // Longer than its bound width: position on the row, read it whole.
-          Session& s = *session_;
+          Session& s = *hd_->session;
           if (!s.reread) {
             // Only a full-width binding gets here, and its width is the most
             // the column can hold: the driver broke its own description.
@@ -1366,11 +1493,32 @@ class OdbcRows final : public db::RowsImpl {
     return std::nullopt;
   }
 
-  SessionPtr session_;
+  /// Takes the handle of an execution: a cancel of its last one is over.
+  void start(HandlePtr hd) {
+    hd_ = std::move(hd);
+    auto& cancelled = hd_->session->cancelled;
+    if (cancelled.load(std::memory_order_relaxed) == hd_->h) cancelled.store(SQL_NULL_HSTMT);
+  }
+
+  /// SQLCancel reached this execution (Session::cancelled).
+  bool cancel_reached() const { return hd_->session->cancelled.load() == hd_->h; }
+
+  /// The verb of the statement whose result this is.
+  const std::string& verb() const {
+    static const std::string none;
+    const auto& verbs = hd_->verb_list();
+    return result_index_ < verbs.size() ? verbs[result_index_] : none;
+  }
+
+  struct Spare {
+    void* p = nullptr;
+    ~Spare() { ::operator delete(p); }
+  };
+  static thread_local Spare spare_;
+
   HandlePtr hd_;
-  VerbsPtr verbs_;  // one per statement of the text
   size_t result_index_ = 0;
-  db::CommandInfo info_;
+  int64_t affected_ = -1;  // rows the statement of this result changed (CommandInfo)
   SQLULEN pos_ = 0;
   uint64_t rows_read_ = 0;
   bool done_ = false;
@@ -1378,6 +1526,8 @@ class OdbcRows final : public db::RowsImpl {
   std::vector<std::string> cells_;  // the current row's converted cells
   std::string raw_;                 // a cell read with SQLGetData, before conversion
 };
+
+thread_local OdbcRows::Spare OdbcRows::spare_;
 
 VerbsPtr verbs_of(std::string_view text, sql::Dialect d) {
   auto out = std::make_shared<std::vector<std::string>>();
@@ -1390,13 +1540,12 @@ VerbsPtr verbs_of(std::string_view text, sql::Dialect d) {
 
 class OdbcStatement final : public db::StatementImpl {
  public:
-  OdbcStatement(SessionPtr session, HandlePtr hd, Rewritten rw, std::u16string text, VerbsPtr verbs,
+  OdbcStatement(SessionPtr session, HandlePtr hd, Rewritten rw, std::u16string text,
                 std::span<const db::ParamInfo> hints)
       : session_(std::move(session)),
         hd_(std::move(hd)),
         rw_(std::move(rw)),
-        text_(std::move(text)),
-        verbs_(std::move(verbs)) {
+        text_(std::move(text)) {
     params_.resize(std::max(rw_.needed, hints.size()));
     for (size_t i = 0; i < hints.size(); ++i)
       params_[i] = hints[i];
@@ -1418,12 +1567,13 @@ class OdbcStatement final : public db::StatementImpl {
       // A reader of this statement is still open: run a fresh copy beside it.
       ++session_->stats.statement_copies;
       use = std::make_shared<Handle>(session_);
+      use->set_verbs(hd_->verbs, session_->flavor);
       if (auto st = use->alloc(); !st.ok()) return st.take_error();
       if (!ok(prepare_text(*session_, use->h, rw_.text, text_))) {
         return session_->stmt_error(use->h);
       }
     }
-    auto rows = std::make_unique<OdbcRows>(session_, verbs_);
+    auto rows = std::make_unique<OdbcRows>();
     if (auto e = rows->run_prepared(std::move(use), params, rw_.binds)) return *e;
     return std::unique_ptr<db::RowsImpl>(std::move(rows));
   }
@@ -1568,7 +1718,6 @@ class OdbcStatement final : public db::StatementImpl {
   HandlePtr batch_hd_;  // execute_batch's (created on the first batch)
   Rewritten rw_;
   std::u16string text_;
-  VerbsPtr verbs_;
   std::vector<db::ParamInfo> params_;
   std::vector<db::Column> columns_;
 };
@@ -1606,7 +1755,8 @@ class OdbcConnection final : public db::ConnectionImpl {
     if (!wtext) return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
     auto hd = std::make_shared<Handle>(session_);
     if (auto st = hd->alloc(); !st.ok()) return st.take_error();
-    auto rows = std::make_unique<OdbcRows>(session_, verbs_of(text, s.dialect));
+    hd->set_verbs(verbs_of(text, s.dialect), s.flavor);
+    auto rows = std::make_unique<OdbcRows>();
     if (s.flavor == Flavor::generic) {
       // An unknown driver: prepare first, so the rowset is settled before
       // execution (Oracle's driver crashes when it moves on an open cursor).
@@ -1638,9 +1788,9 @@ class OdbcConnection final : public db::ConnectionImpl {
     if (!ok(prepare_text(s, hd->h, rw->text, *wtext))) {
       return s.stmt_error(hd->h);
     }
-    return std::unique_ptr<db::StatementImpl>(
-        std::make_unique<OdbcStatement>(session_, std::move(hd), std::move(*rw), std::move(*wtext),
-                                        verbs_of(text, s.dialect), hints));
+    hd->set_verbs(verbs_of(text, s.dialect), s.flavor);
+    return std::unique_ptr<db::StatementImpl>(std::make_unique<OdbcStatement>(
+        session_, std::move(hd), std::move(*rw), std::move(*wtext), hints));
   }
 
   /// Autocommit off opens the transaction (the driver begins it with the next
@@ -1670,7 +1820,7 @@ class OdbcConnection final : public db::ConnectionImpl {
   /// nothing is called (ODBC 2 drivers would close an idle cursor).
   void cancel() noexcept override {
     std::lock_guard lock(session_->mu);
-    if (!session_->closed && session_->running != SQL_NULL_HSTMT) SQLCancel(session_->running);
+    session_->cancel_running(SQL_NULL_HSTMT, 0, false);
   }
 
   Status reset(std::string_view reset_query) override {

@@ -20,7 +20,8 @@ namespace wirepool::odbc {
 struct Diagnostic {
   std::string sqlstate;  ///< five characters
   int64_t native = 0;
-  std::string message;  ///< with the driver manager's "[unixODBC][driver]" prefixes
+  std::string message;   ///< with the driver manager's "[unixODBC][driver]" prefixes
+  bool missing = false;  ///< the call failed without a diagnostic record (HY000 then)
 };
 
 /// Maps the first diagnostic of a failed call. The message keeps the server's

@@ -6,20 +6,34 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace wirepool::odbc {
 
 // ---- UTF-16 ------------------------------------------------------------------
 
 namespace {
 
-// The ASCII run at the start of a text, copied 8 code units a time (a cell
-// is converted for every row a reader reads: docs/performance.md, drivers).
-// Returns its length. The lanes are shifted as little-endian words; a
-// big-endian host takes the unit-by-unit loop.
+// The ASCII run at the start of a text, copied 16 code units a time with
+// SSE2 (every x86-64), then 8 a time (a cell is converted for every row a
+// reader reads, a text parameter for every execution: docs/performance.md,
+// drivers). Returns its length. The 8-unit lanes are shifted as little-endian
+// words; a big-endian host takes the unit-by-unit loop.
 constexpr bool kLittle = std::endian::native == std::endian::little;
 
 size_t ascii_prefix(const char* s, size_t n, char16_t* out) {
   size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i zero = _mm_setzero_si128();
+  for (; i + 16 <= n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    if (_mm_movemask_epi8(v) != 0) break;  // a byte with its high bit set
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_unpacklo_epi8(v, zero));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 8), _mm_unpackhi_epi8(v, zero));
+  }
+#endif
   for (; kLittle && i + 8 <= n; i += 8) {
     uint64_t w;
     std::memcpy(&w, s + i, 8);
@@ -41,6 +55,17 @@ size_t ascii_prefix(const char* s, size_t n, char16_t* out) {
 
 size_t ascii_prefix(const char16_t* u, size_t n, char* out) {
   size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i high = _mm_set1_epi16(static_cast<short>(0xff80));
+  const __m128i zero = _mm_setzero_si128();
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + i + 8));
+    const __m128i over = _mm_and_si128(_mm_or_si128(a, b), high);
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(over, zero)) != 0xffff) break;  // a unit >= 0x80
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_packus_epi16(a, b));
+  }
+#endif
   for (; kLittle && i + 8 <= n; i += 8) {
     uint64_t a, b;
     std::memcpy(&a, u + i, 8);

@@ -29,23 +29,37 @@ TEST(OdbcUtf16, RoundTripsEveryPlane) {
 }
 
 TEST(OdbcUtf16, AsciiRunsOfAnyLengthBesideOtherCharacters) {
-  // The ASCII prefix is copied 8 units a time: a non-ASCII character at every
-  // position of texts around that block size, and appending after a prefix.
-  for (size_t len = 0; len <= 33; ++len) {
-    for (size_t at = 0; at <= len; ++at) {
-      std::string s;
-      for (size_t k = 0; k < len; ++k)
-        s += static_cast<char>('a' + k % 26);
-      if (at < len) s.replace(at, 1, "\xc3\xa9");  // é
-      auto u = to_utf16(s);
-      ASSERT_TRUE(u) << len << " " << at;
-      std::u16string want;
-      for (size_t k = 0; k < len; ++k)
-        want += k == at ? u'\u00e9' : static_cast<char16_t>('a' + k % 26);
-      ASSERT_EQ(*u, want) << len << " " << at;
-      std::string back = "prefix-";
-      append_utf8(u->data(), u->size(), back);
-      ASSERT_EQ(back, "prefix-" + s) << len << " " << at;
+  // The ASCII prefix is copied 16 and then 8 units a time: a non-ASCII
+  // character at every position of texts around those block sizes, and
+  // appending after a prefix. U+0141's low byte (0x41) is ASCII: only its
+  // high byte stops the run; U+1F600 is two surrogates.
+  struct Other {
+    const char* utf8;
+    std::u16string units;
+  };
+  const Other others[] = {
+      {"\xc3\xa9", u"\u00e9"}, {"\xc5\x81", u"\u0141"}, {"\xf0\x9f\x98\x80", u"\U0001F600"}};
+  for (const Other& o : others) {
+    for (size_t len = 0; len <= 40; ++len) {
+      for (size_t at = 0; at <= len; ++at) {
+        std::string s;
+        std::u16string want;
+        for (size_t k = 0; k < len; ++k) {
+          if (k == at) {
+            s += o.utf8;
+            want += o.units;
+          } else {
+            s += static_cast<char>('a' + k % 26);
+            want += static_cast<char16_t>('a' + k % 26);
+          }
+        }
+        auto u = to_utf16(s);
+        ASSERT_TRUE(u) << len << " " << at;
+        ASSERT_EQ(*u, want) << len << " " << at;
+        std::string back = "prefix-";
+        append_utf8(u->data(), u->size(), back);
+        ASSERT_EQ(back, "prefix-" + s) << len << " " << at;
+      }
     }
   }
 }
