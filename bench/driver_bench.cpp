@@ -1,7 +1,8 @@
 // The seed's three phases through the driver contract (backends/db.hpp), for
 // any driver of this build:
 //   insert  N rows of (bigint, text, double) through one prepared statement in
-//           one transaction;
+//           one transaction, each execution's affected row count read (as
+//           the front end reads it for the command tag; bench/c/ too);
 //   scan    every row back through one streaming reader (borrowed values),
 //           5 times, the median time (as bench/c/ does);
 //   lookup  M primary-key reads through one prepared statement;
@@ -135,6 +136,11 @@ int main(int argc, char** argv) {
       set_name(p[1].value, i);
       p[2].value = db::Value::float64(static_cast<double>(i) * 0.5);
       db::Rows r = check(blocking([&] { return ins.query(p); }), "insert");
+      if (const int64_t n = r.command().affected; n != 1) {
+        std::fprintf(stderr, "driver_bench: an insert counted %lld rows\n",
+                     static_cast<long long>(n));
+        return 1;
+      }
       check(blocking([&] { return r.close(); }), "insert done");
     }
     check(blocking([&] { return ins.close(); }), "close insert");

@@ -202,7 +202,8 @@ def main():
             md += ["Each cell: the driver through wirepool's contract as a percentage of the C "
                    "program doing the same work on the raw C API (`bench/c/`); 100% = as fast. "
                    f"Medians of {d.get('rounds', '?')} alternating rounds; in each run the scan "
-                   "is read 5 times and its median kept. The in-process backends (sqlite, "
+                   "is read 5 times and its median kept; both read each insert's affected row "
+                   "count, as the front end must for the command tag. The in-process backends (sqlite, "
                    "SQLite ODBC) take 5× the rows (N) and 4× the lookups of the others: their "
                    "phases are too short to time otherwise.",
                    "", "Batch: the N rows again as parameter arrays of 1000 (ODBC only; — where a "

@@ -1,7 +1,8 @@
 /* The seed's three phases written directly against libpq, with the postgresql
  * driver's strategy, as the yardstick for bench/driver_bench.cpp:
  *   insert  N rows of (bigint, text, double) through one prepared statement in
- *           one transaction, parameters in binary;
+ *           one transaction, parameters in binary, each execution's affected
+ *           row count read (the driver reports it: the client's command tag);
  *   scan    every row back in single-row mode, results in binary, int8 and
  *           float8 decoded;
  *   lookup  M primary-key reads through one prepared statement, single-row
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
     put_be64(score_be, u);
     r = PQexecPrepared(db, "ins", 3, values, lengths, formats, 1);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) die("insert");
+    if (atoll(PQcmdTuples(r)) != 1) die("insert count");
     PQclear(r);
   }
   exec("COMMIT");

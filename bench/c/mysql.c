@@ -2,7 +2,9 @@
  * Connector/C), with the mysql driver's strategy, as the yardstick for
  * bench/driver_bench.cpp:
  *   insert  N rows of (bigint, text, double): one server-side prepared
- *           statement (binary protocol), one transaction;
+ *           statement (binary protocol), one transaction, each execution's
+ *           affected row count read (the driver reports it: the client's
+ *           command tag);
  *   scan    the text protocol, mysql_use_result (unbuffered), every value
  *           converted as the driver does (integer and double parsed);
  *   lookup  M primary-key reads through one prepared statement, rows fetched
@@ -117,6 +119,7 @@ int main(int argc, char** argv) {
     /* The driver binds every execution (its values may be anywhere). */
     if (mysql_stmt_bind_param(ins, b) != 0) die_stmt("bind", ins);
     if (mysql_stmt_execute(ins) != 0) die_stmt("insert", ins);
+    if (mysql_stmt_affected_rows(ins) != 1) die_stmt("insert count", ins);
   }
   mysql_stmt_close(ins);
   run("COMMIT");

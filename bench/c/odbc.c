@@ -3,7 +3,9 @@
  *   - wide (W) entry points for statement text (narrow ones with UTF-8 text
  *     for a driver that has no W ones, as the driver does: Debian's SQLite ODBC);
  *   - insert: N rows of (bigint, text, double) through one prepared statement
- *     with bound parameters (text as SQL_C_WCHAR), autocommit off, one SQLEndTran;
+ *     with bound parameters (text as SQL_C_WCHAR), autocommit off, one SQLEndTran,
+ *     each execution's count read with SQLRowCount (the driver reports it:
+ *     the client's command tag, INSERT 0 1);
  *   - scan: one SELECT read with a block cursor, columns bound column-wise into
  *     a row array of 256 KiB / row width rows, text converted UTF-16 -> UTF-8;
  *   - lookup: M primary-key reads through one prepared statement, its result
@@ -175,6 +177,11 @@ int main(int argc, char** argv) {
       score = (double)i * 0.5;
       SQLRETURN rc = SQLExecute(ins);
       if (rc != SQL_NO_DATA) CHECK(rc, "insert", SQL_HANDLE_STMT, ins);
+      SQLLEN count = 0;
+      if (rc == SQL_NO_DATA || !SQL_SUCCEEDED(SQLRowCount(ins, &count)) || count != 1) {
+        fprintf(stderr, "odbc_raw: an insert counted %lld rows\n", (long long)count);
+        return 1;
+      }
     }
     SQLFreeHandle(SQL_HANDLE_STMT, ins);
   }

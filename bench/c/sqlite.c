@@ -1,7 +1,8 @@
 /* The seed's three phases written directly against SQLite's C API, with the
  * sqlite driver's strategy, as the yardstick for bench/driver_bench.cpp:
  *   insert  N rows of (bigint, text, double) through one prepared statement in
- *           one transaction;
+ *           one transaction, each execution's affected row count read (the
+ *           driver reports it: the client's command tag, INSERT 0 1);
  *   scan    every row back through one statement, each value read as the
  *           driver reads it (sqlite3_column_type, then the typed getter);
  *   lookup  M primary-key reads through one prepared statement.
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
     sqlite3_bind_text(ins, 2, name, n, SQLITE_TRANSIENT);
     sqlite3_bind_double(ins, 3, (double)i * 0.5);
     if (sqlite3_step(ins) != SQLITE_DONE) die("insert");
+    if (sqlite3_changes(db) != 1) die("insert count");
     sqlite3_reset(ins);
     sqlite3_clear_bindings(ins);
   }
