@@ -341,17 +341,19 @@ class PgRows final : public db::RowsImpl {
     for (size_t i = 0; i < columns_.size(); ++i) {
       const int c = static_cast<int>(i);
       db::ValueView& out = row[i];
-      if (PQgetisnull(cur_, r, c)) {
+      // A NULL has length 0: only an empty value asks whether it is one.
+      const int len = PQgetlength(cur_, r, c);
+      if (len == 0 && PQgetisnull(cur_, r, c)) {
         out = db::ValueView{};
         continue;
       }
-      const std::string_view bytes(PQgetvalue(cur_, r, c),
-                                   static_cast<size_t>(PQgetlength(cur_, r, c)));
+      const std::string_view bytes(PQgetvalue(cur_, r, c), static_cast<size_t>(len));
       if (native_) {
         out = db::ValueView::bytes(bytes);
         continue;
       }
       const db::NativeType& n = columns_[i].native;
+      if (n.pg_format == 1 && decode_binary_fast(reads_[i], bytes, out)) continue;
       if (auto e = decode_value(reads_[i], n.pg_oid, n.pg_format, bytes, scratch_[i], out)) {
         return e;
       }

@@ -19,13 +19,6 @@ constexpr int64_t kPgEpochMicros = kPgEpochDays * kMicrosPerDay;
 constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMinusInfinity = std::numeric_limits<int64_t>::min();
 
-uint64_t get_be(std::string_view s) {
-  uint64_t v = 0;
-  for (char c : s)
-    v = v << 8 | static_cast<uint8_t>(c);
-  return v;
-}
-
 db::Error binary_error(uint32_t type_oid, std::string_view why) {
   std::string name(type_name(type_oid));
   if (name.empty()) name = "OID " + std::to_string(type_oid);
@@ -36,10 +29,17 @@ db::Error binary_error(uint32_t type_oid, std::string_view why) {
   return e;
 }
 
-std::optional<db::Error> want(std::string_view b, size_t n, uint32_t type_oid) {
-  if (b.size() == n) return std::nullopt;
+[[gnu::cold, gnu::noinline]] db::Error size_error(std::string_view b, size_t n, uint32_t type_oid) {
   return binary_error(type_oid,
                       "expected " + std::to_string(n) + " bytes, got " + std::to_string(b.size()));
+}
+
+/// A value of a fixed-size type has exactly its size; the check inline, the
+/// error out of line.
+inline std::optional<db::Error> want(std::string_view b, size_t n, uint32_t type_oid) {
+  if (b.size() == n) [[likely]]
+    return std::nullopt;
+  return size_error(b, n, type_oid);
 }
 
 bool is_special_numeric(std::string_view s) {
@@ -58,36 +58,29 @@ void append_uuid(std::string& out, std::string_view b) {
 
 std::optional<db::Error> decode_binary(Read how, uint32_t type_oid, std::string_view b,
                                        std::string& scratch, db::ValueView& out) {
+  if (decode_binary_fast(how, b, out)) return std::nullopt;
   switch (how) {
     case Read::boolean:
       if (auto e = want(b, 1, type_oid)) return e;
       out = db::ValueView::boolean(b[0] != 0);
       return std::nullopt;
-    case Read::int2:
-      if (auto e = want(b, 2, type_oid)) return e;
-      out = db::ValueView::int64(static_cast<int16_t>(get_be(b)));
-      return std::nullopt;
-    case Read::int4:
-      if (auto e = want(b, 4, type_oid)) return e;
-      out = db::ValueView::int64(static_cast<int32_t>(get_be(b)));
-      return std::nullopt;
+    case Read::int2:  // decode_binary_fast took the right size
+      return size_error(b, 2, type_oid);
+    case Read::int4:  // decode_binary_fast took the right size
+      return size_error(b, 4, type_oid);
     case Read::oid:
       if (auto e = want(b, 4, type_oid)) return e;
-      out = db::ValueView::int64(static_cast<int64_t>(get_be(b)));
+      out = db::ValueView::int64(static_cast<int64_t>(load_be<4>(b)));
       return std::nullopt;
-    case Read::int8:
-      if (auto e = want(b, 8, type_oid)) return e;
-      out = db::ValueView::int64(static_cast<int64_t>(get_be(b)));
-      return std::nullopt;
+    case Read::int8:  // decode_binary_fast took the right size
+      return size_error(b, 8, type_oid);
     case Read::float4:
       if (auto e = want(b, 4, type_oid)) return e;
       out = db::ValueView::float64(
-          static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(get_be(b)))));
+          static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(load_be<4>(b)))));
       return std::nullopt;
-    case Read::float8:
-      if (auto e = want(b, 8, type_oid)) return e;
-      out = db::ValueView::float64(std::bit_cast<double>(get_be(b)));
-      return std::nullopt;
+    case Read::float8:  // decode_binary_fast took the right size
+      return size_error(b, 8, type_oid);
     case Read::numeric: {
       auto text = pg::numeric_from_binary(b);
       if (!text) return binary_error(type_oid, "invalid numeric value");
@@ -96,8 +89,7 @@ std::optional<db::Error> decode_binary(Read how, uint32_t type_oid, std::string_
                                         : db::ValueView::decimal(scratch);
       return std::nullopt;
     }
-    case Read::text:
-      out = db::ValueView::text(b);
+    case Read::text:  // decode_binary_fast
       return std::nullopt;
     case Read::jsonb:
       if (b.empty() || b[0] != 1) return binary_error(type_oid, "unsupported jsonb version");
@@ -115,7 +107,7 @@ std::optional<db::Error> decode_binary(Read how, uint32_t type_oid, std::string_
       return std::nullopt;
     case Read::date: {
       if (auto e = want(b, 4, type_oid)) return e;
-      const auto days = static_cast<int32_t>(get_be(b));
+      const auto days = static_cast<int32_t>(load_be<4>(b));
       int64_t micros = 0;
       if (days == INT32_MAX) {
         micros = kInfinity;
@@ -130,7 +122,7 @@ std::optional<db::Error> decode_binary(Read how, uint32_t type_oid, std::string_
     case Read::timestamp:
     case Read::timestamptz: {
       if (auto e = want(b, 8, type_oid)) return e;
-      const auto pgt = static_cast<int64_t>(get_be(b));
+      const auto pgt = static_cast<int64_t>(load_be<8>(b));
       int64_t micros = pgt;
       if (pgt != kInfinity && pgt != kMinusInfinity &&
           __builtin_add_overflow(pgt, kPgEpochMicros, &micros)) {

@@ -150,6 +150,38 @@ TEST(Decode, IntegersFloatsBoolAndBadSizes) {
   EXPECT_EQ(e->sqlstate, "22P03");
 }
 
+TEST(Decode, InlineFastPathAgreesAndLeavesBadSizesToTheFullDecoder) {
+  db::ValueView v;
+  ASSERT_TRUE(
+      decode_binary_fast(Read::int8, std::string("\xff\xff\xff\xff\xff\xff\xff\xfe", 8), v));
+  EXPECT_EQ(v.kind, db::Kind::I64);
+  EXPECT_EQ(v.i64, -2);
+  ASSERT_TRUE(decode_binary_fast(Read::int4, std::string("\x80\0\0\0", 4), v));
+  EXPECT_EQ(v.i64, INT32_MIN);
+  ASSERT_TRUE(decode_binary_fast(Read::int2, std::string("\x7f\xff", 2), v));
+  EXPECT_EQ(v.i64, 32767);
+  ASSERT_TRUE(decode_binary_fast(Read::float8, std::string("\xc0\x04\0\0\0\0\0\0", 8), v));
+  EXPECT_EQ(v.kind, db::Kind::F64);
+  EXPECT_EQ(v.f64, -2.5);
+  ASSERT_TRUE(decode_binary_fast(Read::text, "h\xc3\xa9", v));
+  EXPECT_EQ(v.kind, db::Kind::Text);
+  EXPECT_EQ(v.str, "h\xc3\xa9");
+  // Not a fast kind: the full decoder's.
+  EXPECT_FALSE(decode_binary_fast(Read::numeric, std::string("\0\0\0\0\0\0\0\0", 8), v));
+  // A wrong size is not decoded inline; decode_value answers 22P03 naming both sizes.
+  std::string scratch;
+  const std::pair<Read, uint32_t> kinds[] = {
+      {Read::int2, 21}, {Read::int4, 23}, {Read::int8, 20}, {Read::float8, 701}};
+  for (const auto& [how, oid] : kinds) {
+    const std::string seven(7, '\0');
+    EXPECT_FALSE(decode_binary_fast(how, seven, v));
+    auto e = decode_value(how, oid, 1, seven, scratch, v);
+    ASSERT_TRUE(e) << oid;
+    EXPECT_EQ(e->sqlstate, "22P03");
+    EXPECT_NE(e->message.find("got 7"), std::string::npos) << e->message;
+  }
+}
+
 TEST(Decode, UuidJsonbDatesAndTimestamps) {
   std::string scratch;
   const std::string uuid("\xa0\xee\xbc\x99\x9c\x0b\x4e\xf8\xbb\x6d\x6b\xb9\xbd\x38\x0a\x11", 16);
