@@ -176,6 +176,19 @@ struct Session {
   std::atomic<SQLHSTMT> cancelling{SQL_NULL_HSTMT};
   /// The statement SQLCancel was last called on, until its next execution.
   std::atomic<SQLHSTMT> cancelled{SQL_NULL_HSTMT};
+  /// The published call is a SQLite ODBC fetch (Running): a cancel marks it
+  /// (`cancelled`, `timed_out`) and the reader answers 57014 when the fetch
+  /// returns, instead of SQLCancel, which on that driver frees the rows the
+  /// fetch is reading. Written before `running`.
+  std::atomic<bool> mark_only{false};
+  /// MariaDB ODBC: the server's connection id (CONNECTION_ID()) and the
+  /// connection string, for a cancel by KILL QUERY on a side connection
+  /// (kill_query). Its own SQLCancel, when it finds the connection idle
+  /// (as a statement starts or ends), frees the statement from the
+  /// cancelling thread without the executing thread's lock: a crash or
+  /// 24000 in the next call (the cancel storm test). 0: SQLCancel.
+  uint64_t kill_id = 0;
+  std::u16string kill_conn;
   /// One per execution, so a late watchdog misses the next one.
   std::atomic<uint64_t> run_seq{0};
   /// The watchdog cancelled the execution now running.
@@ -196,10 +209,51 @@ struct Session {
     if (running.load() == h && run_seq.load() == n) {
       if (timeout) timed_out.store(true, std::memory_order_relaxed);
       cancelled.store(h);
-      SQLCancel(h);
+      if (mark_only.load(std::memory_order_relaxed)) {
+        // SQLite ODBC fetch: the reader answers the mark.
+      } else if (kill_id != 0) {
+        kill_query();
+      } else {
+        SQLCancel(h);
+      }
     }
     cancelling.store(SQL_NULL_HSTMT);
     cancelling.notify_all();
+  }
+
+  /// KILL QUERY on a connection of its own, opened and closed for it (cancels
+  /// are rare; logins bounded by a 2 s login timeout). MariaDB ignores a KILL
+  /// QUERY that finds the connection idle (its next statement runs), and the
+  /// execution waits for this to return (Running), so it never reaches the
+  /// next statement.
+  void kill_query() const {
+    SQLHDBC side = SQL_NULL_HDBC;
+    if (!ok(SQLAllocHandle(SQL_HANDLE_DBC, environment(), &side))) return;
+    SQLSetConnectAttrW(side, SQL_ATTR_LOGIN_TIMEOUT, reinterpret_cast<SQLPOINTER>(SQLULEN{2}),
+                       SQL_IS_UINTEGER);
+    std::u16string text = kill_conn;
+    SQLSMALLINT out_len = 0;
+    if (ok(SQLDriverConnectW(side, nullptr, wide(text), static_cast<SQLSMALLINT>(text.size()),
+                             nullptr, 0, &out_len, SQL_DRIVER_NOPROMPT))) {
+      SQLHSTMT st = SQL_NULL_HSTMT;
+      if (ok(SQLAllocHandle(SQL_HANDLE_STMT, side, &st))) {
+        std::u16string kill;
+        for (char c : "KILL QUERY " + std::to_string(kill_id))
+          kill.push_back(c);
+        if (!ok(SQLExecDirectW(st, wide(kill), static_cast<SQLINTEGER>(kill.size())))) {
+          const Diagnostic d = diagnostic(SQL_HANDLE_STMT, st);
+          spdlog::warn("odbc: cancel by KILL QUERY {} failed: {} {}", kill_id, d.sqlstate,
+                       d.message);
+        }
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+      }
+      SQLDisconnect(side);
+    } else {
+      const Diagnostic d = diagnostic(SQL_HANDLE_DBC, side);
+      spdlog::warn("odbc: cancel: the side connection for KILL QUERY failed: {} {}", d.sqlstate,
+                   d.message);
+    }
+    SQLFreeHandle(SQL_HANDLE_DBC, side);
   }
 
   Session() = default;
@@ -341,10 +395,17 @@ class Running {
   /// called is lost, as it would be after taking one. The sequence number and
   /// the flag are written before the handle is published, so a watchdog that
   /// sees this handle sees this execution's number.
-  Running(const SessionPtr& s, SQLHSTMT h) : s_(*s) {
+  /// `fetching`: the call reads a result (SQLFetch, SQLMoreResults). SQLite
+  /// ODBC's SQLCancel is SQLFreeStmt(SQL_CLOSE) after sqlite3_interrupt: run
+  /// from another thread during a fetch it frees the rows being read (a
+  /// crash in the driver's conversion, found by the cancel storm test). So
+  /// on that driver a fetch is cancelled by a mark (Session::mark_only) that
+  /// the reader answers when the fetch returns.
+  Running(const SessionPtr& s, SQLHSTMT h, bool fetching = false) : s_(*s) {
     s_.timed_out.store(false, std::memory_order_relaxed);
     const uint64_t seq = s_.run_seq.load(std::memory_order_relaxed) + 1;
     s_.run_seq.store(seq, std::memory_order_relaxed);
+    s_.mark_only.store(fetching && s_.flavor == Flavor::sqlite, std::memory_order_relaxed);
     s_.running.store(h, std::memory_order_release);
     if (s_.options.query_timeout.count() > 0) {
       id_ = Watchdog::get().arm(std::chrono::steady_clock::now() + s_.options.query_timeout, s, h,
@@ -471,6 +532,12 @@ struct Handle {
   /// SQLNumResultCols was asked before an execution (a prepared statement).
   bool described = false;
   ParamBuffers params;
+  /// Its reader's current row converted (a cell per column) and a cell read
+  /// with SQLGetData: kept with the statement, one reader at a time, so each
+  /// execution of a prepared statement reuses their buffers (a reader of its
+  /// own cost two allocations a primary-key lookup, ~250 instructions).
+  std::vector<std::string> cells;
+  std::string raw;
   /// The command verb of each statement of its text, shared by its readers.
   std::shared_ptr<const std::vector<std::string>> verbs;
   /// The text's first statement is INSERT, UPDATE, DELETE or MERGE.
@@ -1206,7 +1273,7 @@ class OdbcRows final : public db::RowsImpl {
       {
         // A driver that streams (psqlODBC UseDeclareFetch, MariaDB NO_CACHE)
         // waits on the server here too: cancel() and query_timeout reach it.
-        Running running(hd.session, hd.h);
+        Running running(hd.session, hd.h, /*fetching=*/true);
         rc = SQLFetch(hd.h);
       }
       if (s.timed_out) return statement_timeout(s.options);
@@ -1216,6 +1283,9 @@ class OdbcRows final : public db::RowsImpl {
         return false;
       }
       if (!ok(rc)) return s.stmt_error(hd.h);
+      // A cancel that reached this fetch (SQLite ODBC's mark, or a driver
+      // that answered rows all the same) ends the result here.
+      if (cancel_reached()) return user_cancel();
       if (hd.shape->get_data_only) hd.fetched = 1;
       ++s.stats.fetches;
       s.stats.rows += hd.fetched;
@@ -1229,7 +1299,7 @@ class OdbcRows final : public db::RowsImpl {
     const size_t r = pos_++;
     ++rows_read_;
     const size_t n = std::min(row.size(), hd.shape->columns.size());
-    cells_.resize(hd.shape->columns.size());
+    hd.cells.resize(hd.shape->columns.size());
     for (size_t i = 0; i < n; ++i) {
       if (auto e = cell(i, r, row[i])) return *e;
     }
@@ -1241,7 +1311,7 @@ class OdbcRows final : public db::RowsImpl {
     if (hd_->session->closed) return Error::closed();
     SQLRETURN rc;
     {
-      Running running(hd_->session, hd_->h);
+      Running running(hd_->session, hd_->h, /*fetching=*/true);
       rc = SQLMoreResults(hd_->h);
     }
     if (rc == SQL_NO_DATA) {
@@ -1249,6 +1319,7 @@ class OdbcRows final : public db::RowsImpl {
       if (cancel_reached()) return user_cancel();
       return false;
     }
+    if (ok(rc) && cancel_reached()) return user_cancel();
     ++result_index_;
     affected_ = -1;
     hd_->settled = false;  // a new cursor: described and settled afresh
@@ -1376,17 +1447,18 @@ class OdbcRows final : public db::RowsImpl {
     const ColumnPlan& plan = hd.shape->plans[i];
     const unsigned char* p = nullptr;
     size_t len = 0;
-    std::string& own = cells_[i];
-    bool reread = false;  // the bytes are in raw_, which the next cell reuses
+    std::string& own = hd.cells[i];
+    std::string& raw = hd.raw;
+    bool reread = false;  // the bytes are in raw, which the next cell reuses
     if (hd.shape->get_data_only) {
       bool is_null = false;
-      if (auto e = get_data(i, plan, raw_, is_null)) return e;
+      if (auto e = get_data(i, plan, raw, is_null)) return e;
       if (is_null) {
         out = db::ValueView::null();
         return std::nullopt;
       }
-      p = reinterpret_cast<const unsigned char*>(raw_.data());
-      len = raw_.size();
+      p = reinterpret_cast<const unsigned char*>(raw.data());
+      len = raw.size();
       reread = true;
     } else {
       const Bound& b = hd.bound[i];
@@ -1416,10 +1488,10 @@ class OdbcRows final : public db::RowsImpl {
             return s.stmt_error(hd.h);
           }
           bool is_null = false;
-          if (auto e = get_data(i, plan, raw_, is_null)) return e;
+          if (auto e = get_data(i, plan, raw, is_null)) return e;
           ++s.stats.rereads;
-          p = reinterpret_cast<const unsigned char*>(raw_.data());
-          len = raw_.size();
+          p = reinterpret_cast<const unsigned char*>(raw.data());
+          len = raw.size();
           reread = true;
         } else {
           len = static_cast<size_t>(ind);
@@ -1449,7 +1521,7 @@ class OdbcRows final : public db::RowsImpl {
         break;
       }
       case Read::wtext: {
-        // Bound cells start at even offsets of an aligned array; raw_ is a
+        // Bound cells start at even offsets of an aligned array; raw is a
         // heap or in-object buffer: both aligned for char16_t.
         own.clear();
         append_utf8(reinterpret_cast<const char16_t*>(p), len / 2, own);
@@ -1522,9 +1594,7 @@ class OdbcRows final : public db::RowsImpl {
   SQLULEN pos_ = 0;
   uint64_t rows_read_ = 0;
   bool done_ = false;
-  bool no_cursor_ = false;          // nothing left for SQLFreeStmt(SQL_CLOSE) to close
-  std::vector<std::string> cells_;  // the current row's converted cells
-  std::string raw_;                 // a cell read with SQLGetData, before conversion
+  bool no_cursor_ = false;  // nothing left for SQLFreeStmt(SQL_CLOSE) to close
 };
 
 thread_local OdbcRows::Spare OdbcRows::spare_;
@@ -1882,6 +1952,23 @@ bool narrows_text(SQLHDBC dbc) {
   return out != probe;
 }
 
+/// MariaDB/MySQL: the server's id of this connection, 0 if unanswered.
+uint64_t connection_id(SQLHDBC dbc) {
+  SQLHSTMT st = SQL_NULL_HSTMT;
+  if (!ok(SQLAllocHandle(SQL_HANDLE_STMT, dbc, &st))) return 0;
+  std::u16string sql = u"SELECT CONNECTION_ID()";
+  SQLUBIGINT id = 0;
+  SQLLEN ind = 0;
+  if (!ok(SQLExecDirectW(st, wide(sql), static_cast<SQLINTEGER>(sql.size()))) ||
+      !ok(SQLFetch(st)) || !ok(SQLGetData(st, 1, SQL_C_UBIGINT, &id, sizeof id, &ind)) ||
+      ind == SQL_NULL_DATA) {
+    id = 0;
+  }
+  SQLFreeStmt(st, SQL_CLOSE);
+  SQLFreeHandle(SQL_HANDLE_STMT, st);
+  return id;
+}
+
 }  // namespace
 
 Result<db::Connection> open_connection(const std::string& connection, const Options& options) {
@@ -1974,6 +2061,15 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
   // time (docs/odbc.md, quirk; cursor_test covers it). SQLite ODBC does not
   // advertise SQL_GD_BLOCK and answers "row out of range" when tried.
   if (session->flavor == Flavor::mariadb) session->reread = false;
+  if (session->flavor == Flavor::mariadb) {
+    // Cancels go as KILL QUERY of this id (Session::kill_id).
+    session->kill_id = connection_id(session->dbc);
+    if (session->kill_id != 0) {
+      session->kill_conn = *to_utf16(connection);
+    } else {
+      spdlog::warn("odbc: CONNECTION_ID() unanswered: cancels use SQLCancel");
+    }
+  }
   SQLUINTEGER parc = 0;
   if (ok(SQLGetInfoW(session->dbc, SQL_PARAM_ARRAY_ROW_COUNTS, &parc, sizeof parc, nullptr))) {
     session->batch_row_counts = parc == SQL_PARC_BATCH;
