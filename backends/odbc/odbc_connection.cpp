@@ -165,14 +165,12 @@ struct Session {
   std::atomic<bool> broken{false};  // the backend went away: alive() answers false
   bool in_tx = false;
   FetchStats stats;
-  /// cancel() and the watchdog run on other threads: they call SQLCancel
-  /// under `mu` (cancel_running), and a statement handle is freed only under
-  /// it. The execution itself takes no lock (Running): it publishes its
-  /// handle in `running`, and when it ends clears it and waits while a
-  /// canceller that saw it is still in SQLCancel (`cancelling`; each side
-  /// writes its own flag, then reads the other's). So a cancel never lands
-  /// on the handle's next execution, perhaps another client's. A mutex
-  /// around every SQLExecute and SQLFetch did the same for ~90 more
+  /// cancel() and the watchdog run on other threads: they cancel under `mu`
+  /// (cancel_running), and a statement handle is freed only under it. The execution itself takes no
+  /// lock (Running): it publishes its handle in `running`, and when it ends clears it and waits
+  /// while a canceller that saw it is still in SQLCancel (`cancelling`; each side writes its own
+  /// flag, then reads the other's). So a cancel never lands on the handle's next execution, perhaps
+  /// another client's. A mutex around every SQLExecute and SQLFetch did the same for ~90 more
   /// instructions and two more atomic operations per call.
   std::mutex mu;
   std::atomic<SQLHSTMT> running{SQL_NULL_HSTMT};
@@ -192,7 +190,7 @@ struct Session {
   /// 24000 in the next call (the cancel storm test). 0: SQLCancel.
   uint64_t kill_id = 0;
   std::u16string kill_conn;
-  /// SQLite ODBC: the driver's own SQLCancel (SQL_DRIVER_HLIB), called with
+  /// SQLite ODBC: the driver's own SQLCancel (found among the loaded objects), called with
   /// the driver's statement handle (SQL_DRIVER_HSTMT, Handle::drv) past the
   /// driver manager: unixODBC's SQLCancel racing an execution on another
   /// thread lost ~1 KiB diagnostic records (LeakSanitizer, ~900 in the
@@ -204,7 +202,8 @@ struct Session {
   /// The watchdog cancelled the execution now running.
   std::atomic<bool> timed_out{false};
 
-  /// SQLCancel on the execution now running, if it is `want` (any when null)
+  /// Cancels the call now running (SQLCancel, or as its driver needs: a
+  /// mark, KILL QUERY, the driver's own SQLCancel), if it is `want` (any when null)
   /// and number `seq` (any when 0); `timeout` marks it as the watchdog's.
   /// Called with `mu` held.
   void cancel_running(SQLHSTMT want, uint64_t seq, bool timeout) {
@@ -264,9 +263,8 @@ struct Session {
           }
           SQLHSTMT st = SQL_NULL_HSTMT;
           if (go && ok(SQLAllocHandle(SQL_HANDLE_STMT, side, &st))) {
-            std::u16string kill;
-            for (char c : "KILL QUERY " + std::to_string(id))
-              kill.push_back(c);
+            const std::string ascii = "KILL QUERY " + std::to_string(id);
+            std::u16string kill(ascii.begin(), ascii.end());
             if (!ok(SQLExecDirectW(st, wide(kill), static_cast<SQLINTEGER>(kill.size())))) {
               const Diagnostic d = diagnostic(SQL_HANDLE_STMT, st);
               spdlog::warn("odbc: cancel by KILL QUERY {} failed: {} {}", id, d.sqlstate,
@@ -423,52 +421,6 @@ class Watchdog {
   uint64_t next_id_ = 0;
   bool stop_ = false;
   std::thread thread_;
-};
-
-/// Marks `h` as the statement a cancel() interrupts while it lives, and arms
-/// the query_timeout watchdog.
-class Running {
- public:
-  /// No lock to start: a cancel that reads the handle before SQLExecute is
-  /// called is lost, as it would be after taking one. The sequence number and
-  /// the flag are written before the handle is published, so a watchdog that
-  /// sees this handle sees this execution's number.
-  /// `fetching`: the call reads a result (SQLFetch, SQLMoreResults). SQLite
-  /// ODBC's SQLCancel is SQLFreeStmt(SQL_CLOSE) after sqlite3_interrupt: run
-  /// from another thread during a fetch it frees the rows being read (a
-  /// crash in the driver's conversion, found by the cancel storm test). So
-  /// on that driver a fetch is cancelled by a mark (Session::mark_only) that
-  /// the reader answers when the fetch returns.
-  /// `drv`: the driver's handle of `h` (Handle::drv) where Session::driver_cancel is used.
-  Running(const SessionPtr& s, SQLHSTMT h, bool fetching = false, SQLHSTMT drv = SQL_NULL_HSTMT)
-      : s_(*s) {
-    s_.timed_out.store(false, std::memory_order_relaxed);
-    const uint64_t seq = s_.run_seq.load(std::memory_order_relaxed) + 1;
-    s_.run_seq.store(seq, std::memory_order_relaxed);
-    s_.mark_only.store(fetching && s_.flavor == Flavor::sqlite, std::memory_order_relaxed);
-    s_.running_drv.store(drv, std::memory_order_relaxed);
-    s_.running.store(h, std::memory_order_release);
-    if (s_.options.query_timeout.count() > 0) {
-      id_ = Watchdog::get().arm(std::chrono::steady_clock::now() + s_.options.query_timeout, s, h,
-                                seq);
-    }
-  }
-  /// A cancel or watchdog now calling SQLCancel on this execution finishes
-  /// first (Session::mu).
-  ~Running() {
-    if (id_ != 0) Watchdog::get().disarm(id_);
-    const SQLHSTMT h = s_.running.exchange(SQL_NULL_HSTMT);
-    for (SQLHSTMT c = s_.cancelling.load(); c == h && c != SQL_NULL_HSTMT;
-         c = s_.cancelling.load()) {
-      s_.cancelling.wait(c);
-    }
-  }
-  Running(const Running&) = delete;
-  Running& operator=(const Running&) = delete;
-
- private:
-  Session& s_;
-  uint64_t id_ = 0;
 };
 
 void Watchdog::fire(const Entry& e) {
@@ -646,6 +598,50 @@ struct Handle {
   }
 };
 using HandlePtr = std::shared_ptr<Handle>;
+
+/// Marks a handle's call (SQLExecute, SQLExecDirect, SQLFetch, SQLMoreResults)
+/// as the one a cancel() interrupts while it lives, and arms the
+/// query_timeout watchdog.
+class Running {
+ public:
+  /// No lock to start: a cancel that reads the handle before SQLExecute is
+  /// called is lost, as it would be after taking one. The sequence number and
+  /// the flag are written before the handle is published, so a watchdog that
+  /// sees this handle sees this execution's number.
+  /// `fetching`: the call reads a result (SQLFetch, SQLMoreResults). SQLite
+  /// ODBC's SQLCancel is SQLFreeStmt(SQL_CLOSE) after sqlite3_interrupt: run
+  /// from another thread during a fetch it frees the rows being read (a
+  /// crash in the driver's conversion, found by the cancel storm test). So
+  /// on that driver a fetch is cancelled by a mark (Session::mark_only) that
+  /// the reader answers when the fetch returns.
+  Running(const Handle& hd, bool fetching = false) : s_(*hd.session) {
+    s_.timed_out.store(false, std::memory_order_relaxed);
+    const uint64_t seq = s_.run_seq.load(std::memory_order_relaxed) + 1;
+    s_.run_seq.store(seq, std::memory_order_relaxed);
+    s_.mark_only.store(fetching && s_.flavor == Flavor::sqlite, std::memory_order_relaxed);
+    s_.running_drv.store(hd.drv, std::memory_order_relaxed);
+    s_.running.store(hd.h, std::memory_order_release);
+    if (s_.options.query_timeout.count() > 0) {
+      id_ = Watchdog::get().arm(std::chrono::steady_clock::now() + s_.options.query_timeout,
+                                hd.session, hd.h, seq);
+    }
+  }
+  /// A canceller that saw this call (Session::cancelling) finishes first.
+  ~Running() {
+    if (id_ != 0) Watchdog::get().disarm(id_);
+    const SQLHSTMT h = s_.running.exchange(SQL_NULL_HSTMT);
+    for (SQLHSTMT c = s_.cancelling.load(); c == h && c != SQL_NULL_HSTMT;
+         c = s_.cancelling.load()) {
+      s_.cancelling.wait(c);
+    }
+  }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+ private:
+  Session& s_;
+  uint64_t id_ = 0;
+};
 
 // ---- parameters -----------------------------------------------------------------
 
@@ -1282,7 +1278,7 @@ class OdbcRows final : public db::RowsImpl {
     if (auto st = bind_params(s, hd_->h, params, binds, hd_->params); !st.ok()) return st.error();
     SQLRETURN rc;
     {
-      Running running(hd_->session, hd_->h, false, hd_->drv);
+      Running running(*hd_);
       rc = exec_direct(s, hd_->h, text, wtext);
     }
     return after_execute(rc);
@@ -1299,7 +1295,7 @@ class OdbcRows final : public db::RowsImpl {
     }
     SQLRETURN rc;
     {
-      Running running(hd_->session, hd_->h, false, hd_->drv);
+      Running running(*hd_);
       rc = SQLExecute(hd_->h);
     }
     return after_execute(rc);
@@ -1322,7 +1318,7 @@ class OdbcRows final : public db::RowsImpl {
       {
         // A driver that streams (psqlODBC UseDeclareFetch, MariaDB NO_CACHE)
         // waits on the server here too: cancel() and query_timeout reach it.
-        Running running(hd.session, hd.h, /*fetching=*/true);
+        Running running(hd, /*fetching=*/true);
         rc = SQLFetch(hd.h);
       }
       if (s.timed_out) return statement_timeout(s.options);
@@ -1360,7 +1356,7 @@ class OdbcRows final : public db::RowsImpl {
     if (hd_->session->closed) return Error::closed();
     SQLRETURN rc;
     {
-      Running running(hd_->session, hd_->h, /*fetching=*/true);
+      Running running(*hd_, /*fetching=*/true);
       rc = SQLMoreResults(hd_->h);
     }
     if (rc == SQL_NO_DATA) {
@@ -1762,7 +1758,7 @@ class OdbcStatement final : public db::StatementImpl {
     SQLRETURN rc;
     db::BatchInfo out;
     {
-      Running running(session_, h, false, batch_hd_->drv);
+      Running running(*batch_hd_);
       rc = SQLExecute(h);
       if (rc != SQL_NO_DATA && ok(rc)) {
         SQLLEN count = -1;
@@ -1814,7 +1810,7 @@ class OdbcStatement final : public db::StatementImpl {
     std::u16string wtext(text.begin(), text.end());  // ASCII
     SQLRETURN rc;
     {
-      Running running(session_, tmp.h, false, tmp.drv);
+      Running running(tmp);
       rc = exec_direct(*session_, tmp.h, text, wtext);
     }
     if (!ok(rc) && rc != SQL_NO_DATA) {
