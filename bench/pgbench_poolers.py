@@ -170,12 +170,13 @@ def main():
                   server=f"log: {{ level: warn }}\nthreads: {args.wirepool_threads}",
                   name="bench-wirepool")
     wp.start()
-    bouncer = PgBouncer(pg, args.pool)
+    # SCRAM for both poolers, as bench/run.py does: the same login work.
+    bouncer = PgBouncer(pg, args.pool, auth="scram")
     targets = {
         "direct": lambda mode: run_pgbench(pg["port"], pg["user"], pg["database"], mode,
                                            args.seconds, args.clients, pg["password"]),
         "pgbouncer": lambda mode: run_pgbench(bouncer.port, "bench", "bench", mode, args.seconds,
-                                              args.clients),
+                                              args.clients, "bench"),
         "wirepool": lambda mode: run_pgbench(wp.port, "bench", "bench", mode, args.seconds,
                                              args.clients, "bench"),
     }
