@@ -166,12 +166,14 @@ struct Session {
   bool in_tx = false;
   FetchStats stats;
   /// cancel() and the watchdog run on other threads: they cancel under `mu`
-  /// (cancel_running), and a statement handle is freed only under it. The execution itself takes no
-  /// lock (Running): it publishes its handle in `running`, and when it ends clears it and waits
-  /// while a canceller that saw it is still in SQLCancel (`cancelling`; each side writes its own
-  /// flag, then reads the other's). So a cancel never lands on the handle's next execution, perhaps
-  /// another client's. A mutex around every SQLExecute and SQLFetch did the same for ~90 more
-  /// instructions and two more atomic operations per call.
+  /// (cancel_running), and a statement handle is freed only under it. The
+  /// execution itself takes no lock (Running): it publishes its handle in
+  /// `running`, and when it ends clears it and waits while a canceller that
+  /// saw it is still cancelling (`cancelling`; each side writes its own flag,
+  /// then reads the other's). So a cancel never lands on the handle's next
+  /// execution, perhaps another client's. A mutex around every SQLExecute and
+  /// SQLFetch did the same for ~90 more instructions and two more atomic
+  /// operations per call.
   std::mutex mu;
   std::atomic<SQLHSTMT> running{SQL_NULL_HSTMT};
   std::atomic<SQLHSTMT> cancelling{SQL_NULL_HSTMT};
@@ -190,9 +192,9 @@ struct Session {
   /// 24000 in the next call (the cancel storm test). 0: SQLCancel.
   uint64_t kill_id = 0;
   std::u16string kill_conn;
-  /// SQLite ODBC: the driver's own SQLCancel (found among the loaded objects), called with
-  /// the driver's statement handle (SQL_DRIVER_HSTMT, Handle::drv) past the
-  /// driver manager: unixODBC's SQLCancel racing an execution on another
+  /// SQLite ODBC: the driver's own SQLCancel (found among the loaded
+  /// objects), called with the driver's statement handle (SQL_DRIVER_HSTMT,
+  /// Handle::drv) past the driver manager: unixODBC's SQLCancel racing an execution on another
   /// thread lost ~1 KiB diagnostic records (LeakSanitizer, ~900 in the
   /// cancel storm), the driver's alone loses nothing.
   SQLRETURN (*driver_cancel)(SQLHSTMT) = nullptr;
@@ -203,8 +205,8 @@ struct Session {
   std::atomic<bool> timed_out{false};
 
   /// Cancels the call now running (SQLCancel, or as its driver needs: a
-  /// mark, KILL QUERY, the driver's own SQLCancel), if it is `want` (any when null)
-  /// and number `seq` (any when 0); `timeout` marks it as the watchdog's.
+  /// mark, KILL QUERY, the driver's own SQLCancel), if it is `want` (any when
+  /// null) and number `seq` (any when 0); `timeout` marks it as the watchdog's.
   /// Called with `mu` held.
   void cancel_running(SQLHSTMT want, uint64_t seq, bool timeout) {
     const uint64_t n = run_seq.load();
