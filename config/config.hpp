@@ -103,6 +103,9 @@ struct PoolSettings {
   Duration max_lifetime = std::chrono::hours(1);
   /// Resolved: "DISCARD ALL" for PostgreSQL in session mode unless set, else as written.
   std::string reset_query;
+  /// PostgreSQL in transaction mode: a relayed batch may be sent behind another
+  /// client's running one when no backend is idle (docs/protocol-postgres.md).
+  bool pipeline = true;
 };
 
 struct BackendTls {

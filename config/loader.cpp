@@ -607,6 +607,7 @@ void Loader::read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m) {
        }},
       {"idle_timeout", [&](const Entry& v) { set(p.idle_timeout, read_duration(v)); }},
       {"max_lifetime", [&](const Entry& v) { set(p.max_lifetime, read_duration(v)); }},
+      {"pipeline", [&](const Entry& v) { set(p.pipeline, read_bool(v)); }},
       {"reset_query",
        [&](const Entry& v) {
          m.reset_query_written = true;

@@ -29,6 +29,8 @@
 
 namespace wirepool::server {
 
+class PgClient;
+
 /// Prepared statements of one backend connection, keyed by SQL text and parameter
 /// types, least recently used evicted first.
 class StatementCache {
@@ -99,8 +101,23 @@ struct Backend {
   std::chrono::system_clock::time_point opened_at{};
   bool leased = false;
 
+  /// The PostgreSQL relay's pipeline (server/pg_relay.cpp): clients whose
+  /// batches were sent to the server behind the running one, answered in this
+  /// order; the lease passes from one to the next without the pool. Touched
+  /// only on the event loop of the session that holds the backend.
+  std::deque<std::shared_ptr<PgClient>> train;
+  bool train_open = false;     ///< more batches may join (listed on the loop)
+  uint32_t train_batches = 0;  ///< batches since the pool granted it
+  std::chrono::steady_clock::time_point train_since{};  ///< when the running batch began
+
   ~Backend();
 };
+
+/// A backend leaves the relay's pipeline (server/pg_relay.cpp) other than at
+/// a batch's end: it takes no more batches, and the clients whose batches were
+/// sent behind the running one get an error. False when there were such
+/// batches (the connection's stream is then unusable).
+bool abandon_train(Backend& b, const std::string& why);
 
 /// Why an acquire failed, for the client's error message.
 struct AcquireError {
@@ -156,6 +173,14 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
 
   /// PAUSE: sessions that need a backend wait (Session::ensure_backend) until
   /// resume(); sessions holding one keep it until they release it.
+  /// The relay's pipeline is off until then (a slow batch was seen).
+  std::chrono::steady_clock::time_point pipeline_paused_until() const {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(
+        pipeline_paused_until_.load(std::memory_order_relaxed)));
+  }
+  void pause_pipeline(std::chrono::steady_clock::time_point until) {
+    pipeline_paused_until_.store(until.time_since_epoch().count(), std::memory_order_relaxed);
+  }
   void pause() { paused_ = true; }
   void resume() { paused_ = false; }
   bool paused() const { return paused_.load(std::memory_order_relaxed); }
@@ -211,6 +236,7 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   std::string last_open_error_;
   bool last_open_failed_ = false;  ///< under mu_
   std::atomic<bool> paused_{false};
+  std::atomic<std::chrono::steady_clock::rep> pipeline_paused_until_{0};
   config::PoolSettings settings_;  ///< under mu_
   DatabaseMetrics metrics_;
   boost::asio::steady_timer timer_;

@@ -345,6 +345,12 @@ std::string render_metrics(const Server& server) {
   for (const auto& v : views)
     add_line(out, "wirepool_relayed_batches_total", v.labels,
              v.pool->metrics().relayed.load(std::memory_order_relaxed));
+  metric_header(out, "wirepool_pipelined_batches_total", "counter",
+                "Relayed batches sent to a backend behind another client's running batch "
+                "instead of waiting for an idle backend, by database.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_pipelined_batches_total", v.labels,
+             v.pool->metrics().pipelined.load(std::memory_order_relaxed));
   metric_header(out, "wirepool_batches_total", "counter",
                 "Pipelined executions of one statement run as one parameter-array batch, by "
                 "database.");

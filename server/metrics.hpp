@@ -53,6 +53,7 @@ inline constexpr auto kStatsPeriod = std::chrono::seconds(15);
 struct DatabaseMetrics {
   std::atomic<uint64_t> statements{0};      ///< client statements (simple query or Execute)
   std::atomic<uint64_t> relayed{0};         ///< PostgreSQL batches sent through the relay
+  std::atomic<uint64_t> pipelined{0};       ///< of them, sent behind another client's batch
   std::atomic<uint64_t> batches{0};         ///< pipelined executions run as one parameter array
   std::atomic<uint64_t> batched{0};         ///< the executions in those batches
   std::atomic<uint64_t> transactions{0};    ///< transactions that ended (autocommit statements too)

@@ -910,6 +910,7 @@ void PgClient::relay_loop(LoopEntry entry) {
           // What is answered goes out before the wait (a pipelining client
           // gets each answer as PostgreSQL would send it).
           if (!flushed()) return;
+          if (relay_join()) return;  // queued behind another client's batch
           session_->wait_backend(loop_.io.get_executor(),
                                  [self](std::variant<Backend*, AcquireError> got) {
                                    self->on_granted(std::move(got));
@@ -928,7 +929,8 @@ void PgClient::relay_loop(LoopEntry entry) {
           const Flushed f = try_flush();
           if (f == Flushed::all) continue;
           if (f == Flushed::gone) {
-            relay_->client_gone = true;
+            relay_client_left();
+            if (relay_->discard) continue;
             break;
           }
           spawn(true, true);

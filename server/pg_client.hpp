@@ -54,6 +54,7 @@ class PgClient final : public ClientConnection,
     std::string show_name;            ///< SHOW x: the column name
     bool described = false;           ///< backend_params / columns / nparams are known
     int8_t relay_ok = -1;             ///< the relay may send it (-1: not decided yet)
+    int8_t relay_plain = -1;          ///< and it is no transaction control (BEGIN, COMMIT...)
   };
   struct Portal;
   struct Streamer;
@@ -105,15 +106,34 @@ class PgClient final : public ClientConnection,
   enum class RelayCheck : uint8_t { no, answered, go };
   enum class RelayWait : uint8_t { none, write, read, flush };
   RelayCheck relay_check();
-  bool relay_start();
+  /// `joining`: the batch goes behind the running one on that backend
+  /// (relay_join), and only statements the server has are used.
+  bool relay_start(Backend* joining = nullptr);
   RelayWait relay_pump();
   void relay_took(size_t n, size_t space, boost::system::error_code ec);
   /// The rest of a started batch, waiting where relay_pump would (after a
   /// flush of out_ when `flush_first`).
   boost::asio::awaitable<Relayed> relay_rest(bool flush_first);
   Relayed relay_finish();
+  /// The relay's pipeline: sends the checked batch at in_'s front behind the
+  /// one running on another client's backend, when one may take it (false:
+  /// nothing was sent). The client then waits in the backend's train until
+  /// relay_finish of the batch before it hands the lease over.
+  bool relay_join();
+  /// The backend this client queued on was lost before its turn: an error
+  /// for its batch, then the client goes on.
+  void relay_abandoned(const std::string& why);
+  static void post_abandoned(std::shared_ptr<PgClient> f, std::string why);
+  /// The client left mid-answer (a write failed): see relay_finish.
+  void relay_client_left();
+  /// The backend's running batch has gone out whole and leaves it idle:
+  /// others may join it (relay_join).
+  void train_may_open(Backend& b);
+  static void train_close(Backend& b);
+  friend bool abandon_train(Backend& b, const std::string& why);
   /// Registers a Parse the relay takes where the ordinary path finds it too.
-  std::shared_ptr<Prepared> relay_register(const pg::relay::ParseMsg& m);
+  /// `plain`: whether it is transaction control is known (1: it is not, 0: it is).
+  std::shared_ptr<Prepared> relay_register(const pg::relay::ParseMsg& m, int8_t plain = -1);
   /// The wake-up of an idle client: relayed batches answered without a
   /// coroutine while nothing waits (the server's answer is in when looked
   /// for, the client takes the reply at once); anything else goes on in
@@ -160,6 +180,17 @@ class PgClient final : public ClientConnection,
     bool done = false;       ///< the batch's last answer is through
     bool drained = false;    ///< the last read took all the socket had
     size_t passthrough = 0;  ///< bytes of a DataRow passed on as they arrive
+    /// The pipeline: the batch is only queries and DML (it leaves an idle
+    /// backend idle, so others' batches may follow it); it began on an idle
+    /// backend; its client left and its answers are read and dropped for the
+    /// followers' sake.
+    bool plain = false;
+    bool from_idle = false;
+    bool discard = false;
+    bool opened = false;  ///< train_may_open was done for it
+    /// When its turn on the backend began (relay_start, or the hand-over).
+    std::chrono::steady_clock::time_point turn_started{};
+    uint64_t relayed_before = 0;  ///< the pool's relayed batches then
   };
   std::unique_ptr<RelayState> relay_;
   /// RelayStates of idle clients wait in a small per-thread cache for the

@@ -445,8 +445,8 @@ bool same_backend(const config::Database& a, const config::Database& b) {
   return a.driver == b.driver && a.connection == b.connection && a.password_env == b.password_env &&
          a.password_file == b.password_file && a.options == b.options &&
          a.pool.mode == b.pool.mode && a.pool.reset_query == b.pool.reset_query &&
-         a.tls.present == b.tls.present && a.tls.ca == b.tls.ca &&
-         a.tls.pin_sha256 == b.tls.pin_sha256;
+         a.pool.pipeline == b.pool.pipeline && a.tls.present == b.tls.present &&
+         a.tls.ca == b.tls.ca && a.tls.pin_sha256 == b.tls.pin_sha256;
 }
 }  // namespace
 

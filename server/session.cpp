@@ -86,6 +86,7 @@ bool worth_probing(const Backend& b,
 
 void Session::adopt(Backend* b, std::chrono::steady_clock::duration waited) {
   pool_->metrics().acquire_wait.observe(waited);
+  queued_ = false;
   backend_ = b;
   if (client_metrics_) client_metrics_->active.fetch_add(1, std::memory_order_relaxed);
   spdlog::trace("session {}: holds backend {} of database {}", id_, backend_->id,
@@ -214,6 +215,9 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
 
 void Session::give_back(bool healthy) {
   if (!backend_) return;
+  if (backend_->train_open || !backend_->train.empty()) {
+    healthy = abandon_train(*backend_, "the session ahead of it ended") && healthy;
+  }
   spdlog::trace("session {}: gives backend {} back{}", id_, backend_->id,
                 healthy ? "" : " (unusable)");
   (void)backend_->conn.set_event_sink(nullptr);
@@ -552,6 +556,25 @@ bool Session::settings_in_sync() {
   b.applied_session = id_;
   b.applied_version = settings_.version();
   return true;
+}
+
+bool Session::settings_match(const Backend& b) const {
+  if (b.applied_session == id_ && b.applied_version == settings_.version()) return true;
+  return !b.settings_unknown && settings_.overrides_equal(b.applied_settings);
+}
+
+void Session::hand_over(Session& next) {
+  Backend* b = backend_;
+  set_running(*b, false);
+  (void)b->conn.set_event_sink(nullptr);
+  tx_ = db::Transaction();
+  backend_ = nullptr;
+  if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
+  spdlog::trace("session {}: hands backend {} to session {}", id_, b->id, next.id_);
+  b->applied_session = next.id_;
+  b->applied_version = next.settings_.version();
+  next.adopt(b, std::chrono::steady_clock::now() - next.wait_started_);
+  next.relay_running(true);  // a cancel that came while it queued goes out now
 }
 
 asio::awaitable<db::Status> Session::sync_settings() {

@@ -69,7 +69,7 @@ class Session : public db::EventSink {
   /// backend (/metrics). Set once, right after construction.
   void set_client_metrics(ProtocolMetrics* m) { client_metrics_ = m; }
   /// Waiting for a backend now (SHOW CLIENTS' state).
-  bool waiting() const { return waiting_; }
+  bool waiting() const { return waiting_ || queued_; }
   /// Since when it waits (meaningful while waiting()).
   std::chrono::steady_clock::time_point wait_started() const { return wait_started_; }
   /// When the last statement began (SHOW CLIENTS' request_time).
@@ -101,6 +101,20 @@ class Session : public db::EventSink {
   /// True (and the backend marked as this session's) when it already holds
   /// the client's settings; sync_settings() otherwise.
   bool settings_in_sync();
+  /// The backend (held by another session) already holds this client's
+  /// settings: nothing would be sent before its statements.
+  bool settings_match(const Backend& b) const;
+  /// The relay's pipeline: the lease moves to `next` as it is (idle, in
+  /// `next`'s settings), without the pool, and `next`'s statement runs on it.
+  void hand_over(Session& next);
+  /// The client's batch was sent behind another's on a backend it does not
+  /// hold yet (the relay's pipeline): its wait starts now.
+  void queued() {
+    queued_ = true;
+    wait_started_ = std::chrono::steady_clock::now();
+  }
+  /// Its queue's backend was lost before its turn.
+  void unqueued() { queued_ = false; }
   /// PostgreSQL backends: make the backend's session settings the client's
   /// (SET / RESET of what differs from what was last applied to it), so
   /// settings follow a client to whichever backend serves its next transaction.
@@ -264,6 +278,7 @@ class Session : public db::EventSink {
   config::Duration statement_timeout_{0};
   ProtocolMetrics* client_metrics_ = nullptr;
   bool waiting_ = false;
+  bool queued_ = false;  ///< its batch waits behind another's on a busy backend (queued())
   bool settings_pending_ = false;  ///< try_backend_now took a backend sync_settings must finish
   std::chrono::steady_clock::time_point wait_started_{};
   std::chrono::system_clock::time_point request_time_{};

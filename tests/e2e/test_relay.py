@@ -15,7 +15,12 @@ result leaves the pool whole; statement_timeout cancels a relayed statement;
 a batch that waits for the only backend is refused 53300 at acquire_timeout
 and the connection stays usable (a pipelined second batch then runs once the
 backend is given back); eight clients sharing one backend each get their own
-answers.
+answers. The pipeline (batches sent behind another client's running batch
+when no backend is idle, wirepool_pipelined_batches_total): twelve clients on
+one backend mixing simple and extended batches and failing statements each
+get exactly their own answers and errors, with batches pipelined; clients that
+vanish while their batch is running or queued leave the others' answers and
+the pool whole; `pipeline: false` pipelines nothing.
 """
 
 import os
@@ -115,6 +120,16 @@ class RelayTest(WirepoolTestCase):
         connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
         password_env: WIREPOOL_TEST_PG_PASSWORD
         pool: {{ mode: transaction, max: 1, acquire_timeout: 400ms }}
+      - name: pgpipe
+        driver: postgresql
+        connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
+        password_env: WIREPOOL_TEST_PG_PASSWORD
+        pool: {{ mode: transaction, max: 1, acquire_timeout: 30s }}
+      - name: pgnopipe
+        driver: postgresql
+        connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
+        password_env: WIREPOOL_TEST_PG_PASSWORD
+        pool: {{ mode: transaction, max: 1, acquire_timeout: 30s, pipeline: false }}
     """
         super().setUpClass()
 
@@ -123,6 +138,10 @@ class RelayTest(WirepoolTestCase):
         i = cls.info
         return (f"postgresql://{i['user']}:{i['password']}@{i['host']}:{i['port']}/"
                 f"{i['database']}")
+
+    def counter(self, name, database):
+        return sum(v for k, v in self.wp.metrics().items()
+                   if k.startswith(name) and f'database="{database}"' in k)
 
     def relayed(self):
         return sum(v for k, v in self.wp.metrics().items()
@@ -318,6 +337,90 @@ class RelayTest(WirepoolTestCase):
         for t in threads:
             t.join(60)
         self.assertEqual(errors, [])
+
+    def mixed_clients(self, database, clients=12, rounds=150, vanish=0):
+        """`clients` threads on `database`, each sending `rounds` batches that
+        alternate simple queries, extended-protocol executions and a failing
+        statement, checking every answer; `vanish` more threads send a batch
+        with a large result and close their socket mid-answer or before it.
+        Returns the errors found."""
+        import threading
+        errors = []
+
+        def client(k):
+            try:
+                s, rd = self.raw_to(database)
+                try:
+                    for i in range(rounds):
+                        want = str(k * 100000 + i).encode()
+                        if i % 7 == 3:
+                            s.sendall(query(f"SELECT {k} / 0"))
+                            msgs, status = rd.until_ready()
+                            if [(t, sqlstate(b)) for t, b in msgs] != [("E", "22012")] or status != "I":
+                                errors.append((k, i, "error", msgs, status))
+                                return
+                            continue
+                        if i % 2:
+                            s.sendall(parse("", "SELECT $1::int + 0") + bind("", want.decode()) +
+                                      execute() + SYNC)
+                            msgs, status = rd.until_ready()
+                            kinds = [t for t, _ in msgs]
+                            if kinds != ["1", "2", "D", "C"]:
+                                errors.append((k, i, "extended", msgs))
+                                return
+                        else:
+                            s.sendall(query(f"SELECT {want.decode()}"))
+                            msgs, status = rd.until_ready()
+                        rows = [b for t, b in msgs if t == "D"]
+                        if len(rows) != 1 or rows[0][6:] != want or status != "I":
+                            errors.append((k, i, msgs, status))
+                            return
+                finally:
+                    s.close()
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append((k, repr(e)))
+
+        def vanisher(k):
+            try:
+                for i in range(rounds // 10):
+                    s, rd = self.raw_to(database)
+                    s.sendall(query("SELECT repeat('x', 100) FROM generate_series(1, 20000)"))
+                    if i % 2:
+                        rd.one()  # mid-answer; else before any answer
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    s.close()
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(("vanisher", k, repr(e)))
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+        threads += [threading.Thread(target=vanisher, args=(k,)) for k in range(vanish)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertFalse(any(t.is_alive() for t in threads), "a client hung")
+        return errors
+
+    def test_pipelined_clients_get_their_own_answers_and_errors(self):
+        before = self.counter("wirepool_pipelined_batches_total", "pgpipe")
+        self.assertEqual(self.mixed_clients("pgpipe"), [])
+        self.assertGreater(self.counter("wirepool_pipelined_batches_total", "pgpipe"), before)
+
+    def test_clients_vanishing_in_a_pipeline_leave_others_whole(self):
+        self.assertEqual(self.mixed_clients("pgpipe", clients=6, rounds=100, vanish=3), [])
+        # The one backend serves again, and nothing waits behind a lost batch.
+        c = psycopg2.connect(self.wp.kv(database="pgpipe"))
+        c.autocommit = True
+        cur = c.cursor()
+        cur.execute("SELECT 11")
+        self.assertEqual(cur.fetchone()[0], 11)
+        c.close()
+        self.assertNotIn("internal error", self.wp.log())
+
+    def test_pipeline_off_pipelines_nothing(self):
+        self.assertEqual(self.mixed_clients("pgnopipe", clients=6, rounds=60), [])
+        self.assertEqual(self.counter("wirepool_pipelined_batches_total", "pgnopipe"), 0)
+        self.assertGreater(self.counter("wirepool_relayed_batches_total", "pgnopipe"), 0)
 
 
 if __name__ == "__main__":
