@@ -596,6 +596,7 @@ PgClient::RelayWait PgClient::relay_pump() {
     } else if (got == 0) {
       relay_took(0, space, asio::error::eof);
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      session_->relay_interrupt_if_cancelled();
       return RelayWait::read;
     } else if (errno != EINTR) {
       relay_took(0, space, boost::system::error_code(errno, boost::system::system_category()));

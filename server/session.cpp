@@ -275,6 +275,7 @@ config::Duration parse_statement_timeout(const std::string& st) {
 
 void Session::statement_begin() {
   cancel_reason_ = CancelReason::none;
+  interrupted_ = false;
   const auto now = std::chrono::steady_clock::now();
   statement_started_ = now;
   if (!xact_started_) xact_started_ = now;
@@ -327,6 +328,7 @@ void Session::set_running(Backend& b, bool running) {
 }
 
 void Session::interrupt(Backend& b) {
+  interrupted_ = true;
   if (b.caps.blocking) {
     // sqlite3_interrupt and the like return at once: do it here.
     std::lock_guard lock(b.cancel_mu);
@@ -574,7 +576,14 @@ void Session::hand_over(Session& next) {
   b->applied_session = next.id_;
   b->applied_version = next.settings_.version();
   next.adopt(b, std::chrono::steady_clock::now() - next.wait_started_);
-  next.relay_running(true);  // a cancel that came while it queued goes out now
+  // A cancel that came while it queued is sent only if its statement is still
+  // at work when its turn comes (relay_cancel_pending): its answer may be in
+  // already, and the server may be running the next client's statement.
+  next.set_running(*b, true);
+}
+
+void Session::relay_interrupt_if_cancelled() {
+  if (backend_ && cancel_reason_ != CancelReason::none && !interrupted_) interrupt(*backend_);
 }
 
 asio::awaitable<db::Status> Session::sync_settings() {

@@ -113,6 +113,9 @@ class Session : public db::EventSink {
     queued_ = true;
     wait_started_ = std::chrono::steady_clock::now();
   }
+  /// The relay waits for the server's answer: a cancel that came while the
+  /// client queued for its turn (hand_over) is sent now, once.
+  void relay_interrupt_if_cancelled();
   /// Its queue's backend was lost before its turn.
   void unqueued() { queued_ = false; }
   /// PostgreSQL backends: make the backend's session settings the client's
@@ -272,6 +275,7 @@ class Session : public db::EventSink {
   std::unique_ptr<Events> events_;
   std::vector<std::string> noted_;  ///< settings SET/RESET since they were last read
   CancelReason cancel_reason_ = CancelReason::none;
+  bool interrupted_ = false;  ///< interrupt() was done for the current statement
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   /// statement_timeout parsed once per settings change, not per statement.
   uint32_t timeout_version_ = UINT32_MAX;
