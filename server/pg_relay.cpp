@@ -668,9 +668,11 @@ PgClient::Relayed PgClient::relay_finish() {
       InBuffer& to = next->relay_->from_server;
       const auto rest = in.view();
       to.consume(to.size());
-      to.reserve_tail(rest.size());
-      std::memcpy(to.tail(), rest.data(), rest.size());
-      to.commit(rest.size());
+      if (!rest.empty()) {
+        to.reserve_tail(rest.size());
+        std::memcpy(to.tail(), rest.data(), rest.size());
+        to.commit(rest.size());
+      }
       next->relay_->drained = false;
     } else {
       stranded.swap(b.train);
