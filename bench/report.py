@@ -138,7 +138,8 @@ def main():
         f"alternating within each round; {st['seconds']} s per pgbench run; pool size "
         f"{st['pool']} for both poolers (transaction mode); wirepool with "
         f"{st['wirepool_threads']} event loop(s), like PgBouncer's one thread, with its "
-        "defaults otherwise (the relay's pipelining on: docs/protocol-postgres.md); pgbench scale "
+        "defaults otherwise (the relay's pipelining "
+        f"{'on' if st.get('wirepool_pipeline') else 'off'}: docs/protocol-postgres.md); pgbench scale "
         f"{st['scale']}. Medians, with ± half the spread (max − min) of the rounds.",
         "",
         "Targets held against (issue 9): wirepool/PgBouncer ≥ 1.0 on `-S` simple and "

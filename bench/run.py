@@ -449,7 +449,8 @@ def main():
         "settings": {k: getattr(a, k) for k in ("rounds", "seconds", "pool", "scale",
                                                  "wirepool_threads", "many_clients", "many_rounds",
                                                  "idle_clients", "idle_rounds", "stream_rows",
-                                                 "driver_rounds")},
+                                                 "driver_rounds")}
+        | {"wirepool_pipeline": False},  # pool.pipeline as configured: the default
         "elapsed_s": round(time.time() - started, 1),
         "workloads": results,
     }

@@ -119,12 +119,12 @@ class RelayTest(WirepoolTestCase):
         driver: postgresql
         connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
         password_env: WIREPOOL_TEST_PG_PASSWORD
-        pool: {{ mode: transaction, max: 1, acquire_timeout: 400ms }}
+        pool: {{ mode: transaction, max: 1, acquire_timeout: 400ms, pipeline: true }}
       - name: pgpipe
         driver: postgresql
         connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
         password_env: WIREPOOL_TEST_PG_PASSWORD
-        pool: {{ mode: transaction, max: 1, acquire_timeout: 30s }}
+        pool: {{ mode: transaction, max: 1, acquire_timeout: 30s, pipeline: true }}
       - name: pgnopipe
         driver: postgresql
         connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
