@@ -96,6 +96,22 @@ uint32_t be32(const char* p) {
   return (u(0) << 24) | (u(1) << 16) | (u(2) << 8) | u(3);
 }
 
+/// Sends what is left of `data` from `sent` on without waiting: 1 all of it,
+/// 0 the socket is full, -1 an error (errno says which).
+int send_rest(int fd, const std::string& data, size_t& sent) {
+  while (sent < data.size()) {
+    ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+    }
+  }
+  return 1;
+}
+
 std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
   std::string key(sql);
   key += '\0';
@@ -492,19 +508,14 @@ bool PgClient::relay_start(Backend* joining) {
 
 PgClient::RelayWait PgClient::relay_pump() {
   RelayState& R = *relay_;
-  while (R.sent < R.to_server.size()) {
-    ssize_t n = ::send(R.fd, R.to_server.data() + R.sent, R.to_server.size() - R.sent,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      R.sent += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+  switch (send_rest(R.fd, R.to_server, R.sent)) {
+    case 0:
       return RelayWait::write;
-    } else {
+    case -1:
       R.lost = std::string("could not send to the server: ") + std::strerror(errno);
       return RelayWait::none;
-    }
+    default:
+      break;
   }
   if (R.plain && R.from_idle && !R.opened && session_->pool().config().pool.pipeline) {
     R.opened = true;
@@ -773,7 +784,6 @@ std::vector<OpenTrain>& open_trains() {
 }  // namespace
 
 void PgClient::train_may_open(Backend& b) {
-  // (train_close is static: Session::give_back reaches it through abandon_train)
   if (b.train_open) return;
   if (b.train.empty()) {
     b.train_batches = 0;
@@ -822,18 +832,8 @@ bool PgClient::relay_join() {
   if (!best || !relay_start(best)) return false;
   // Sent now, behind what is already on the way; a send that would block
   // leaves the rest for this client's turn, and nobody may follow it.
-  while (R.sent < R.to_server.size()) {
-    ssize_t n = ::send(R.fd, R.to_server.data() + R.sent, R.to_server.size() - R.sent,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      R.sent += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;  // would block, or the connection broke (the batch ahead finds out)
-    }
-  }
-  if (R.sent < R.to_server.size()) train_close(*best);
+  // (A broken connection is found by the batch ahead.)
+  if (send_rest(R.fd, R.to_server, R.sent) != 1) train_close(*best);
   R.opened = false;
   best->train.push_back(shared_from_this());
   session_->queued();
