@@ -450,7 +450,7 @@ def main():
                                                  "wirepool_threads", "many_clients", "many_rounds",
                                                  "idle_clients", "idle_rounds", "stream_rows",
                                                  "driver_rounds")}
-        | {"wirepool_pipeline": False},  # pool.pipeline as configured: the default
+        | {"wirepool_pipeline": True},  # pool.pipeline as configured: the default
         "elapsed_s": round(time.time() - started, 1),
         "workloads": results,
     }

@@ -104,9 +104,8 @@ struct PoolSettings {
   /// Resolved: "DISCARD ALL" for PostgreSQL in session mode unless set, else as written.
   std::string reset_query;
   /// PostgreSQL in transaction mode: a relayed batch may be sent behind another
-  /// client's running one when no backend is idle (docs/protocol-postgres.md). Off by
-  /// default: it serves clients out of arrival order (p99 worse than without at 500 clients).
-  bool pipeline = false;
+  /// client's running one when no backend is idle (docs/protocol-postgres.md).
+  bool pipeline = true;
 };
 
 struct BackendTls {

@@ -188,12 +188,24 @@ asio::awaitable<std::variant<Backend*, AcquireError>> DatabasePool::acquire() {
   co_return result;
 }
 
-void DatabasePool::acquire_async(asio::any_io_executor executor, AcquireHandler handler) {
+pool::WaiterId DatabasePool::acquire_async(asio::any_io_executor executor, AcquireHandler handler) {
   std::unique_lock lock(mu_);
   pool::WaiterId id = next_waiter_++;
   waiters_.emplace_back(id, Waiter{std::move(handler), std::move(executor)});
   pool_.handle_acquire(id, pool::Clock::now());
   pump(lock);
+  return id;
+}
+
+bool DatabasePool::cancel_acquire(pool::WaiterId id) {
+  std::unique_lock lock(mu_);
+  auto w = find_waiter(id);
+  if (w == waiters_.end()) return false;  // granted or rejected: the answer is posted
+  Waiter gone = std::move(w->second);     // destroyed after pump() lets the lock go
+  waiters_.erase(w);
+  pool_.handle_cancel(id, pool::Clock::now());
+  pump(lock);
+  return true;
 }
 
 Backend* DatabasePool::try_acquire() {
@@ -205,6 +217,7 @@ Backend* DatabasePool::try_acquire() {
       spdlog::critical("pool {}: immediate grant of unknown connection {}", cfg_.name, *id);
     } else {
       b->second->leased = true;
+      b->second->train_batches = 0;  // a new lease from the pool: a new train
       granted = b->second.get();
     }
   }
@@ -321,6 +334,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                 return;
               }
               b->second->leased = true;
+              b->second->train_batches = 0;  // a new lease from the pool: a new train
               answers.emplace_back(std::move(w->second), b->second.get());
               waiters_.erase(w);
             },

@@ -107,7 +107,7 @@ struct Backend {
   /// only on the event loop of the session that holds the backend.
   std::deque<std::shared_ptr<PgClient>> train;
   bool train_open = false;     ///< more batches may join (listed on the loop)
-  uint32_t train_batches = 0;  ///< batches since the pool granted it
+  uint32_t train_batches = 0;  ///< batches since the pool granted it (reset by the grant)
   std::chrono::steady_clock::time_point train_since{};  ///< when the running batch began
 
   ~Backend();
@@ -152,10 +152,14 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   /// the lease until release().
   boost::asio::awaitable<std::variant<Backend*, AcquireError>> acquire();
   /// acquire() for a caller that is not a coroutine: `handler` runs on
-  /// `executor` (never inline) with the backend or the error.
+  /// `executor` (never inline) with the backend or the error, unless
+  /// cancel_acquire() takes the waiter back first.
   using AcquireHandler =
       boost::asio::any_completion_handler<void(std::variant<Backend*, AcquireError>)>;
-  void acquire_async(boost::asio::any_io_executor executor, AcquireHandler handler);
+  pool::WaiterId acquire_async(boost::asio::any_io_executor executor, AcquireHandler handler);
+  /// The waiter leaves the queue, its handler destroyed without a call: true
+  /// when it was still waiting (false: its answer is on the way).
+  bool cancel_acquire(pool::WaiterId id);
   /// An idle backend now, when one is idle and nobody waits (as acquire()
   /// would grant it at once, without its post to the executor and its
   /// coroutine frames: the transaction-mode hot path); nullptr otherwise.
@@ -210,6 +214,17 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   struct Waiter {
     Handler handler;
     boost::asio::any_io_executor executor;
+    Waiter(Handler h, boost::asio::any_io_executor e)
+        : handler(std::move(h)), executor(std::move(e)) {}
+    Waiter(Waiter&&) noexcept = default;
+    /// By swap: Boost 1.81's any_completion_handler move-assigns through its
+    /// own converting constructor, which wraps the handler in itself without
+    /// end (a stack overflow when a deque erase shifts waiters).
+    Waiter& operator=(Waiter&& o) noexcept {
+      handler.swap(o.handler);
+      executor = std::move(o.executor);
+      return *this;
+    }
   };
   void pump(std::unique_lock<std::mutex>& lock);
   void arm_timer(std::unique_lock<std::mutex>& lock);

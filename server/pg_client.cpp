@@ -911,6 +911,7 @@ void PgClient::relay_loop(LoopEntry entry) {
           // gets each answer as PostgreSQL would send it).
           if (!flushed()) return;
           if (relay_join()) return;  // queued behind another client's batch
+          train_wait_begin();
           session_->wait_backend(loop_.io.get_executor(),
                                  [self](std::variant<Backend*, AcquireError> got) {
                                    self->on_granted(std::move(got));
@@ -971,6 +972,7 @@ void PgClient::relay_loop(LoopEntry entry) {
 }
 
 void PgClient::on_granted(std::variant<Backend*, AcquireError> got) {
+  train_wait_end();
   db::Error err;
   switch (session_->take_granted(std::move(got), err)) {
     case Session::Granted::ready:

@@ -120,6 +120,17 @@ class PgClient final : public ClientConnection,
   /// nothing was sent). The client then waits in the backend's train until
   /// relay_finish of the batch before it hands the lease over.
   bool relay_join();
+  /// The batch at in_'s front uses only statements `b`'s server has.
+  bool relay_known_on(Backend& b);
+  /// relay_start(&b), sent, and the client in `b`'s train (false: nothing sent).
+  bool relay_send_behind(Backend& b);
+  /// This client waits in the pool's queue with a checked batch (wait_backend):
+  /// listed for train_pull until granted (train_wait_end).
+  void train_wait_begin();
+  void train_wait_end();
+  /// `b` (held by this client) has room behind its running batch: clients of
+  /// this loop waiting in the pool's queue take it, oldest first.
+  void train_pull(Backend& b);
   /// The backend this client queued on was lost before its turn: an error
   /// for its batch, then the client goes on.
   void relay_abandoned(const std::string& why);
@@ -191,6 +202,9 @@ class PgClient final : public ClientConnection,
     /// When its turn on the backend began (relay_start, or the hand-over).
     std::chrono::steady_clock::time_point turn_started{};
     uint64_t relayed_before = 0;  ///< the pool's relayed batches then
+    /// Which statements the batch runs (a hash of its queries' text and its
+    /// statements' text and types), for the pipeline's memory of slow ones.
+    uint64_t shape = 0;
   };
   std::unique_ptr<RelayState> relay_;
   /// RelayStates of idle clients wait in a small per-thread cache for the

@@ -148,7 +148,20 @@ void Session::wait_begin() {
 
 void Session::wait_backend(asio::any_io_executor executor, DatabasePool::AcquireHandler done) {
   wait_begin();
-  pool_->acquire_async(std::move(executor), std::move(done));
+  waiter_ = pool_->acquire_async(std::move(executor), std::move(done));
+}
+
+bool Session::leave_wait_for_train() {
+  if (!waiting_ || waiter_ == 0 || cancel_reason_ != CancelReason::none ||
+      !pool_->cancel_acquire(waiter_)) {
+    return false;
+  }
+  if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
+  pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
+  waiting_ = false;
+  waiter_ = 0;
+  queued_ = true;  // wait_started_ stays: the wait goes on, in the train
+  return true;
 }
 
 Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got, db::Error& err,
@@ -156,6 +169,7 @@ Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got,
   if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
   pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
   waiting_ = false;
+  waiter_ = 0;
   const auto waited = std::chrono::steady_clock::now() - wait_started_;
   if (auto* b = std::get_if<Backend*>(&got)) return settle(*b, waited, probe);
   pool_->metrics().acquire_wait.observe(waited);

@@ -91,6 +91,11 @@ class Session : public db::EventSink {
   /// `done` runs on `executor` with what the pool granted, for take_granted().
   bool can_wait_now() const;
   void wait_backend(boost::asio::any_io_executor executor, DatabasePool::AcquireHandler done);
+  /// The relay's pipeline takes this client out of wait_backend()'s wait, to
+  /// send its batch behind another's: true when its pool waiter was still
+  /// waiting (now gone, the client queued() since its wait began) and no
+  /// cancel came meanwhile.
+  bool leave_wait_for_train();
   /// `ready`: the session holds the backend, in the client's settings;
   /// `later`: ensure_backend() finishes the job (a dead backend to replace,
   /// settings to bring in line); `error`: `err` is for the client.
@@ -282,7 +287,8 @@ class Session : public db::EventSink {
   config::Duration statement_timeout_{0};
   ProtocolMetrics* client_metrics_ = nullptr;
   bool waiting_ = false;
-  bool queued_ = false;  ///< its batch waits behind another's on a busy backend (queued())
+  bool queued_ = false;        ///< its batch waits behind another's on a busy backend (queued())
+  pool::WaiterId waiter_ = 0;  ///< wait_backend()'s, while waiting_
   bool settings_pending_ = false;  ///< try_backend_now took a backend sync_settings must finish
   std::chrono::steady_clock::time_point wait_started_{};
   std::chrono::system_clock::time_point request_time_{};

@@ -20,7 +20,9 @@ when no backend is idle, wirepool_pipelined_batches_total): twelve clients on
 one backend mixing simple and extended batches and failing statements each
 get exactly their own answers and errors, with batches pipelined; clients that
 vanish while their batch is running or queued leave the others' answers and
-the pool whole; `pipeline: false` pipelines nothing.
+the pool whole; `pipeline: false` pipelines nothing; clients queued in the
+pool's queue behind a long statement are sent behind the next batch without
+the pool (one event loop: two batches pipelined).
 """
 
 import os
@@ -104,7 +106,19 @@ def sqlstate(body):
     return None
 
 
-class RelayTest(WirepoolTestCase):
+class RawClients:
+    """Raw-protocol clients and the metrics they move, for the test cases below."""
+
+    def counter(self, name, database):
+        return sum(v for k, v in self.wp.metrics().items()
+                   if k.startswith(name) and f'database="{database}"' in k)
+
+    def raw_to(self, database):
+        s = raw_login(self.wp.port, database=database)
+        return s, Reader(s)
+
+
+class RelayTest(RawClients, WirepoolTestCase):
     users = "- { name: alice, password: wonderland }"
     http = True
 
@@ -139,20 +153,12 @@ class RelayTest(WirepoolTestCase):
         return (f"postgresql://{i['user']}:{i['password']}@{i['host']}:{i['port']}/"
                 f"{i['database']}")
 
-    def counter(self, name, database):
-        return sum(v for k, v in self.wp.metrics().items()
-                   if k.startswith(name) and f'database="{database}"' in k)
-
     def relayed(self):
         return sum(v for k, v in self.wp.metrics().items()
                    if k.startswith("wirepool_relayed_batches_total") and 'database="pg"' in k)
 
     def raw(self):
         return self.raw_to("pg")
-
-    def raw_to(self, database):
-        s = raw_login(self.wp.port, database=database)
-        return s, Reader(s)
 
     def test_plain_batches_are_relayed_and_settings_are_not(self):
         before = self.relayed()
@@ -421,6 +427,112 @@ class RelayTest(WirepoolTestCase):
         self.assertEqual(self.mixed_clients("pgnopipe", clients=6, rounds=60), [])
         self.assertEqual(self.counter("wirepool_pipelined_batches_total", "pgnopipe"), 0)
         self.assertGreater(self.counter("wirepool_relayed_batches_total", "pgnopipe"), 0)
+
+
+class TrainOrderTest(RawClients, WirepoolTestCase):
+    """Pipelining keeps the pool's order: one event loop (trains form within
+    a loop, server.threads), one backend."""
+    users = "- { name: alice, password: wonderland }"
+    http = True
+    server = "threads: 1"
+
+    @classmethod
+    def setUpClass(cls):
+        info = pg_info()
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = info["password"]
+        cls.databases = f"""
+      - name: pipe
+        driver: postgresql
+        connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
+        password_env: WIREPOOL_TEST_PG_PASSWORD
+        pool: {{ mode: transaction, max: 1, acquire_timeout: 30s, pipeline: true }}
+      - name: pipe2
+        driver: postgresql
+        connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
+        password_env: WIREPOOL_TEST_PG_PASSWORD
+        pool: {{ mode: transaction, max: 2, acquire_timeout: 30s, pipeline: true }}
+    """
+        super().setUpClass()
+
+    def test_clients_queued_in_the_pool_board_the_next_train_in_order(self):
+        # The one backend runs a long statement; three clients queue in the
+        # pool's queue behind it (too late to join its batch). When it ends,
+        # the first is granted the backend and the two others are sent behind
+        # its batch at once, without the pool: two pipelined batches, each
+        # client its own answer.
+        clients = [self.raw_to("pipe") for _ in range(4)]  # logged in first
+        try:
+            (hs, hr), waiting = clients[0], clients[1:]
+            before = self.counter("wirepool_pipelined_batches_total", "pipe")
+            hs.sendall(query("SELECT pg_sleep(0.6), 0"))
+            time.sleep(0.15)
+            for k, (s, _) in enumerate(waiting, 1):
+                s.sendall(query(f"SELECT {k}"))
+                time.sleep(0.05)
+            msgs, _ = hr.until_ready()
+            self.assertEqual([t for t, _ in msgs if t == "E"], [])
+            for k, (_, rd) in enumerate(waiting, 1):
+                msgs, _ = rd.until_ready()
+                rows = [b for t, b in msgs if t == "D"]
+                self.assertEqual(len(rows), 1, msgs)
+                self.assertEqual(rows[0][6:], str(k).encode())
+            self.assertEqual(self.counter("wirepool_pipelined_batches_total", "pipe") - before, 2)
+        finally:
+            for s, _ in clients:
+                s.close()
+
+
+    def test_a_statement_seen_slow_gets_nobody_behind_it(self):
+        import threading
+        slow = "SELECT pg_sleep(0.5)"
+        # 1. It runs 0.5 s on one backend while another client's batches run
+        # on the other: remembered as slow.
+        (ls, lr), (hs, hr) = self.raw_to("pipe2"), self.raw_to("pipe2")
+        done, count = threading.Event(), []
+
+        def hammer():
+            n = 0
+            while not done.is_set():
+                hs.sendall(query("SELECT 1"))
+                hr.until_ready()
+                n += 1
+            count.append(n)
+
+        ls.sendall(query(slow))
+        time.sleep(0.05)  # past the moment a batch could join it
+        t = threading.Thread(target=hammer)
+        t.start()
+        lr.until_ready()
+        done.set()
+        t.join(10)
+        hs.close()
+        self.assertGreaterEqual(count[0], 64, "too few batches ran meanwhile for the test")
+        self.assertIn("no batch is sent behind its statements", self.wp.log())
+        # 2. One backend held by a transaction; the other runs a long statement
+        # not seen slow, while the slow one and then two short ones queue in the
+        # pool. The slow one, granted first, takes nobody behind it; the first
+        # short one then takes the second: one batch pipelined, not two.
+        held = psycopg2.connect(self.wp.kv(database="pipe2"))
+        try:
+            held.cursor().execute("SELECT 1")  # a transaction: the backend stays
+            (ks, kr), (w1, r1), (w2, r2) = [self.raw_to("pipe2") for _ in range(3)]
+            before = self.counter("wirepool_pipelined_batches_total", "pipe2")
+            ks.sendall(query("SELECT pg_sleep(0.4), 0"))
+            time.sleep(0.1)
+            ls.sendall(query(slow))
+            time.sleep(0.05)
+            w1.sendall(query("SELECT 1"))
+            time.sleep(0.05)
+            w2.sendall(query("SELECT 2"))
+            for rd in (kr, lr, r1, r2):
+                msgs, _ = rd.until_ready()
+                self.assertEqual([t for t, _ in msgs if t == "E"], [])
+            self.assertEqual(self.counter("wirepool_pipelined_batches_total", "pipe2") - before, 1)
+            for s_ in (ks, w1, w2, ls):
+                s_.close()
+        finally:
+            held.rollback()
+            held.close()
 
 
 if __name__ == "__main__":
