@@ -42,13 +42,15 @@ def pg_info():
         return json.load(f)
 
 
-def database_entry(info, name, mode, max_conns):
+def database_entry(info, name, mode, max_conns, pool=""):
+    """A `postgresql` entry for the fixture server; `pool`: more pool keys."""
+    more = f", {pool}" if pool else ""
     return f"""
       - name: {name}
         driver: postgresql
         connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
         password_env: WIREPOOL_TEST_PG_PASSWORD
-        pool: {{ mode: {mode}, max: {max_conns} }}
+        pool: {{ mode: {mode}, max: {max_conns}{more} }}
     """
 
 

@@ -128,23 +128,15 @@ class RelayTest(RawClients, WirepoolTestCase):
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
         # `pgone`: one backend and a short acquire_timeout, for clients that
         # wait for a backend (the relay's wait without a coroutine).
-        cls.databases = database_entry(cls.info, "pg", "transaction", 3) + f"""
-      - name: pgone
-        driver: postgresql
-        connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
-        password_env: WIREPOOL_TEST_PG_PASSWORD
-        pool: {{ mode: transaction, max: 1, acquire_timeout: 400ms, pipeline: true }}
-      - name: pgpipe
-        driver: postgresql
-        connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
-        password_env: WIREPOOL_TEST_PG_PASSWORD
-        pool: {{ mode: transaction, max: 1, acquire_timeout: 30s, pipeline: true }}
-      - name: pgnopipe
-        driver: postgresql
-        connection: "host={cls.info['host']} port={cls.info['port']} user={cls.info['user']} dbname={cls.info['database']}"
-        password_env: WIREPOOL_TEST_PG_PASSWORD
-        pool: {{ mode: transaction, max: 1, acquire_timeout: 30s, pipeline: false }}
-    """
+        cls.databases = "".join([
+            database_entry(cls.info, "pg", "transaction", 3),
+            database_entry(cls.info, "pgone", "transaction", 1,
+                           "acquire_timeout: 400ms, pipeline: true"),
+            database_entry(cls.info, "pgpipe", "transaction", 1,
+                           "acquire_timeout: 30s, pipeline: true"),
+            database_entry(cls.info, "pgnopipe", "transaction", 1,
+                           "acquire_timeout: 30s, pipeline: false"),
+        ])
         super().setUpClass()
 
     @classmethod
@@ -440,18 +432,10 @@ class TrainOrderTest(RawClients, WirepoolTestCase):
     def setUpClass(cls):
         info = pg_info()
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = info["password"]
-        cls.databases = f"""
-      - name: pipe
-        driver: postgresql
-        connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
-        password_env: WIREPOOL_TEST_PG_PASSWORD
-        pool: {{ mode: transaction, max: 1, acquire_timeout: 30s, pipeline: true }}
-      - name: pipe2
-        driver: postgresql
-        connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
-        password_env: WIREPOOL_TEST_PG_PASSWORD
-        pool: {{ mode: transaction, max: 2, acquire_timeout: 30s, pipeline: true }}
-    """
+        cls.databases = "".join([
+            database_entry(info, "pipe", "transaction", 1, "acquire_timeout: 30s, pipeline: true"),
+            database_entry(info, "pipe2", "transaction", 2, "acquire_timeout: 30s, pipeline: true"),
+        ])
         super().setUpClass()
 
     def test_clients_queued_in_the_pool_board_the_next_train_in_order(self):
