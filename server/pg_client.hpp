@@ -107,8 +107,9 @@ class PgClient final : public ClientConnection,
   enum class RelayWait : uint8_t { none, write, read, flush };
   RelayCheck relay_check();
   /// `joining`: the batch goes behind the running one on that backend
-  /// (relay_join), and only statements the server has are used.
-  bool relay_start(Backend* joining = nullptr);
+  /// (relay_join), and only statements the server has are used (`known`:
+  /// relay_known_on already said so).
+  bool relay_start(Backend* joining = nullptr, bool known = false);
   RelayWait relay_pump();
   void relay_took(size_t n, size_t space, boost::system::error_code ec);
   /// The rest of a started batch, waiting where relay_pump would (after a
@@ -123,7 +124,7 @@ class PgClient final : public ClientConnection,
   /// The batch at in_'s front uses only statements `b`'s server has.
   bool relay_known_on(Backend& b);
   /// relay_start(&b), sent, and the client in `b`'s train (false: nothing sent).
-  bool relay_send_behind(Backend& b);
+  bool relay_send_behind(Backend& b, bool known = false);
   /// This client waits in the pool's queue with a checked batch (wait_backend):
   /// listed for train_pull until granted (train_wait_end).
   void train_wait_begin();

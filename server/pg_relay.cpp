@@ -422,14 +422,14 @@ bool PgClient::relay_known_on(Backend& b) {
   return true;
 }
 
-bool PgClient::relay_start(Backend* joining) {
+bool PgClient::relay_start(Backend* joining, bool known) {
   RelayState& R = *relay_;
   Backend& b = joining ? *joining : *session_->backend();
   const int fd = b.conn.impl()->relay_socket();
   if (fd < 0) return false;  // TLS, or work in flight: the ordinary path
   const auto buf = in_.view();
   if (joining) {
-    if (!relay_known_on(b)) return false;
+    if (!known && !relay_known_on(b)) return false;
     R.from_idle = true;
   } else {
     R.from_idle = session_->tx_state() == db::TxState::idle;
@@ -937,9 +937,9 @@ void PgClient::train_wait_end() {
   }
 }
 
-bool PgClient::relay_send_behind(Backend& b) {
+bool PgClient::relay_send_behind(Backend& b, bool known) {
   RelayState& R = *relay_;
-  if (!relay_start(&b)) return false;
+  if (!relay_start(&b, known)) return false;
   // Sent now, behind what is already on the way; a send that would block
   // leaves the rest for this client's turn, and nobody may follow it.
   // (A broken connection is found by the batch ahead.)
@@ -972,7 +972,7 @@ void PgClient::train_pull(Backend& b) {
     }
     v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
     if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
-    if (!c->relay_send_behind(b)) {
+    if (!c->relay_send_behind(b, true)) {                // its statements were just checked
       // Not relayable after all (the backend's socket): back to the pool's queue.
       c->train_wait_begin();
       c->session_->wait_backend(
