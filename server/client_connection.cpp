@@ -273,6 +273,11 @@ awaitable<bool> ClientConnection::flush() {
 
 void ClientConnection::sweep(TimePoint now) {
   expire_io(now);
+  if (hot_wait_ && !cooling_ && ++hot_sweeps_ >= kHotSweeps) {
+    cooling_ = true;  // the hot wait's handler starts a cold one
+    boost::system::error_code ec;
+    socket_.cancel(ec);
+  }
   if (session_) {
     if (auto d = session_->statement_deadline(); d && now >= *d) {
       session_->cancel(CancelReason::timeout);
@@ -303,8 +308,35 @@ void ClientConnection::on_readable(boost::system::error_code ec) {
   asio::co_spawn(loop_.io, resume(ec), asio::detached);
 }
 
-void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self) {
+void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool hot) {
   idle_wait_ = true;
+  if (hot && !ssl_) {
+    hot_wait_ = true;
+    hot_sweeps_ = 0;
+    in_.reserve_tail(kFirstRead);
+    const size_t space = in_.space();
+    socket_.async_receive(
+        asio::buffer(in_.tail(), space),
+        [self = std::move(self), space](boost::system::error_code ec, size_t n) mutable {
+          ClientConnection& c = *self;
+          c.hot_wait_ = false;
+          if (!ec) {
+            c.in_.commit(n);
+            c.count_in(n);
+            c.hot_read_ = n < space;  // a full buffer: read_now looks for more
+          }
+          const bool cool = std::exchange(c.cooling_, false);
+          if (cool && ec == asio::error::operation_aborted && !c.draining_ && !c.terminating_ &&
+              !c.timed_out_) {
+            spdlog::debug("client {}: idle wait turns cold", c.peer_);
+            c.in_.release();
+            c.wait_idle(std::move(self));
+            return;
+          }
+          c.on_readable(ec);
+        });
+    return;
+  }
   // The byte stays in the socket (read_now takes it); EOF and errors end the
   // wait with their error code, a cancel (drain, KILL, a deadline) with
   // operation_aborted.

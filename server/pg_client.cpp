@@ -841,14 +841,14 @@ awaitable<void> PgClient::resume(boost::system::error_code ec) {
   }
 }
 
-void PgClient::go_idle() {
-  in_.release();
+void PgClient::go_idle(bool hot) {
+  if (!hot || in_.capacity() > kReadChunk) in_.release();
   std::string().swap(out_);  // move-assigning an empty string keeps the capacity
   if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
   if (relay_) give_relay_state(std::move(relay_));
   arm_idle_deadline();
   // Readability: everything was written, so TLS wants nothing else.
-  wait_idle(shared_from_this());
+  wait_idle(shared_from_this(), hot);
 }
 
 bool PgClient::resume_now(boost::system::error_code ec) {
@@ -861,8 +861,10 @@ bool PgClient::resume_now(boost::system::error_code ec) {
       !session_->pool().pg_native() || session_->mode() != config::PoolMode::transaction) {
     return false;
   }
-  auto n = read_now(kFirstRead);
-  if (!n || *n == 0) return false;  // EOF, an error, or nothing after all: resume() sees to it
+  if (!take_hot_read()) {
+    auto n = read_now(kFirstRead);
+    if (!n || *n == 0) return false;  // EOF, an error, or nothing after all: resume() sees to it
+  }
   relay_loop(LoopEntry::fresh);
   return true;
 }
@@ -964,7 +966,7 @@ void PgClient::relay_loop(LoopEntry entry) {
       spawn(false, false);
       return;
     }
-    go_idle();
+    go_idle(true);
   } catch (const std::exception& e) {
     spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
     spawn_end();
@@ -1010,6 +1012,7 @@ awaitable<void> PgClient::serve_on([[maybe_unused]] std::shared_ptr<PgClient> se
 
 awaitable<void> PgClient::serve(bool readable) {
   const size_t max_msg = server_.config().server.max_message_size;
+  bool served = false;  // a message was handled: the idle wait starts hot
   try {
     for (;;) {
       if (readable) {
@@ -1018,7 +1021,7 @@ awaitable<void> PgClient::serve(bool readable) {
         // idle deadline; read_more would wait under the 60 s timeout of a
         // message half read, and a client idle past client_idle_timeout
         // stayed open.
-        if (!read_now(kFirstRead)) break;  // EOF or an error: the client left
+        if (!take_hot_read() && !read_now(kFirstRead)) break;  // EOF or an error: the client left
       }
       // Handle every complete message in the buffer.
       bool open = true;
@@ -1027,6 +1030,7 @@ awaitable<void> PgClient::serve(bool readable) {
             session_->mode() == config::PoolMode::transaction) {
           // PostgreSQL backends in transaction mode: batches the relay takes
           // go to the server as bytes (pg_relay.cpp).
+          served = true;
           auto r = co_await relay();
           if (r == Relayed::closed) {
             open = false;
@@ -1043,6 +1047,7 @@ awaitable<void> PgClient::serve(bool readable) {
           break;
         }
         unconsumed_ = d.consumed;
+        served = true;
         open = co_await handle(d.message);
         in_.consume(unconsumed_);  // zero if the handler consumed it (COPY)
         unconsumed_ = 0;
@@ -1065,7 +1070,7 @@ awaitable<void> PgClient::serve(bool readable) {
           if (!n) break;
           if (*n > 0) continue;  // else a partial record: wait for the rest
         }
-        go_idle();
+        go_idle(served);
         co_return;
       }
       // Part of a message is here: wait for the rest (bounded by the I/O timeout).

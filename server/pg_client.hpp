@@ -164,8 +164,9 @@ class PgClient final : public ClientConnection,
   /// started batch, `flush_first`: with out_ still to write).
   boost::asio::awaitable<void> serve_on(std::shared_ptr<PgClient> self, bool mid_relay,
                                         bool flush_first);
-  /// A client with nothing left to do: buffers go, the idle wait starts.
-  void go_idle();
+  /// A client with nothing left to do: buffers go, the idle wait starts
+  /// (`hot`: it has just been answered; ClientConnection::wait_idle).
+  void go_idle(bool hot);
   /// The relay's per-batch scratch, allocated while the client is busy.
   struct RelayState {
     std::vector<pg::relay::Frame> frames;

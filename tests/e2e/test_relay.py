@@ -20,7 +20,9 @@ when no backend is idle, wirepool_pipelined_batches_total): twelve clients on
 one backend mixing simple and extended batches and failing statements each
 get exactly their own answers and errors, with batches pipelined; clients that
 vanish while their batch is running or queued leave the others' answers and
-the pool whole; `pipeline: false` pipelines nothing; clients queued in the
+the pool whole; `pipeline: false` pipelines nothing; a client's idle wait
+after an answer (hot: a receive into its buffer) and after 1 s (cold: a
+peek) each take the next request whole, also one larger than the buffer; clients queued in the
 pool's queue behind a long statement are sent behind the next batch without
 the pool (one event loop: two batches pipelined).
 """
@@ -241,6 +243,31 @@ class RelayTest(RawClients, WirepoolTestCase):
         c.commit()
         c.close()
         self.assertIn("lost", self.wp.log())
+
+    def test_idle_wait_hot_then_cold(self):
+        # After an answer the client's idle wait is a receive into its read
+        # buffer (hot); after 4 sweeps (0.75-1 s) it turns into a peek
+        # (cold, the buffer released). Requests arrive whole in both, and one
+        # larger than the hot receive's 8 KiB buffer arrives whole too.
+        before = self.relayed()
+        s, rd = self.raw()
+        peer = "127.0.0.1:%d" % s.getsockname()[1]
+        big = "x" * 30000
+        try:
+            for pause in (0, 0.05, 1.7, 0, 1.7):
+                time.sleep(pause)
+                s.sendall(query("SELECT 6 * 7"))
+                rows, status = rd.until_ready()
+                self.assertEqual([b for t, b in rows if t == "D"][0][6:], b"42")
+                s.sendall(query(f"SELECT length('{big}')"))
+                rows, status = rd.until_ready()
+                self.assertEqual([b for t, b in rows if t == "D"][0][6:], b"30000")
+                self.assertEqual(status, "I")
+        finally:
+            s.close()
+        self.assertGreaterEqual(self.relayed(), before + 10)
+        self.assertEqual(self.wp.log().count(f"client {peer}: idle wait turns cold"), 2)
+        self.assertNotIn("internal error", self.wp.log())
 
     def test_client_vanishing_mid_result_leaves_the_pool_whole(self):
         for _ in range(3):
