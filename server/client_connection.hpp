@@ -132,8 +132,8 @@ class ClientConnection : public Client {
   /// `hot` (a plaintext client that has just been answered): the wait is a
   /// receive into in_ itself, so the request arrives with the wake-up and
   /// the peek's second recv is saved (one system call of ~5 per relayed
-  /// transaction; Asio 1.81 also tries every receive once at the start, which
-  /// either way finds nothing). in_ is kept while the client stays hot; the
+  /// transaction; Asio 1.81 starts every receive, hot or cold, with one
+  /// attempt at once). in_ is kept while the client stays hot; the
   /// sweep turns a hot wait that lasted kHotSweeps sweeps (0.75-1 s) into a
   /// cold one and releases the buffer. TLS clients always wait cold (their
   /// bytes are records for OpenSSL to read).

@@ -21,10 +21,10 @@ one backend mixing simple and extended batches and failing statements each
 get exactly their own answers and errors, with batches pipelined; clients that
 vanish while their batch is running or queued leave the others' answers and
 the pool whole; `pipeline: false` pipelines nothing; a client's idle wait
-after an answer (hot: a receive into its buffer) and after 1 s (cold: a
-peek) each take the next request whole, also one larger than the buffer; clients queued in the
-pool's queue behind a long statement are sent behind the next batch without
-the pool (one event loop: two batches pipelined).
+after an answer (hot: a receive into its buffer) and after 1 s (cold: a peek)
+each take the next request whole, also one larger than the buffer; clients
+queued in the pool's queue behind a long statement are sent behind the next
+batch without the pool (one event loop: two batches pipelined).
 """
 
 import os
