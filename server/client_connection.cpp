@@ -330,6 +330,7 @@ void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool ho
               !c.timed_out_) {
             spdlog::debug("client {}: idle wait turns cold", c.peer_);
             c.in_.release();
+            std::string().swap(c.out_);
             c.wait_idle(std::move(self));
             return;
           }

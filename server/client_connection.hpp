@@ -133,9 +133,9 @@ class ClientConnection : public Client {
   /// receive into in_ itself, so the request arrives with the wake-up and
   /// the peek's second recv is saved (one system call of ~5 per relayed
   /// transaction; Asio 1.81 starts every receive, hot or cold, with one
-  /// attempt at once). in_ is kept while the client stays hot; the
-  /// sweep turns a hot wait that lasted kHotSweeps sweeps (0.75-1 s) into a
-  /// cold one and releases the buffer. TLS clients always wait cold (their
+  /// attempt at once). in_ (and the protocol's out_) are kept while the
+  /// client stays hot; the sweep turns a hot wait that lasted kHotSweeps
+  /// sweeps (0.75-1 s) into a cold one and releases both. TLS clients always wait cold (their
   /// bytes are records for OpenSSL to read).
   void wait_idle(std::shared_ptr<ClientConnection> self, bool hot = false);
   /// Sweeps a hot idle wait lasts before it turns cold.

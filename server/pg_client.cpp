@@ -842,8 +842,13 @@ awaitable<void> PgClient::resume(boost::system::error_code ec) {
 }
 
 void PgClient::go_idle(bool hot) {
+  hot = hot && !ssl_;  // a TLS client waits cold (wait_idle): its buffers go now
+  // A hot client keeps both buffers (no free and malloc per transaction)
+  // unless a large message or answer grew them; the cold wait frees them.
   if (!hot || in_.capacity() > kReadChunk) in_.release();
-  std::string().swap(out_);  // move-assigning an empty string keeps the capacity
+  if (!hot || out_.capacity() > kReadChunk) {
+    std::string().swap(out_);  // move-assigning an empty string keeps the capacity
+  }
   if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
   if (relay_) give_relay_state(std::move(relay_));
   arm_idle_deadline();
