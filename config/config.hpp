@@ -106,6 +106,9 @@ struct PoolSettings {
   /// PostgreSQL in transaction mode: a relayed batch may be sent behind another
   /// client's running one when no backend is idle (docs/protocol-postgres.md).
   bool pipeline = true;
+  /// With pipeline: connections opened for batches a train could take (0 = auto:
+  /// 2 x cores + 1 for a server on this host, else max). server::pipeline_max().
+  int pipeline_max = 0;
 };
 
 struct BackendTls {

@@ -608,6 +608,10 @@ void Loader::read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m) {
       {"idle_timeout", [&](const Entry& v) { set(p.idle_timeout, read_duration(v)); }},
       {"max_lifetime", [&](const Entry& v) { set(p.max_lifetime, read_duration(v)); }},
       {"pipeline", [&](const Entry& v) { set(p.pipeline, read_bool(v)); }},
+      {"pipeline_max",
+       [&](const Entry& v) {
+         set(p.pipeline_max, read_int(v, 0, std::numeric_limits<int>::max()));
+       }},
       {"reset_query",
        [&](const Entry& v) {
          m.reset_query_written = true;

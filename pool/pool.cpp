@@ -15,6 +15,9 @@
 //   idle       handle_closed (found dead)     (gone)
 //   in_use     handle_release: broken         closing    Close unhealthy / not_idle
 //   in_use     handle_release: retired        closing    Close shutdown / max_lifetime / reconnect
+//   in_use     handle_release: above          closing    Close surplus
+//              pipeline_max, only pipelined
+//              waiters wait
 //   in_use     handle_release, session mode   resetting  Reset
 //   in_use     handle_release                 idle
 //   resetting  handle_reset_done(ok)          idle       (Close if retired)
@@ -25,7 +28,8 @@
 // max_lifetime, reconnect() marked it, or more connections are live than `max`.
 // Every handler ends in dispatch(), which grants idle connections to waiters in
 // FIFO order and opens connections for waiters and for `min`, never above `max`
-// (closing connections count until handle_closed).
+// (closing connections count until handle_closed); for pipelined waiters alone
+// only up to `pipeline_max` (pipeline_limited).
 
 #include "pool/pool.hpp"
 
@@ -65,6 +69,8 @@ std::string_view to_string(CloseReason r) {
       return "shutdown";
     case CloseReason::reconnect:
       return "reconnect";
+    case CloseReason::surplus:
+      return "surplus";
   }
   return "unknown";
 }
@@ -162,6 +168,31 @@ void Pool::reject(WaiterId waiter, RejectReason reason) {
   actions_.push_back(Reject{waiter, reason});
 }
 
+std::deque<Pool::Waiter>::iterator Pool::drop_waiter(std::deque<Waiter>::iterator it, TimePoint now,
+                                                     bool progress) {
+  if (it->pipelined) --pipelined_waiting_;
+  if (progress) last_progress_ = now;
+  return waiters_.erase(it);
+}
+
+bool Pool::pipeline_limited(TimePoint now) const {
+  if (config_.pipeline_max == 0 || waiters_.empty()) return false;
+  // A waiter that is not pipelined, past those the connections on their way
+  // serve (in FIFO order), needs one of its own.
+  const size_t coming = count(State::opening) + count(State::resetting);
+  if (waiters_.size() > pipelined_waiting_ &&
+      std::any_of(waiters_.begin() + static_cast<std::ptrdiff_t>(std::min(coming, waiters_.size())),
+                  waiters_.end(), [](const Waiter& w) { return !w.pipelined; })) {
+    return false;
+  }
+  if (counted() < config_.pipeline_max) return false;
+  return !(coming == 0 && pipeline_stuck(now));
+}
+
+bool Pool::pipeline_stuck(TimePoint now) const {
+  return pipelined_waiting_ > 0 && now - last_progress_ >= kPipelinePatience;
+}
+
 void Pool::dispatch(TimePoint now, bool may_open) {
   if (shutting_down_) return;
   // Serve waiters from idle connections: first waiter, most recently used connection.
@@ -173,7 +204,7 @@ void Pool::dispatch(TimePoint now, bool may_open) {
       continue;
     }
     const WaiterId waiter = waiters_.front().id;
-    waiters_.pop_front();
+    drop_waiter(waiters_.begin(), now, true);
     set_state(id, c, State::in_use);
     ++totals_.granted_total;
     actions_.push_back(Grant{waiter, id});
@@ -181,7 +212,8 @@ void Pool::dispatch(TimePoint now, bool may_open) {
   if (!may_open) return;
   // One Open per waiter not already covered by an opening or resetting connection.
   while (counted() < config_.max &&
-         waiters_.size() > count(State::opening) + count(State::resetting)) {
+         waiters_.size() > count(State::opening) + count(State::resetting) &&
+         !pipeline_limited(now)) {
     open_one(now);
   }
   // And up to min, counting every connection not closing.
@@ -192,12 +224,19 @@ void Pool::dispatch(TimePoint now, bool may_open) {
 
 // ---- events --------------------------------------------------------------------
 
-void Pool::handle_acquire(WaiterId waiter, TimePoint now) {
+void Pool::handle_acquire(WaiterId waiter, TimePoint now, bool pipelined) {
   if (shutting_down_) {
     reject(waiter, RejectReason::shutdown);
     return;
   }
-  waiters_.push_back(Waiter{waiter, now + config_.acquire_timeout, now});
+  if (waiters_.empty()) last_progress_ = now;  // patience counts from the queue's start
+  waiters_.push_back(Waiter{waiter, now + config_.acquire_timeout, now, pipelined});
+  if (pipelined) {
+    ++pipelined_waiting_;
+  } else {
+    last_unpipelined_ = now;
+    unpipelined_seen_ = true;
+  }
   dispatch(now, true);
 }
 
@@ -222,7 +261,7 @@ std::optional<ConnId> Pool::try_acquire(TimePoint now) {
 void Pool::handle_cancel(WaiterId waiter, TimePoint now) {
   auto it = std::find_if(waiters_.begin(), waiters_.end(),
                          [waiter](const Waiter& w) { return w.id == waiter; });
-  if (it != waiters_.end()) waiters_.erase(it);
+  if (it != waiters_.end()) drop_waiter(it, now, true);
   dispatch(now, true);
 }
 
@@ -235,6 +274,12 @@ void Pool::handle_release(ConnId conn, bool healthy, TxState tx, TimePoint now) 
     close_conn(conn, *c, CloseReason::not_idle);
   } else if (auto reason = retire_reason(*c, now)) {
     close_conn(conn, *c, *reason);
+  } else if (config_.pipeline_max != 0 && live() > config_.pipeline_max && !waiters_.empty() &&
+             pipelined_waiting_ == waiters_.size() && !pipeline_stuck(now) &&
+             (!unpipelined_seen_ || now - last_unpipelined_ >= kPipelineSurplusQuiet)) {
+    // Opened for other work (or past a stall): the trains serve these waiters.
+    // (live, not counted: connections already closing are gone for this count.)
+    close_conn(conn, *c, CloseReason::surplus);
   } else if (config_.reset_on_release) {
     set_state(conn, *c, State::resetting);
     actions_.push_back(Reset{conn});
@@ -264,6 +309,7 @@ void Pool::handle_open_failed(ConnId conn, TimePoint now) {
     for (const Waiter& w : waiters_)
       reject(w.id, RejectReason::open_failed);
     waiters_.clear();
+    pipelined_waiting_ = 0;
   }
   dispatch(now, false);  // no Open here: a failing backend must not spin Open/fail
 }
@@ -293,7 +339,7 @@ void Pool::handle_timeout(TimePoint now) {
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     if (it->deadline <= now) {
       reject(it->id, RejectReason::timeout);
-      it = waiters_.erase(it);
+      it = drop_waiter(it, now, false);
     } else {
       ++it;
     }
@@ -349,6 +395,7 @@ void Pool::shutdown(TimePoint /*now*/) {
     reject(w.id, RejectReason::shutdown);
   }
   waiters_.clear();
+  pipelined_waiting_ = 0;
   while (!idle_.empty()) {
     const ConnId id = idle_.front();
     close_conn(id, conns_.at(id), CloseReason::shutdown);
@@ -368,6 +415,12 @@ std::optional<TimePoint> Pool::next_deadline() const {
   std::optional<TimePoint> best;
   for (const Waiter& w : waiters_)
     keep_earliest(best, w.deadline);
+  // Pipelined waiters held back by pipeline_max: when patience runs out.
+  // (Not while a connection is on its way: dispatch opens one at a time, and a
+  // deadline already past would spin the timer.)
+  if (config_.pipeline_max != 0 && pipelined_waiting_ > 0 && counted() < config_.max &&
+      count(State::opening) + count(State::resetting) == 0)
+    keep_earliest(best, last_progress_ + kPipelinePatience);
   const bool idle_closable = config_.idle_timeout > Duration::zero() && live() > effective_min();
   for (ConnId id : idle_) {
     const Conn& c = conns_.at(id);

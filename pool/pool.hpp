@@ -18,7 +18,11 @@
 //  - waiters are granted in FIFO order, and each is granted or rejected by its deadline;
 //  - no connection is granted to two waiters at once;
 //  - idle connections above `min` are closed after `idle_timeout`;
-//  - a connection older than `max_lifetime` is closed on release instead of reused.
+//  - a connection older than `max_lifetime` is closed on release instead of reused;
+//  - with `pipeline_max`, waiters whose work can queue behind another client's on a
+//    busy connection (pipelined) open connections only up to `pipeline_max`, unless
+//    the queue has made no progress for kPipelinePatience (then one at a time); other
+//    waiters open up to `max` as ever.
 // clang-format on
 
 #include <array>
@@ -48,7 +52,19 @@ struct Config {
   Duration max_lifetime = std::chrono::hours(1);     ///< zero = unlimited
   /// Session-mode pools reset a released connection before it is reused.
   bool reset_on_release = false;
+  /// Pipelined waiters (handle_acquire's `pipelined`) open connections only while
+  /// fewer than this many are counted; the rest of their wait is for a connection
+  /// given back or for a train (handle_cancel). 0: no such limit (up to `max`).
+  size_t pipeline_max = 0;
 };
+
+/// A queue of pipelined waiters that has seen no grant and no cancel for this
+/// long opens one connection past `pipeline_max` (the connections are held by
+/// work that takes no batch behind it: transactions, long statements).
+inline constexpr Duration kPipelinePatience = std::chrono::milliseconds(50);
+/// A connection above `pipeline_max` given back while only pipelined waiters
+/// wait (and no other waiter came for this long) is closed, not reused.
+inline constexpr Duration kPipelineSurplusQuiet = std::chrono::seconds(1);
 
 /// The backend transaction state at release (mirrors db::TxState without the dependency).
 enum class TxState : uint8_t { idle, in_transaction, failed };
@@ -69,6 +85,7 @@ enum class CloseReason : uint8_t {
   reset_failed,  ///< the reset after a session failed
   shutdown,      ///< the pool is shutting down
   reconnect,     ///< reconfigured / RECONNECT: replaced on next release
+  surplus,       ///< above pipeline_max, given back while only pipelined waiters wait
 };
 std::string_view to_string(CloseReason r);
 
@@ -101,7 +118,9 @@ class Pool {
   /// (possibly immediately: poll_action() right after). Its deadline is
   /// `now + acquire_timeout` (kept across reconfigure). Waiter ids must be
   /// unique among the waiters. After shutdown() it is rejected at once.
-  void handle_acquire(WaiterId waiter, TimePoint now);
+  /// `pipelined`: the waiter's work may also be taken by a busy connection's
+  /// train (its owner then cancels the wait), see Config::pipeline_max.
+  void handle_acquire(WaiterId waiter, TimePoint now, bool pipelined = false);
   /// A client wants a connection and one is idle now, with nobody waiting
   /// before it: the connection is granted here (counted as a grant, no Grant
   /// action). nullopt when a handle_acquire would have to wait (or after
@@ -165,6 +184,7 @@ class Pool {
     WaiterId id;
     TimePoint deadline;
     TimePoint since;
+    bool pipelined = false;
   };
 
   size_t count(State s) const { return counts_[static_cast<size_t>(s)]; }
@@ -179,6 +199,13 @@ class Pool {
   void make_idle(ConnId id, Conn& c, TimePoint now);
   void close_conn(ConnId id, Conn& c, CloseReason reason);
   void reject(WaiterId waiter, RejectReason reason);
+  /// Every waiter leaves waiters_ through here (`progress`: granted or cancelled).
+  std::deque<Waiter>::iterator drop_waiter(std::deque<Waiter>::iterator it, TimePoint now,
+                                           bool progress);
+  /// Only pipelined waiters wait and none needs a connection past pipeline_max.
+  bool pipeline_limited(TimePoint now) const;
+  /// The pipelined waiters' queue has made no progress for kPipelinePatience.
+  bool pipeline_stuck(TimePoint now) const;
   void dispatch(TimePoint now,
                 bool may_open);  // match idle connections with waiters, open as needed
 
@@ -190,6 +217,10 @@ class Pool {
   std::deque<Action> actions_;
   ConnId next_conn_ = 1;
   bool shutting_down_ = false;
+  size_t pipelined_waiting_ = 0;  // of waiters_
+  TimePoint last_progress_{};     // a waiter granted or cancelled, or the queue began
+  TimePoint last_unpipelined_{};  // a waiter that is not pipelined came
+  bool unpipelined_seen_ = false;
   Stats totals_;  // only the *_total counters are kept here; gauges come from counts_
 };
 

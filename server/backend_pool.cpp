@@ -7,8 +7,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cctype>
 #include <functional>
+#include <optional>
+#include <thread>
 
 #include "backends/odbc/odbc_text.hpp"
 #include "server/log.hpp"
@@ -93,8 +98,18 @@ sql::Dialect dialect_for_database(const config::Database& db) {
 }
 
 namespace {
+bool host_is_local(std::string_view h) {
+  if (h.empty() || h.front() == '/' || h.front() == '@') return true;  // Unix sockets
+  std::string l(h);
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (l.starts_with("%2f")) return true;  // a URI's percent-encoded socket directory
+  if (l.size() > 2 && l.front() == '[' && l.back() == ']') l = l.substr(1, l.size() - 2);
+  return l == "localhost" || l.starts_with("127.") || l == "::1";
+}
+
 pool::Config pool_config(const config::Database& d) {
   pool::Config c;
+  c.pipeline_max = pipeline_max(d, usable_cores());
   c.min = static_cast<size_t>(d.pool.min);
   c.max = static_cast<size_t>(d.pool.max);
   c.acquire_timeout = d.pool.acquire_timeout;
@@ -104,6 +119,108 @@ pool::Config pool_config(const config::Database& d) {
   return c;
 }
 }  // namespace
+
+namespace {
+std::vector<std::string> split_commas(std::string_view v) {
+  std::vector<std::string> out;
+  for (;;) {
+    const size_t comma = v.find(',');
+    out.emplace_back(v.substr(0, comma));
+    if (comma == std::string_view::npos) return out;
+    v.remove_prefix(comma + 1);
+  }
+}
+}  // namespace
+
+std::vector<std::string> conninfo_hosts(std::string_view s) {
+  std::optional<std::string> host, hostaddr;
+  auto param = [&](std::string_view key, std::string value) {
+    if (key == "host") host = std::move(value);
+    if (key == "hostaddr") hostaddr = std::move(value);
+  };
+  if (s.starts_with("postgresql://") || s.starts_with("postgres://")) {
+    std::string_view rest = s.substr(s.find("://") + 3);
+    const size_t end = rest.find_first_of("/?");
+    std::string_view auth = rest.substr(0, end);
+    if (const size_t at = auth.rfind('@'); at != std::string_view::npos) auth.remove_prefix(at + 1);
+    std::string hosts;
+    const auto parts = split_commas(auth);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::string_view h = parts[i];  // host, host:port or [v6]:port
+      h = h.starts_with('[') ? h.substr(0, h.find(']') + 1) : h.substr(0, h.find(':'));
+      if (i > 0) hosts += ',';
+      hosts += h;
+    }
+    if (!auth.empty()) host = hosts;
+    if (const size_t q = rest.find('?'); q != std::string_view::npos) {
+      std::string_view query = rest.substr(q + 1);
+      while (!query.empty()) {
+        const size_t amp = query.find('&');
+        std::string_view kv = query.substr(0, amp);
+        const size_t eq = kv.find('=');
+        if (eq != std::string_view::npos) param(kv.substr(0, eq), std::string(kv.substr(eq + 1)));
+        if (amp == std::string_view::npos) break;
+        query.remove_prefix(amp + 1);
+      }
+    }
+  } else {
+    size_t i = 0;
+    auto space = [&] {
+      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
+        ++i;
+    };
+    while (true) {
+      space();
+      if (i >= s.size()) break;
+      const size_t k = i;
+      while (i < s.size() && s[i] != '=' && !std::isspace(static_cast<unsigned char>(s[i])))
+        ++i;
+      std::string_view key = s.substr(k, i - k);
+      space();
+      if (i >= s.size() || s[i] != '=') break;  // malformed: libpq reports it when connecting
+      ++i;
+      space();
+      std::string value;
+      if (i < s.size() && s[i] == '\'') {
+        for (++i; i < s.size() && s[i] != '\''; ++i) {
+          if (s[i] == '\\' && i + 1 < s.size()) ++i;
+          value += s[i];
+        }
+        ++i;
+      } else {
+        while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i]))) {
+          if (s[i] == '\\' && i + 1 < s.size()) ++i;
+          value += s[i++];
+        }
+      }
+      param(key, std::move(value));
+    }
+  }
+  if (hostaddr && !hostaddr->empty()) return split_commas(*hostaddr);
+  if (host) return split_commas(*host);
+  return {""};
+}
+
+size_t usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<size_t>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+size_t pipeline_max(const config::Database& d, size_t cores) {
+  if (d.driver != "postgresql" || d.pool.mode != config::PoolMode::transaction ||
+      !d.pool.pipeline) {
+    return 0;
+  }
+  if (d.pool.pipeline_max > 0) return static_cast<size_t>(d.pool.pipeline_max);
+  const auto hosts = conninfo_hosts(d.connection);
+  if (!std::all_of(hosts.begin(), hosts.end(),
+                   [](const std::string& h) { return host_is_local(h); }))
+    return 0;
+  return 2 * std::max<size_t>(cores, 1) + 1;
+}
 
 DatabasePool::DatabasePool(const config::Database& cfg, const db::Driver& driver,
                            db::OpenOptions open, BlockingExecutor& blocking,
@@ -174,13 +291,13 @@ void DatabasePool::start() {
   pump(lock);
 }
 
-asio::awaitable<std::variant<Backend*, AcquireError>> DatabasePool::acquire() {
+asio::awaitable<std::variant<Backend*, AcquireError>> DatabasePool::acquire(bool pipelined) {
   auto self = shared_from_this();  // alive until the waiter is answered
   auto executor = co_await asio::this_coro::executor;
   // Named, not a temporary: GCC 12 can destroy a temporary with captures that
   // lives across a co_await twice. The same rule holds wherever we co_await.
-  auto initiate = [this, &executor](auto handler) {
-    acquire_async(executor, Handler(std::move(handler)));
+  auto initiate = [this, &executor, pipelined](auto handler) {
+    acquire_async(executor, Handler(std::move(handler)), pipelined);
   };
   auto result = co_await asio::async_initiate<const asio::use_awaitable_t<>,
                                               void(std::variant<Backend*, AcquireError>)>(
@@ -188,11 +305,12 @@ asio::awaitable<std::variant<Backend*, AcquireError>> DatabasePool::acquire() {
   co_return result;
 }
 
-pool::WaiterId DatabasePool::acquire_async(asio::any_io_executor executor, AcquireHandler handler) {
+pool::WaiterId DatabasePool::acquire_async(asio::any_io_executor executor, AcquireHandler handler,
+                                           bool pipelined) {
   std::unique_lock lock(mu_);
   pool::WaiterId id = next_waiter_++;
   waiters_.emplace_back(id, Waiter{std::move(handler), std::move(executor)});
-  pool_.handle_acquire(id, pool::Clock::now());
+  pool_.handle_acquire(id, pool::Clock::now(), pipelined);
   pump(lock);
   return id;
 }

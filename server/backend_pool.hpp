@@ -125,6 +125,20 @@ struct AcquireError {
   std::string message;  ///< client-facing, e.g. the backend's open error
 };
 
+/// The pool's pipeline_max (pool::Config) for `d`: 0 (no limit) unless pipelining
+/// applies (postgresql, transaction mode, `pipeline`); `pool.pipeline_max` as
+/// written, or for 0 (auto) 2 x `cores` + 1 when every host of the connection
+/// string is on this machine (a Unix socket, localhost, 127.0.0.0/8, ::1): the
+/// server then runs on the cores wirepool and its clients use, and PostgreSQL's
+/// rule of thumb for busy connections (twice the cores, plus one) holds; no
+/// limit for a server elsewhere, whose cores wirepool does not know.
+size_t pipeline_max(const config::Database& d, size_t cores);
+/// The hosts a libpq connection string (key=value or URI) names, `host` or
+/// `hostaddr` ("" where it names none: the default Unix socket).
+std::vector<std::string> conninfo_hosts(std::string_view conninfo);
+/// The CPUs this process may run on.
+size_t usable_cores();
+
 class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
  public:
   /// `timer_context`: where the pool's deadline timer runs.
@@ -150,13 +164,18 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
 
   /// Waits for a backend (bounded by acquire_timeout). On success the caller owns
   /// the lease until release().
-  boost::asio::awaitable<std::variant<Backend*, AcquireError>> acquire();
+  /// `pipelined`: as acquire_async's.
+  boost::asio::awaitable<std::variant<Backend*, AcquireError>> acquire(bool pipelined = false);
   /// acquire() for a caller that is not a coroutine: `handler` runs on
   /// `executor` (never inline) with the backend or the error, unless
   /// cancel_acquire() takes the waiter back first.
   using AcquireHandler =
       boost::asio::any_completion_handler<void(std::variant<Backend*, AcquireError>)>;
-  pool::WaiterId acquire_async(boost::asio::any_io_executor executor, AcquireHandler handler);
+  /// `pipelined`: the waiter needs no connection of its own (pool::Config::
+  /// pipeline_max): a train may take its batch, or it holds one only briefly
+  /// (a login reading the server's parameters).
+  pool::WaiterId acquire_async(boost::asio::any_io_executor executor, AcquireHandler handler,
+                               bool pipelined = false);
   /// The waiter leaves the queue, its handler destroyed without a call: true
   /// when it was still waiting (false: its answer is on the way).
   bool cancel_acquire(pool::WaiterId id);

@@ -500,10 +500,11 @@ awaitable<bool> PgClient::login() {
 
   // A PostgreSQL backend reports its own parameters: take them from a backend
   // that has the client's settings (which also checks those settings now,
-  // where the client expects errors about them).
+  // where the client expects errors about them). A lease this brief waits for
+  // a connection given back rather than opening one past pipeline_max.
   std::vector<std::pair<std::string, std::string>> reported;
   if (native) {
-    auto err = co_await session_->ensure_backend();
+    auto err = co_await session_->ensure_backend(/*pipelined=*/true);
     if (err) {
       spdlog::warn("client {}: database \"{}\": {}", peer_, database, err->message);
       co_await fatal(err->sqlstate, err->message);
@@ -918,11 +919,13 @@ void PgClient::relay_loop(LoopEntry entry) {
           // gets each answer as PostgreSQL would send it).
           if (!flushed()) return;
           if (relay_join()) return;  // queued behind another client's batch
-          train_wait_begin();
-          session_->wait_backend(loop_.io.get_executor(),
-                                 [self](std::variant<Backend*, AcquireError> got) {
-                                   self->on_granted(std::move(got));
-                                 });
+          const bool pipelined = train_wait_begin();
+          session_->wait_backend(
+              loop_.io.get_executor(),
+              [self](std::variant<Backend*, AcquireError> got) {
+                self->on_granted(std::move(got));
+              },
+              pipelined);
           return;
         }
       }

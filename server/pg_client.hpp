@@ -126,8 +126,9 @@ class PgClient final : public ClientConnection,
   /// relay_start(&b), sent, and the client in `b`'s train (false: nothing sent).
   bool relay_send_behind(Backend& b, bool known = false);
   /// This client waits in the pool's queue with a checked batch (wait_backend):
-  /// listed for train_pull until granted (train_wait_end).
-  void train_wait_begin();
+  /// listed for train_pull until granted (train_wait_end). True when a train
+  /// may take it (the pool's `pipelined` waiter).
+  bool train_wait_begin();
   void train_wait_end();
   /// `b` (held by this client) has room behind its running batch: clients of
   /// this loop waiting in the pool's queue take it, oldest first.

@@ -922,9 +922,10 @@ bool train_has_room(const Backend& b, uint32_t limit,
 }
 }  // namespace
 
-void PgClient::train_wait_begin() {
-  if (!session_->pool().config().pool.pipeline) return;
+bool PgClient::train_wait_begin() {
+  if (!session_->pool().config().pool.pipeline) return false;
   train_waiters().push_back({&session_->pool(), this, weak_from_this()});
+  return relay_->plain;
 }
 
 void PgClient::train_wait_end() {
@@ -974,10 +975,11 @@ void PgClient::train_pull(Backend& b) {
     if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
     if (!c->relay_send_behind(b, true)) {                // its statements were just checked
       // Not relayable after all (the backend's socket): back to the pool's queue.
-      c->train_wait_begin();
+      const bool pipelined = c->train_wait_begin();
       c->session_->wait_backend(
           c->loop_.io.get_executor(),
-          [c](std::variant<Backend*, AcquireError> got) { c->on_granted(std::move(got)); });
+          [c](std::variant<Backend*, AcquireError> got) { c->on_granted(std::move(got)); },
+          pipelined);
       return;
     }
   }

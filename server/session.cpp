@@ -146,9 +146,10 @@ void Session::wait_begin() {
   wait_started_ = std::chrono::steady_clock::now();
 }
 
-void Session::wait_backend(asio::any_io_executor executor, DatabasePool::AcquireHandler done) {
+void Session::wait_backend(asio::any_io_executor executor, DatabasePool::AcquireHandler done,
+                           bool pipelined) {
   wait_begin();
-  waiter_ = pool_->acquire_async(std::move(executor), std::move(done));
+  waiter_ = pool_->acquire_async(std::move(executor), std::move(done), pipelined);
 }
 
 bool Session::leave_wait_for_train() {
@@ -184,7 +185,7 @@ bool Session::try_backend_now() {
   return b && settle(b, {}, true) == Granted::ready;
 }
 
-asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
+asio::awaitable<std::optional<db::Error>> Session::ensure_backend(bool pipelined) {
   if (!backend_ && try_backend_now()) co_return std::nullopt;
   for (int tries = 0; !backend_; ++tries) {
     wait_begin();
@@ -197,7 +198,7 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend() {
       boost::system::error_code ec;
       co_await pause_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
-    auto got = co_await pool_->acquire();
+    auto got = co_await pool_->acquire(pipelined);
     db::Error err;
     // Past `max` dead ones in a row, the next is taken as it is.
     switch (

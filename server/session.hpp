@@ -80,7 +80,8 @@ class Session : public db::EventSink {
   /// Acquires a backend if the session holds none. On failure, an error for the
   /// client (53300 pool timeout, 08006 backend unreachable, 57P01 shutdown).
   /// A PostgreSQL backend then gets the client's settings (see sync_settings).
-  boost::asio::awaitable<std::optional<db::Error>> ensure_backend();
+  /// `pipelined`: as DatabasePool::acquire_async's.
+  boost::asio::awaitable<std::optional<db::Error>> ensure_backend(bool pipelined = false);
   /// ensure_backend()'s fast path, with no coroutine: true when the session
   /// holds a backend ready for the client (an idle one granted at once, its
   /// settings already the client's). False: call ensure_backend(), which
@@ -90,7 +91,9 @@ class Session : public db::EventSink {
   /// try_backend_now() left the session without a backend and can_wait_now():
   /// `done` runs on `executor` with what the pool granted, for take_granted().
   bool can_wait_now() const;
-  void wait_backend(boost::asio::any_io_executor executor, DatabasePool::AcquireHandler done);
+  /// `pipelined`: the relay's pipeline may take the client out of the wait.
+  void wait_backend(boost::asio::any_io_executor executor, DatabasePool::AcquireHandler done,
+                    bool pipelined = false);
   /// The relay's pipeline takes this client out of wait_backend()'s wait, to
   /// send its batch behind another's: true when its pool waiter was still
   /// waiting (now gone, the client queued() since its wait began) and no

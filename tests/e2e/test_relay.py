@@ -25,6 +25,11 @@ after an answer (hot: a receive into its buffer) and after 1 s (cold: a peek)
 each take the next request whole, also one larger than the buffer; clients
 queued in the pool's queue behind a long statement are sent behind the next
 batch without the pool (one event loop: two batches pipelined).
+`pool.pipeline_max`: twelve clients of plain batches on a pool of 6 with
+pipeline_max 2 open at most 2 connections (one more if the machine stalls the
+queue for the patience) and get their own answers, where the same load with
+pipeline_max 6 opens more than 3; transactions open past pipeline_max, and a
+connection above it given back while only plain batches wait is closed.
 """
 
 import os
@@ -544,6 +549,91 @@ class TrainOrderTest(RawClients, WirepoolTestCase):
         finally:
             held.rollback()
             held.close()
+
+
+class PipelineMaxTest(RawClients, WirepoolTestCase):
+    """pool.pipeline_max (pool/pool.hpp): connections opened for batches a
+    train could take. One event loop (trains form within a loop)."""
+    users = "- { name: alice, password: wonderland }"
+    http = True
+    server = "threads: 1"
+
+    @classmethod
+    def setUpClass(cls):
+        info = pg_info()
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = info["password"]
+        cls.databases = "".join([
+            database_entry(info, "capped", "transaction", 6,
+                           "acquire_timeout: 30s, pipeline: true, pipeline_max: 2"),
+            database_entry(info, "captx", "transaction", 6,
+                           "acquire_timeout: 30s, pipeline: true, pipeline_max: 2"),
+            database_entry(info, "uncapped", "transaction", 6,
+                           "acquire_timeout: 30s, pipeline: true, pipeline_max: 6"),
+        ])
+        super().setUpClass()
+
+    def load(self, database, clients=12, rounds=100):
+        """`clients` threads sending `rounds` plain batches each, every answer
+        checked; returns the errors."""
+        import threading
+        errors = []
+        start = threading.Barrier(clients)
+
+        def client(k):
+            try:
+                s, rd = self.raw_to(database)
+                try:
+                    start.wait(10)
+                    for i in range(rounds):
+                        s.sendall(query(f"SELECT {k * 1000 + i}, pg_sleep(0.001)"))
+                        msgs, status = rd.until_ready()
+                        rows = [b for t, b in msgs if t == "D"]
+                        if len(rows) != 1 or not rows[0][6:].startswith(str(k * 1000 + i).encode()):
+                            errors.append((k, i, msgs))
+                            return
+                finally:
+                    s.close()
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append((k, repr(e)))
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        return errors
+
+    def test_plain_batches_open_at_most_pipeline_max_connections(self):
+        self.assertEqual(self.load("capped"), [])
+        # 2, and one more each time the queue made no progress for 50 ms (the
+        # patience: a stall of this shared machine can do that).
+        self.assertLessEqual(self.counter("wirepool_backend_connects_total", "capped"), 3)
+        self.assertGreater(self.counter("wirepool_pipelined_batches_total", "capped"), 0)
+        # The same load where pipeline_max is max opens more.
+        self.assertEqual(self.load("uncapped"), [])
+        self.assertGreater(self.counter("wirepool_backend_connects_total", "uncapped"), 3)
+
+    def test_transactions_open_past_pipeline_max_and_the_surplus_closes(self):
+        held = [self.raw_to("captx") for _ in range(4)]
+        try:
+            for s, rd in held:  # four transactions at once: four connections
+                s.sendall(query("BEGIN; SELECT 1"))
+                _, status = rd.until_ready()
+                self.assertEqual(status, "T")
+            self.assertGreaterEqual(self.counter("wirepool_backend_connects_total", "captx"), 4)
+            for s, rd in held:
+                s.sendall(query("COMMIT"))
+                _, status = rd.until_ready()
+                self.assertEqual(status, "I")
+        finally:
+            for s, _ in held:
+                s.close()
+        # No transaction for a second: plain batches alone, and connections
+        # given back while they wait close down towards pipeline_max.
+        time.sleep(1.2)
+        self.assertEqual(self.load("captx", rounds=60), [])
+        self.assertGreaterEqual(self.wp.log().count("(surplus)"), 1)
+        self.assertNotIn("internal error", self.wp.log())
 
 
 if __name__ == "__main__":

@@ -66,6 +66,9 @@ class PoolTest : public ::testing::Test {
   Actions acquire(WaiterId w) {
     return act([&] { pool_->handle_acquire(w, now_); });
   }
+  Actions acquire_pipelined(WaiterId w) {
+    return act([&] { pool_->handle_acquire(w, now_, true); });
+  }
   Actions cancel(WaiterId w) {
     return act([&] { pool_->handle_cancel(w, now_); });
   }
@@ -130,6 +133,7 @@ TEST(PoolToString, NamesEveryReason) {
   EXPECT_EQ(to_string(CloseReason::reset_failed), "reset_failed");
   EXPECT_EQ(to_string(CloseReason::shutdown), "shutdown");
   EXPECT_EQ(to_string(CloseReason::reconnect), "reconnect");
+  EXPECT_EQ(to_string(CloseReason::surplus), "surplus");
 }
 
 // ---- construction and acquire --------------------------------------------------
@@ -667,6 +671,107 @@ TEST_F(PoolTest, EventsForUnknownConnectionsOrInWrongStateAreIgnored) {
   EXPECT_EQ(after.in_use, before.in_use);
   EXPECT_EQ(after.closed_total, before.closed_total);
   EXPECT_EQ(after.opened_total, before.opened_total);
+}
+
+// ---- pipeline_max -----------------------------------------------------------------
+
+Config pipelined_limits(size_t max, size_t pipeline_max) {
+  Config c = limits(0, max);
+  c.pipeline_max = pipeline_max;
+  return c;
+}
+
+TEST_F(PoolTest, PipelinedWaitersOpenOnlyUpToPipelineMax) {
+  start(pipelined_limits(10, 2));
+  EXPECT_EQ(acquire_pipelined(1), Actions{"open c1"});
+  EXPECT_EQ(acquire_pipelined(2), Actions{"open c2"});
+  EXPECT_EQ(acquire_pipelined(3), Actions{});  // a train or a connection given back serves it
+  EXPECT_EQ(opened(1), Actions{"grant w1 c1"});
+  EXPECT_EQ(opened(2), Actions{"grant w2 c2"});
+  EXPECT_EQ(release(1), Actions{"grant w3 c1"});
+  EXPECT_EQ(pool().stats(now_).opened_total, 2u);
+}
+
+TEST_F(PoolTest, OtherWaitersStillOpenUpToMaxPastPipelineMax) {
+  start(pipelined_limits(10, 1));
+  EXPECT_EQ(acquire_pipelined(1), Actions{"open c1"});
+  EXPECT_EQ(acquire_pipelined(2), Actions{});
+  // A transaction to begin: not pipelined, so connections open until one comes
+  // for it (FIFO still: they go to the waiters in order, w2's first).
+  EXPECT_EQ(acquire(3), (Actions{"open c2", "open c3"}));
+  EXPECT_EQ(opened(1), Actions{"grant w1 c1"});
+  EXPECT_EQ(opened(2), Actions{"grant w2 c2"});
+  EXPECT_EQ(opened(3), Actions{"grant w3 c3"});
+}
+
+TEST_F(PoolTest, CancelledPipelinedWaiterCountsAsProgressAndStuckQueueOpensOneAtATime) {
+  start(pipelined_limits(10, 1));
+  acquire_pipelined(1);
+  opened(1);  // w1 holds c1, say in a long statement
+  EXPECT_EQ(acquire_pipelined(2), Actions{});
+  EXPECT_EQ(acquire_pipelined(3), Actions{});
+  EXPECT_EQ(acquire_pipelined(4), Actions{});
+  // A train took w2 (its owner cancels the pool's wait): progress.
+  now_ += kPipelinePatience - 1ms;
+  EXPECT_EQ(cancel(2), Actions{});
+  EXPECT_EQ(pool().next_deadline(), now_ + kPipelinePatience);
+  now_ += kPipelinePatience;
+  // No progress for the patience: one connection opens past pipeline_max.
+  EXPECT_EQ(timeout(), Actions{"open c2"});
+  EXPECT_EQ(timeout(), Actions{});  // one at a time
+  EXPECT_EQ(opened(2), Actions{"grant w3 c2"});
+  EXPECT_EQ(timeout(), Actions{});  // the grant was progress
+  now_ += kPipelinePatience;
+  EXPECT_EQ(timeout(), Actions{"open c3"});
+}
+
+TEST_F(PoolTest, SurplusConnectionGivenBackWhileOnlyPipelinedWaitersWaitIsClosed) {
+  start(pipelined_limits(10, 1));
+  acquire(1);
+  acquire(2);
+  opened(1);
+  opened(2);  // two connections for transactions
+  now_ += kPipelineSurplusQuiet;
+  EXPECT_EQ(acquire_pipelined(3), Actions{});
+  EXPECT_EQ(release(2), Actions{"close c2 surplus"});
+  EXPECT_EQ(closed(2), Actions{});
+  EXPECT_EQ(release(1), Actions{"grant w3 c1"});
+}
+
+TEST_F(PoolTest, SurplusClosesDownToPipelineMaxNotBelow) {
+  start(pipelined_limits(10, 1));
+  acquire(1);
+  acquire(2);
+  acquire(3);
+  opened(1);
+  opened(2);
+  opened(3);
+  now_ += kPipelineSurplusQuiet;
+  acquire_pipelined(4);
+  EXPECT_EQ(release(3), Actions{"close c3 surplus"});
+  EXPECT_EQ(release(2), Actions{"close c2 surplus"});  // c3, closing, no longer counts
+  EXPECT_EQ(release(1), Actions{"grant w4 c1"});
+}
+
+TEST_F(PoolTest, SurplusIsKeptWhileOtherWaitersCameRecentlyOrNobodyWaits) {
+  start(pipelined_limits(10, 1));
+  acquire(1);
+  acquire(2);
+  opened(1);
+  opened(2);
+  EXPECT_EQ(release(2), Actions{});  // nobody waits: idle, as ever
+  EXPECT_EQ(acquire(3), Actions{"grant w3 c2"});
+  EXPECT_EQ(acquire_pipelined(4), Actions{});
+  // A transaction began less than kPipelineSurplusQuiet ago: more may follow.
+  EXPECT_EQ(release(2), Actions{"grant w4 c2"});
+}
+
+TEST_F(PoolTest, NoPipelineMaxMeansPipelinedWaitersOpenUpToMax) {
+  start(limits(0, 2));
+  EXPECT_EQ(acquire_pipelined(1), Actions{"open c1"});
+  EXPECT_EQ(acquire_pipelined(2), Actions{"open c2"});
+  EXPECT_EQ(acquire_pipelined(3), Actions{});
+  EXPECT_EQ(pool().next_deadline(), now_ + 5s);  // only the acquire timeout
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // queue is never answered, and the ones after it are granted in order (this
 // shifted the deque's elements by move assignment, which Boost 1.81's
 // any_completion_handler turns into an endless recursion unless the waiter
-// swaps); a waiter already granted cannot be taken back.
+// swaps); a waiter already granted cannot be taken back. pipeline_max(): the
+// hosts of key=value and URI connection strings, local or not, and the auto
+// value (2 x cores + 1 for a server on this host).
 
 #include <gtest/gtest.h>
 
@@ -95,6 +97,43 @@ TEST(DatabasePool, GrantedWaiterCannotBeTakenBack) {
   ASSERT_TRUE(run_until(f.io, [&] { return f.granted.size() == 1; }));
   EXPECT_FALSE(f.pool->cancel_acquire(first));
   f.pool->release(f.backends[0], true);
+}
+
+TEST(PipelineMax, HostsOfConnectionStrings) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(conninfo_hosts("host=127.0.0.1 port=5432 dbname=x"), V{"127.0.0.1"});
+  EXPECT_EQ(conninfo_hosts("dbname=x user=y"), V{""});  // the default Unix socket
+  EXPECT_EQ(conninfo_hosts("host = '/run/post gres' hostaddr=''"), V{"/run/post gres"});
+  EXPECT_EQ(conninfo_hosts("host=db1,db2 hostaddr=10.0.0.1,10.0.0.2"), (V{"10.0.0.1", "10.0.0.2"}));
+  EXPECT_EQ(conninfo_hosts("postgresql://u:p@localhost:5433/db"), V{"localhost"});
+  EXPECT_EQ(conninfo_hosts("postgres://[::1]:5432,db.example:5433/db"), (V{"[::1]", "db.example"}));
+  EXPECT_EQ(conninfo_hosts("postgresql:///db?host=/var/run/postgresql"), V{"/var/run/postgresql"});
+  EXPECT_EQ(conninfo_hosts("postgresql://%2Frun%2Fpg/db"), V{"%2Frun%2Fpg"});
+}
+
+TEST(PipelineMax, AutoOnlyForAServerOnThisHost) {
+  config::Database d;
+  d.driver = "postgresql";
+  d.pool.max = 10;
+  d.connection = "host=127.0.0.1 port=5432";
+  EXPECT_EQ(pipeline_max(d, 2), 5u);
+  EXPECT_EQ(pipeline_max(d, 8), 17u);
+  d.connection = "host=/tmp port=5432";
+  EXPECT_EQ(pipeline_max(d, 2), 5u);
+  d.connection = "host=localhost,db.example";
+  EXPECT_EQ(pipeline_max(d, 2), 0u);  // one host elsewhere: no limit
+  d.connection = "postgresql://db.example/x";
+  EXPECT_EQ(pipeline_max(d, 2), 0u);
+  d.pool.pipeline_max = 3;  // as written
+  EXPECT_EQ(pipeline_max(d, 2), 3u);
+  d.pool.pipeline = false;  // no trains: nothing to wait for
+  EXPECT_EQ(pipeline_max(d, 2), 0u);
+  d.pool.pipeline = true;
+  d.pool.mode = config::PoolMode::session;
+  EXPECT_EQ(pipeline_max(d, 2), 0u);
+  d.pool.mode = config::PoolMode::transaction;
+  d.driver = "mysql";
+  EXPECT_EQ(pipeline_max(d, 2), 0u);
 }
 
 }  // namespace
