@@ -21,7 +21,13 @@
 //    opening, in use or resetting no waiter is left; after any other event enough
 //    is opening for the waiters and for min (up to max);
 //  - shutdown: no waiters, no idle connections, no Open, later acquires rejected;
-//  - events in the wrong state change nothing; stats match the model exactly.
+//  - events in the wrong state change nothing; stats match the model exactly;
+//  - pipeline_max (half the seeds): waiters that are all pipelined past the
+//    connections on their way open nothing at or above pipeline_max unless no
+//    grant or cancel came for kPipelinePatience (then one at a time), and
+//    next_deadline includes that patience; a release closes `surplus` exactly
+//    when live connections are above pipeline_max, every waiter is pipelined,
+//    the queue is not stuck and no other waiter came for kPipelineSurplusQuiet.
 // Events: acquire (half of them trying try_acquire's immediate grant first), cancel, release
 // (healthy or not, idle or in a transaction), opened, open_failed (with outage phases), reset_done
 // (ok or not), closed (also of idle connections found dead), timeouts with clock jumps (to
@@ -66,6 +72,7 @@ struct MWaiter {
   WaiterId id;
   TimePoint deadline;
   TimePoint since;
+  bool pipelined = false;
 };
 
 enum class Ev {
@@ -91,6 +98,7 @@ struct Step {
   bool healthy = true;
   TxState tx = TxState::idle;
   bool ok = true;
+  bool pipelined = false;
   Config config{};
   int bogus_kind = 0;
 };
@@ -100,7 +108,7 @@ struct Step {
 struct Coverage {
   std::array<uint64_t, std::variant_size_v<Action>> actions{};
   std::array<uint64_t, 4> rejects{};  // by RejectReason
-  std::array<uint64_t, 7> closes{};   // by CloseReason
+  std::array<uint64_t, 8> closes{};   // by CloseReason
   uint64_t direct_grants = 0;         // by try_acquire
 };
 
@@ -151,6 +159,7 @@ class Sim {
     c.max_lifetime =
         chance(0.25) ? Duration::zero() : Duration(std::chrono::milliseconds(pick(2000, 60000)));
     c.reset_on_release = chance(0.5);
+    c.pipeline_max = chance(0.5) ? pick(1, 4) : 0;
     return c;
   }
 
@@ -193,6 +202,7 @@ class Sim {
       case 0:
         s.ev = Ev::acquire;
         s.waiter = next_waiter_++;
+        s.pipelined = chance(0.6);
         break;
       case 1:
         s.ev = Ev::cancel;
@@ -277,14 +287,26 @@ class Sim {
         direct_grant_ = direct_tried_ ? p.try_acquire(now_) : std::nullopt;
         waiters_before_ = waiters_.size();
         if (direct_grant_) break;
-        p.handle_acquire(s.waiter, now_);
-        if (!shut_) waiters_.push_back({s.waiter, now_ + cfg_.acquire_timeout, now_});
+        p.handle_acquire(s.waiter, now_, s.pipelined);
+        if (!shut_) {
+          if (waiters_.empty()) last_progress_ = now_;
+          waiters_.push_back({s.waiter, now_ + cfg_.acquire_timeout, now_, s.pipelined});
+          if (!s.pipelined) {
+            last_unpipelined_ = now_;
+            unpipelined_seen_ = true;
+          }
+        }
         break;
       case Ev::cancel:
         p.handle_cancel(s.waiter, now_);
-        std::erase_if(waiters_, [&](const MWaiter& w) { return w.id == s.waiter; });
+        if (std::erase_if(waiters_, [&](const MWaiter& w) { return w.id == s.waiter; }) > 0)
+          last_progress_ = now_;
         break;
       case Ev::release: {
+        surplus_expected_ =
+            cfg_.pipeline_max != 0 && live() > cfg_.pipeline_max && !waiters_.empty() &&
+            pipelined_waiting() == waiters_.size() && !stuck() &&
+            (!unpipelined_seen_ || now_ - last_unpipelined_ >= kPipelineSurplusQuiet);
         p.handle_release(s.conn, s.healthy, s.tx, now_);
         MConn& c = conns_.at(s.conn);
         c.st = MState::idle;  // tentatively: the actions below may close, reset or grant it
@@ -419,6 +441,8 @@ class Sim {
     SIM_CHECK(counted() < cfg_.max, "Open at or above max");
     SIM_CHECK(waiters_.size() > n(MState::opening) + n(MState::resetting) || live() < eff_min(),
               "Open beyond the waiters and min (over-opening)");
+    SIM_CHECK(live() < eff_min() || !limited(),
+              "Open for pipelined waiters at pipeline_max (progress, or a connection coming)");
     seen_.insert(a.conn);
     conns_[a.conn] = MConn{};
   }
@@ -437,6 +461,7 @@ class Sim {
     SIM_CHECK(!shut_, "Grant after shutdown");
     it->second.st = MState::in_use;
     waiters_.pop_front();
+    last_progress_ = now_;
     ++granted_;
   }
 
@@ -505,8 +530,9 @@ class Sim {
         SIM_CHECK(s.ev == Ev::reconnect || c.replace || live() > cfg_.max,
                   "Close reconnect of a connection neither marked nor surplus");
         break;
-      case CloseReason::surplus:  // these sequences run without pipeline_max (pool_test.cpp)
-        SIM_CHECK(false, "Close surplus without pipeline_max");
+      case CloseReason::surplus:
+        SIM_CHECK(s.ev == Ev::release && is_subject && surplus_expected_,
+                  "Close surplus without cause");
         break;
     }
     c.st = MState::closing;
@@ -533,9 +559,9 @@ class Sim {
     }
     // An ignored (bogus) event changes nothing, so the state after open_failed may stand.
     if (!shut_ && s.ev != Ev::open_failed && s.ev != Ev::bogus) {
-      SIM_CHECK(
-          waiters_.size() <= n(MState::opening) + n(MState::resetting) || now_counted >= cfg_.max,
-          "waiters left without a connection opening for them (under max)");
+      SIM_CHECK(waiters_.size() <= n(MState::opening) + n(MState::resetting) ||
+                    now_counted >= cfg_.max || limited(),
+                "waiters left without a connection opening for them (under max)");
       SIM_CHECK(live() >= eff_min() || now_counted >= cfg_.max, "min not maintained (under max)");
     }
     if (s.ev == Ev::open_failed &&
@@ -571,6 +597,8 @@ class Sim {
       expected = CloseReason::max_lifetime;
     } else if (c.replace || before_.live > cfg_.max) {
       expected = CloseReason::reconnect;
+    } else if (surplus_expected_) {
+      expected = CloseReason::surplus;
     }
     if (expected) {
       SIM_CHECK(closes_.count(s.conn), "released connection not closed (" +
@@ -594,6 +622,10 @@ class Sim {
     };
     for (const MWaiter& w : waiters_)
       keep(w.deadline);
+    if (cfg_.pipeline_max != 0 && pipelined_waiting() > 0 && counted() < cfg_.max &&
+        n(MState::opening) + n(MState::resetting) == 0) {
+      keep(last_progress_ + kPipelinePatience);
+    }
     const bool idle_closable = cfg_.idle_timeout > Duration::zero() && live() > eff_min();
     for (const auto& [id, c] : conns_) {
       if (c.st != MState::idle) continue;
@@ -665,6 +697,22 @@ class Sim {
   size_t live() const { return conns_.size() - n(MState::closing); }
   size_t counted() const { return conns_.size(); }
   size_t eff_min() const { return std::min(cfg_.min, cfg_.max); }
+  size_t pipelined_waiting() const {
+    return static_cast<size_t>(std::count_if(waiters_.begin(), waiters_.end(),
+                                             [](const MWaiter& w) { return w.pipelined; }));
+  }
+  bool stuck() const {
+    return pipelined_waiting() > 0 && now_ - last_progress_ >= kPipelinePatience;
+  }
+  /// The spec of pipeline_max: no Open is due for the waiters now.
+  bool limited() const {
+    if (cfg_.pipeline_max == 0 || waiters_.empty()) return false;
+    const size_t coming = n(MState::opening) + n(MState::resetting);
+    for (size_t i = coming; i < waiters_.size(); ++i)
+      if (!waiters_[i].pipelined) return false;
+    if (counted() < cfg_.pipeline_max) return false;
+    return !(coming == 0 && stuck());
+  }
   bool past_lifetime(const MConn& c) const {
     return cfg_.max_lifetime > Duration::zero() && now_ - c.opened_at >= cfg_.max_lifetime;
   }
@@ -691,7 +739,7 @@ class Sim {
     o << "#" << t.index << " t=" << std::chrono::duration<double>(t.at - TimePoint{}).count()
       << "s " << names[static_cast<int>(s.ev)];
     if (s.conn) o << " c" << s.conn;
-    if (s.waiter) o << " w" << s.waiter;
+    if (s.waiter) o << " w" << s.waiter << (s.pipelined ? "p" : "");
     if (s.ev == Ev::release) o << " healthy=" << s.healthy << " tx=" << static_cast<int>(s.tx);
     if (s.ev == Ev::reset_done) o << " ok=" << s.ok;
     if (s.ev == Ev::bogus) o << " kind=" << s.bogus_kind;
@@ -711,7 +759,8 @@ class Sim {
       << " acquire_timeout=" << std::chrono::duration<double>(cfg_.acquire_timeout).count()
       << "s idle_timeout=" << std::chrono::duration<double>(cfg_.idle_timeout).count()
       << "s max_lifetime=" << std::chrono::duration<double>(cfg_.max_lifetime).count()
-      << "s reset=" << cfg_.reset_on_release << " shut=" << shut_ << "\nrecent steps:\n";
+      << "s reset=" << cfg_.reset_on_release << " pipeline_max=" << cfg_.pipeline_max
+      << " shut=" << shut_ << "\nrecent steps:\n";
     for (const Traced& t : recent_)
       o << "  " << format(t) << "\n";
     failure_ = o.str();
@@ -739,6 +788,10 @@ class Sim {
   size_t waiters_before_ = 0;           // waiters before this acquire
 
   uint64_t opened_ = 0, open_failed_ = 0, closed_ = 0;
+  TimePoint last_progress_{};     // a waiter granted or cancelled, or the queue began
+  TimePoint last_unpipelined_{};  // a waiter that is not pipelined came
+  bool unpipelined_seen_ = false;
+  bool surplus_expected_ = false;  // this release should close `surplus`
 
   Snapshot before_;
   std::map<ConnId, CloseReason> closes_;  // in this step
