@@ -453,22 +453,34 @@ class RelayTest(RawClients, WirepoolTestCase):
         self.assertGreater(self.counter("wirepool_relayed_batches_total", "pgnopipe"), 0)
 
 
-class TrainOrderTest(RawClients, WirepoolTestCase):
-    """Pipelining keeps the pool's order: one event loop (trains form within
-    a loop, server.threads), one backend."""
+class OneLoopCase(RawClients, WirepoolTestCase):
+    """wirepool with one event loop (trains form within a loop,
+    server.threads) and the databases `entries(info)` names."""
     users = "- { name: alice, password: wonderland }"
     http = True
     server = "threads: 1"
 
     @classmethod
+    def entries(cls, info):
+        raise NotImplementedError
+
+    @classmethod
     def setUpClass(cls):
         info = pg_info()
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = info["password"]
-        cls.databases = "".join([
+        cls.databases = "".join(cls.entries(info))
+        super().setUpClass()
+
+
+class TrainOrderTest(OneLoopCase):
+    """Pipelining keeps the pool's order: one event loop, one backend."""
+
+    @classmethod
+    def entries(cls, info):
+        return [
             database_entry(info, "pipe", "transaction", 1, "acquire_timeout: 30s, pipeline: true"),
             database_entry(info, "pipe2", "transaction", 2, "acquire_timeout: 30s, pipeline: true"),
-        ])
-        super().setUpClass()
+        ]
 
     def test_clients_queued_in_the_pool_board_the_next_train_in_order(self):
         # The one backend runs a long statement; three clients queue in the
@@ -551,26 +563,17 @@ class TrainOrderTest(RawClients, WirepoolTestCase):
             held.close()
 
 
-class PipelineMaxTest(RawClients, WirepoolTestCase):
+class PipelineMaxTest(OneLoopCase):
     """pool.pipeline_max (pool/pool.hpp): connections opened for batches a
-    train could take. One event loop (trains form within a loop)."""
-    users = "- { name: alice, password: wonderland }"
-    http = True
-    server = "threads: 1"
+    train could take."""
 
     @classmethod
-    def setUpClass(cls):
-        info = pg_info()
-        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = info["password"]
-        cls.databases = "".join([
-            database_entry(info, "capped", "transaction", 6,
-                           "acquire_timeout: 30s, pipeline: true, pipeline_max: 2"),
-            database_entry(info, "captx", "transaction", 6,
-                           "acquire_timeout: 30s, pipeline: true, pipeline_max: 2"),
-            database_entry(info, "uncapped", "transaction", 6,
-                           "acquire_timeout: 30s, pipeline: true, pipeline_max: 6"),
-        ])
-        super().setUpClass()
+    def entries(cls, info):
+        return [
+            database_entry(info, name, "transaction", 6,
+                           f"acquire_timeout: 30s, pipeline: true, pipeline_max: {limit}")
+            for name, limit in (("capped", 2), ("captx", 2), ("uncapped", 6))
+        ]
 
     def load(self, database, clients=12, rounds=100):
         """`clients` threads sending `rounds` plain batches each, every answer
