@@ -118,9 +118,7 @@ pool::Config pool_config(const config::Database& d) {
   c.reset_on_release = d.pool.mode == config::PoolMode::session;
   return c;
 }
-}  // namespace
 
-namespace {
 std::vector<std::string> split_commas(std::string_view v) {
   std::vector<std::string> out;
   for (;;) {

@@ -136,7 +136,7 @@ size_t pipeline_max(const config::Database& d, size_t cores);
 /// The hosts a libpq connection string (key=value or URI) names, `host` or
 /// `hostaddr` ("" where it names none: the default Unix socket).
 std::vector<std::string> conninfo_hosts(std::string_view conninfo);
-/// The CPUs this process may run on.
+/// The CPUs this process may run on (its affinity mask: a container's cpuset).
 size_t usable_cores();
 
 class DatabasePool : public std::enable_shared_from_this<DatabasePool> {

@@ -81,8 +81,7 @@ std::string read_secret(const config::Database& d) {
 
 size_t loop_count(const config::Config& cfg) {
   if (cfg.server.threads > 0) return static_cast<size_t>(cfg.server.threads);
-  unsigned n = std::thread::hardware_concurrency();
-  return n ? n : 1;
+  return usable_cores();
 }
 
 size_t blocking_threads(const config::Config& cfg) {
