@@ -124,6 +124,42 @@ class RawClients:
         s = raw_login(self.wp.port, database=database)
         return s, Reader(s)
 
+    def plain_load(self, database, clients, rounds, extra="", together=False):
+        """`clients` threads on `database`, each sending `rounds` batches
+        `SELECT <k * 1000 + i><extra>` and checking that the first column of
+        the one row is exactly its own value (int16 count, int32 length,
+        bytes); `together`: they start at once. Returns the errors."""
+        import threading
+        errors = []
+        start = threading.Barrier(clients)
+
+        def client(k):
+            try:
+                s, rd = self.raw_to(database)
+                try:
+                    if together:
+                        start.wait(10)
+                    for i in range(rounds):
+                        want = str(k * 1000 + i).encode()
+                        s.sendall(query(f"SELECT {k * 1000 + i}{extra}"))
+                        msgs, status = rd.until_ready()
+                        rows = [b for t, b in msgs if t == "D"]
+                        if len(rows) != 1 or struct.unpack("!i", rows[0][2:6])[0] != len(want) \
+                                or rows[0][6:6 + len(want)] != want:
+                            errors.append((k, i, msgs))
+                            return
+                finally:
+                    s.close()
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append((k, repr(e)))
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        return errors
+
 
 class RelayTest(RawClients, WirepoolTestCase):
     users = "- { name: alice, password: wonderland }"
@@ -341,32 +377,7 @@ class RelayTest(RawClients, WirepoolTestCase):
     def test_many_clients_share_one_backend_without_crossed_answers(self):
         # Eight clients, 60 batches each, one backend: every batch waits its
         # turn, and each client gets its own answers in order.
-        import threading
-        errors = []
-
-        def client(k):
-            try:
-                s, rd = self.raw_to("pgone")
-                try:
-                    for i in range(60):
-                        s.sendall(query(f"SELECT {k * 1000 + i}"))
-                        msgs, status = rd.until_ready()
-                        rows = [b for t, b in msgs if t == "D"]
-                        # The one column's value, exactly (int16 count, int32 length, bytes).
-                        if len(rows) != 1 or rows[0][6:] != str(k * 1000 + i).encode():
-                            errors.append((k, i, msgs))
-                            return
-                finally:
-                    s.close()
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append((k, repr(e)))
-
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        self.assertEqual(errors, [])
+        self.assertEqual(self.plain_load("pgone", clients=8, rounds=60), [])
 
     def mixed_clients(self, database, clients=12, rounds=150, vanish=0):
         """`clients` threads on `database`, each sending `rounds` batches that
@@ -575,36 +586,9 @@ class PipelineMaxTest(OneLoopCase):
             for name, limit in (("capped", 2), ("captx", 2), ("uncapped", 6))
         ]
 
-    def load(self, database, clients=12, rounds=100):
-        """`clients` threads sending `rounds` plain batches each, every answer
-        checked; returns the errors."""
-        import threading
-        errors = []
-        start = threading.Barrier(clients)
-
-        def client(k):
-            try:
-                s, rd = self.raw_to(database)
-                try:
-                    start.wait(10)
-                    for i in range(rounds):
-                        s.sendall(query(f"SELECT {k * 1000 + i}, pg_sleep(0.001)"))
-                        msgs, status = rd.until_ready()
-                        rows = [b for t, b in msgs if t == "D"]
-                        if len(rows) != 1 or not rows[0][6:].startswith(str(k * 1000 + i).encode()):
-                            errors.append((k, i, msgs))
-                            return
-                finally:
-                    s.close()
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append((k, repr(e)))
-
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-        return errors
+    def load(self, database, rounds=100):
+        return self.plain_load(database, clients=12, rounds=rounds, extra=", pg_sleep(0.001)",
+                               together=True)
 
     def test_plain_batches_open_at_most_pipeline_max_connections(self):
         self.assertEqual(self.load("capped"), [])
