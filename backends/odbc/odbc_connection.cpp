@@ -1215,6 +1215,7 @@ Status bind_columns(Session& s, Handle& hd) {
     if (hd.rows.size < need) {
       hd.rows.bytes.reset(new unsigned char[need]);  // operator new[]: aligned for max_align_t
       hd.rows.size = need;
+      ++s.stats.row_blocks;
     }
   }
   unsigned char* at = hd.rows.bytes.get();

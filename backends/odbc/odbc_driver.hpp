@@ -57,6 +57,9 @@ struct FetchStats {
   /// SQLFreeStmt(SQL_CLOSE) by a reader's close() (a single DML statement on
   /// a known database leaves nothing to close: none).
   uint64_t cursor_closes = 0;
+  /// Row-array blocks allocated for bound results (a direct query's block is
+  /// kept by the connection for the next one: docs/odbc.md, "Block cursors").
+  uint64_t row_blocks = 0;
 };
 /// The counters of an ODBC connection (zeros for another driver's).
 FetchStats fetch_stats_for_test(const db::Connection& c);

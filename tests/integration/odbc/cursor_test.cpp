@@ -126,6 +126,34 @@ TEST_P(Cursor, TextColumnIsReadWithSeveralRowsPerFetchAndLongCellsWhole) {
   EXPECT_EQ(after.rereads - before.rereads, static_cast<uint64_t>(kRows / 10));
 }
 
+// A direct query's row arrays go back to the connection and the next direct
+// query reads into them: one block for a run of queries whose rows need no
+// more room than the first's, and every result still read right.
+TEST_P(Cursor, DirectQueriesReuseOneRowBlock) {
+  const std::string t = table();
+  exec(conn, "DROP TABLE IF EXISTS " + t);
+  exec(conn, "CREATE TABLE " + t + " (id int PRIMARY KEY, name varchar(64), score float)");
+  exec(conn, "INSERT INTO " + t + " VALUES (1, 'one', 0.5), (2, 'two', 1.5), (3, NULL, 2.5)");
+  const std::string wide = "SELECT id, name, score FROM " + t + " ORDER BY id";
+  const auto before = odbc::fetch_stats_for_test(conn);
+  for (int round = 0; round < 3; ++round) {
+    auto all = fetch(conn, wide);
+    ASSERT_TRUE(all.ok()) << all.error().message;
+    ASSERT_EQ(all->rows.size(), 3u);
+    EXPECT_EQ(all->rows[1][0].i64, 2);
+    EXPECT_EQ(all->rows[1][1].str, "two");
+    EXPECT_TRUE(all->rows[2][1].is_null());
+    EXPECT_DOUBLE_EQ(all->rows[2][2].f64, 2.5);
+    // A narrower result (one integer column: 4,096 rows of 16 bytes) fits
+    // in the block the wide one left.
+    auto one = fetch(conn, "SELECT id FROM " + t + " WHERE id = 3");
+    ASSERT_TRUE(one.ok()) << one.error().message;
+    ASSERT_EQ(one->rows.size(), 1u);
+    EXPECT_EQ(one->rows[0][0].i64, 3);
+  }
+  EXPECT_EQ(odbc::fetch_stats_for_test(conn).row_blocks - before.row_blocks, 1u);
+}
+
 TEST_P(Cursor, CancelFromAnotherThreadStopsALongStatement) {
   const std::string sql = long_statement(target());
   const auto start = std::chrono::steady_clock::now();
