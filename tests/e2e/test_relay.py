@@ -141,7 +141,7 @@ class RawClients:
                         start.wait(10)
                     for i in range(rounds):
                         want = str(k * 1000 + i).encode()
-                        s.sendall(query(f"SELECT {k * 1000 + i}{extra}"))
+                        s.sendall(query(f"SELECT {want.decode()}{extra}"))
                         msgs, status = rd.until_ready()
                         rows = [b for t, b in msgs if t == "D"]
                         if len(rows) != 1 or struct.unpack("!i", rows[0][2:6])[0] != len(want) \
@@ -158,6 +158,8 @@ class RawClients:
             t.start()
         for t in threads:
             t.join(120)
+        # A client still waiting after 120 s is an error, not a silent pass.
+        errors += [(k, "hung") for k, t in enumerate(threads) if t.is_alive()]
         return errors
 
 
