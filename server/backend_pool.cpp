@@ -7,7 +7,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -22,9 +26,28 @@ namespace wirepool::server {
 
 namespace asio = boost::asio;
 
-Backend::~Backend() {
-  // The socket belongs to the driver: stop watching it without closing it.
-  if (watcher) (void)watcher->release();
+Backend::~Backend() = default;  // the watcher closes its own descriptor (a duplicate)
+
+asio::generic::stream_protocol::socket& Backend::watch(int fd, const asio::any_io_executor& ex) {
+  if (watcher && watched_fd == fd && watcher->get_executor() == ex) return *watcher;
+  watcher.reset();  // deregisters and closes its duplicate, nothing of the driver's
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  const int family =
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 ? addr.ss_family : AF_INET;
+  watcher = std::make_unique<asio::generic::stream_protocol::socket>(ex);
+  watched_fd = fd;
+  const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  boost::system::error_code ec;
+  if (own < 0) {
+    ec.assign(errno, boost::system::system_category());
+  } else {
+    watcher->assign(asio::generic::stream_protocol(family, family == AF_UNIX ? 0 : IPPROTO_TCP),
+                    own, ec);
+    if (ec) ::close(own);
+  }
+  if (ec) spdlog::error("backend {}: cannot watch its socket: {}", id, ec.message());
+  return *watcher;
 }
 
 // ---------------------------------------------------------------------------

@@ -86,7 +86,18 @@ struct Backend {
   /// the speculative read() after one that emptied the socket (the relay reads
   /// the backend right after writing to it, when nothing can be there yet).
   std::unique_ptr<boost::asio::generic::stream_protocol::socket> watcher;
-  int watched_fd = -1;
+  int watched_fd = -1;  ///< the driver's descriptor the watcher was made for
+
+  /// `watcher`, made for the driver's descriptor `fd` on executor `ex` (again
+  /// when the descriptor or the loop changed). The watcher owns a duplicate
+  /// of `fd`, never `fd` itself: the driver closes its descriptor when it
+  /// pleases (libpq on a lost connection, PQfinish), and the number is then
+  /// free for the next accepted client. A watcher on the driver's number
+  /// deregistered it from epoll afterwards by number (EPOLL_CTL_DEL), which
+  /// took that client's registration instead: its reads were never woken
+  /// (docs/architecture.md, "A reactor trap").
+  boost::asio::generic::stream_protocol::socket& watch(int fd,
+                                                       const boost::asio::any_io_executor& ex);
 
   /// PostgreSQL backends: the session settings applied to it beyond its own
   /// defaults, and by which session at which settings version (to skip work

@@ -359,25 +359,6 @@ void Session::interrupt(Backend& b) {
   });
 }
 
-namespace {
-/// Makes `b.watcher` the socket object for `fd` on executor `ex` (again when
-/// the fd or the loop changed). The socket stays the driver's: released, never closed.
-void watch(Backend& b, int fd, const asio::any_io_executor& ex) {
-  if (b.watcher && b.watched_fd == fd && b.watcher->get_executor() == ex) return;
-  if (b.watcher) (void)b.watcher->release();
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  int family =
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 ? addr.ss_family : AF_INET;
-  b.watcher = std::make_unique<asio::generic::stream_protocol::socket>(ex);
-  boost::system::error_code ec;
-  b.watcher->assign(asio::generic::stream_protocol(family, family == AF_UNIX ? 0 : IPPROTO_TCP), fd,
-                    ec);
-  if (ec) spdlog::error("backend {}: cannot watch its socket: {}", b.id, ec.message());
-  b.watched_fd = fd;
-}
-}  // namespace
-
 asio::awaitable<void> Session::wait_backend_io(Backend& b) {
   db::IoInterest io = b.conn.impl()->io_interest();
   if (io.none()) co_return;  // nothing named: call again
@@ -386,13 +367,12 @@ asio::awaitable<void> Session::wait_backend_io(Backend& b) {
 
 asio::awaitable<void> Session::wait_fd(Backend& b, int fd, bool write) {
   auto ex = co_await asio::this_coro::executor;
-  watch(b, fd, ex);
+  auto& watcher = b.watch(fd, ex);
   boost::system::error_code ec;
   // A waiting statement may be cancelled or time out: the sweep calls cancel(),
   // the backend answers, and the socket becomes readable.
-  co_await b.watcher->async_wait(
-      write ? asio::socket_base::wait_write : asio::socket_base::wait_read,
-      asio::redirect_error(asio::use_awaitable, ec));
+  co_await watcher.async_wait(write ? asio::socket_base::wait_write : asio::socket_base::wait_read,
+                              asio::redirect_error(asio::use_awaitable, ec));
 }
 
 void Session::relay_running(bool running) {
@@ -409,17 +389,16 @@ asio::awaitable<size_t> Session::relay_read(int fd, uint8_t* data, size_t size,
                                             boost::system::error_code& ec) {
   Backend& b = *backend_;
   auto ex = co_await asio::this_coro::executor;
-  watch(b, fd, ex);
+  auto& watcher = b.watch(fd, ex);
   ec.clear();
-  size_t n = co_await b.watcher->async_receive(asio::buffer(data, size),
-                                               asio::redirect_error(asio::use_awaitable, ec));
+  size_t n = co_await watcher.async_receive(asio::buffer(data, size),
+                                            asio::redirect_error(asio::use_awaitable, ec));
   co_return n;
 }
 
 asio::generic::stream_protocol::socket& Session::relay_socket(int fd,
                                                               const asio::any_io_executor& ex) {
-  watch(*backend_, fd, ex);
-  return *backend_->watcher;
+  return backend_->watch(fd, ex);
 }
 
 void Session::explain_cancel(db::Error& e) const {

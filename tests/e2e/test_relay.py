@@ -424,16 +424,19 @@ class RelayTest(RawClients, WirepoolTestCase):
                 errors.append((k, repr(e)))
 
         def vanisher(k):
+            stage, i = "login", 0
             try:
                 for i in range(rounds // 10):
+                    stage = "login"
                     s, rd = self.raw_to(database)
                     s.sendall(query("SELECT repeat('x', 100) FROM generate_series(1, 20000)"))
                     if i % 2:
+                        stage = "first message"
                         rd.one()  # mid-answer; else before any answer
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     s.close()
             except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(("vanisher", k, repr(e)))
+                errors.append(("vanisher", k, i, stage, time.strftime("%H:%M:%S"), repr(e)))
 
         threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
         threads += [threading.Thread(target=vanisher, args=(k,)) for k in range(vanish)]

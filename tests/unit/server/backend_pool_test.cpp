@@ -7,11 +7,16 @@
 // any_completion_handler turns into an endless recursion unless the waiter
 // swaps); a waiter already granted cannot be taken back. pipeline_max(): the
 // hosts of key=value and URI connection strings, local or not, and the auto
-// value (2 x cores + 1 for a server on this host).
+// value (2 x cores + 1 for a server on this host). Backend::watch(): a
+// backend's watcher gone after the driver closed its descriptor leaves the
+// socket that took that descriptor's number watched (the relay's lost wake-up).
 
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <functional>
@@ -97,6 +102,55 @@ TEST(DatabasePool, GrantedWaiterCannotBeTakenBack) {
   ASSERT_TRUE(run_until(f.io, [&] { return f.granted.size() == 1; }));
   EXPECT_FALSE(f.pool->cancel_acquire(first));
   f.pool->release(f.backends[0], true);
+}
+
+TEST(BackendWatch, DriverClosingItsSocketLeavesTheNextOneWatched) {
+  boost::asio::io_context io;
+  int driver[2], next[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, driver), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, next), 0);
+  auto b = std::make_unique<Backend>();
+  b->watch(driver[0], io.get_executor());
+  ASSERT_TRUE(b->watcher->is_open());
+  // The driver closes its socket (libpq on a lost connection, PQfinish); a
+  // client accepted next gets the same number, watched on the same loop.
+  const int number = driver[0];
+  ASSERT_EQ(::close(number), 0);
+  ASSERT_EQ(::dup2(next[0], number), number);
+  ::close(next[0]);
+  boost::asio::generic::stream_protocol::socket client(io);
+  client.assign(boost::asio::generic::stream_protocol(AF_UNIX, 0), number);
+  b.reset();  // the pool closes the backend: its watcher goes
+  bool woken = false;
+  client.async_wait(boost::asio::socket_base::wait_read,
+                    [&](boost::system::error_code ec) { woken = !ec; });
+  ASSERT_EQ(::write(next[1], "x", 1), 1);
+  EXPECT_TRUE(run_until(
+      io, [&] { return woken; }, std::chrono::seconds(2)));
+  ::close(next[1]);
+  ::close(driver[1]);
+}
+
+TEST(BackendWatch, SameDescriptorAndLoopKeepTheWatcher) {
+  boost::asio::io_context io, other;
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Backend b;
+  auto* first = &b.watch(fds[0], io.get_executor());
+  EXPECT_EQ(&b.watch(fds[0], io.get_executor()), first);
+  EXPECT_EQ(b.watcher.get(), first);
+  b.watch(fds[0], other.get_executor());  // another loop leased it: a new watcher
+  EXPECT_EQ(b.watcher->get_executor(), boost::asio::any_io_executor(other.get_executor()));
+  // Readable through the watcher: it watches the driver's socket.
+  ASSERT_EQ(::write(fds[1], "y", 1), 1);
+  char c = 0;
+  EXPECT_EQ(b.watcher->receive(boost::asio::buffer(&c, 1)), 1u);
+  EXPECT_EQ(c, 'y');
+  b.watcher.reset();
+  // The driver's own descriptor is still open: the watcher closed only its copy.
+  EXPECT_EQ(::write(fds[0], "z", 1), 1);
+  ::close(fds[0]);
+  ::close(fds[1]);
 }
 
 TEST(PipelineMax, HostsOfConnectionStrings) {
