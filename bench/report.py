@@ -203,7 +203,11 @@ def main():
         else:
             md += ["Each cell: the driver through wirepool's contract as a percentage of the C "
                    "program doing the same work on the raw C API (`bench/c/`); 100% = as fast. "
-                   f"Medians of {d.get('rounds', '?')} alternating rounds; in each run the scan "
+                   f"Each cell is the median over {d.get('rounds', '?')} rounds of the round's "
+                   "driver/C ratio (the two programs run back to back in each round)"
+                   + (f"; both programs pinned to CPU {d['pinned']['client_cpu']} and a "
+                      f"server to CPU {d['pinned']['server_cpu']}" if d.get("pinned") else "")
+                   + "; in each run the scan "
                    "is read 5 times and its median kept; both read each insert's affected row "
                    "count, as the front end must for the command tag. The in-process backends (sqlite, "
                    "SQLite ODBC) take 5× the rows (N) and 4× the lookups of the others: their "
