@@ -193,6 +193,11 @@ bool wait_io(const ConnectionImpl& conn, std::chrono::milliseconds timeout) {
   }
 }
 
+Error no_answer(std::chrono::milliseconds timeout) {
+  return Error::connection("no answer from the backend within " + std::to_string(timeout.count()) +
+                           " ms");
+}
+
 namespace {
 bool would_block(const Status& st) {
   return is_would_block(st);

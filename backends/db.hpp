@@ -549,6 +549,9 @@ bool is_would_block(const Result<T>& r) {
 /// most `timeout`. False on timeout or a poll error. For blocking contexts only:
 /// tests, and executor jobs such as opening, resetting and closing.
 bool wait_io(const ConnectionImpl& conn, std::chrono::milliseconds timeout);
+/// Errc::connection, "no answer from the backend within <timeout> ms": out of
+/// line, so that call_blocking's loop stays a few instructions long.
+Error no_answer(std::chrono::milliseconds timeout);
 
 /// Calls `f()` until it stops answering would_block, waiting with wait_io()
 /// in between: a non-blocking connection used from a blocking context. After
@@ -558,11 +561,8 @@ auto call_blocking(const ConnectionImpl& conn, F f,
                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   for (;;) {
     auto r = f();
-    if (!is_would_block(r)) return r;
-    if (!wait_io(conn, timeout)) {
-      return decltype(r)(Error::connection("no answer from the backend within " +
-                                           std::to_string(timeout.count()) + " ms"));
-    }
+    if (!is_would_block(r)) [[likely]] return r;
+    if (!wait_io(conn, timeout)) return decltype(r)(no_answer(timeout));
   }
 }
 

@@ -511,8 +511,10 @@ SQLRETURN prepare_text(Session& s, SQLHSTMT h, const std::string& utf8, const st
 /// changes: a prepared statement run with values of the same types binds once.
 struct ParamBuffers {
   struct Slot {
-    std::string bytes;     // binary, decimal digits
-    std::u16string units;  // text, UTF-16
+    std::string bytes;  // binary, decimal digits
+    /// Text as UTF-16: its size is the room (at least 256 units, it only
+    /// grows, so its address stays bound), `ind` the text's length in bytes.
+    std::u16string units;
     int64_t i64 = 0;
     double f64 = 0;
     unsigned char bit = 0;
@@ -648,24 +650,37 @@ class Running {
     s_.mark_only.store(fetching && s_.flavor == Flavor::sqlite, std::memory_order_relaxed);
     s_.running_drv.store(hd.drv, std::memory_order_relaxed);
     s_.running.store(hd.h, std::memory_order_release);
-    if (s_.options.query_timeout.count() > 0) {
-      id_ = Watchdog::get().arm(std::chrono::steady_clock::now() + s_.options.query_timeout,
-                                hd.session, hd.h, seq);
-    }
+    if (s_.options.query_timeout.count() > 0) [[unlikely]]
+      id_ = arm(hd, seq);
   }
   /// A canceller that saw this call (Session::cancelling) finishes first.
   ~Running() {
-    if (id_ != 0) Watchdog::get().disarm(id_);
+    if (id_ != 0) [[unlikely]]
+      disarm(id_);
     const SQLHSTMT h = s_.running.exchange(SQL_NULL_HSTMT);
-    for (SQLHSTMT c = s_.cancelling.load(); c == h && c != SQL_NULL_HSTMT;
-         c = s_.cancelling.load()) {
-      s_.cancelling.wait(c);
-    }
+    if (s_.cancelling.load() == h) [[unlikely]]
+      wait_for_canceller(h);
   }
   Running(const Running&) = delete;
   Running& operator=(const Running&) = delete;
 
  private:
+  // Out of line: what a call does only with query_timeout set, or while a
+  // cancel is under way, stays out of the few instructions every execution
+  // and fetch runs (their code shares the instruction cache with the ODBC
+  // driver's, which a SQLite ODBC insert already fills: docs/odbc.md).
+  [[gnu::noinline, gnu::cold]] uint64_t arm(const Handle& hd, uint64_t seq) {
+    return Watchdog::get().arm(std::chrono::steady_clock::now() + s_.options.query_timeout,
+                               hd.session, hd.h, seq);
+  }
+  [[gnu::noinline, gnu::cold]] static void disarm(uint64_t id) { Watchdog::get().disarm(id); }
+  [[gnu::noinline, gnu::cold]] void wait_for_canceller(SQLHSTMT h) {
+    for (SQLHSTMT c = s_.cancelling.load(); c == h && c != SQL_NULL_HSTMT;
+         c = s_.cancelling.load()) {
+      s_.cancelling.wait(c);
+    }
+  }
+
   Session& s_;
   uint64_t id_ = 0;
 };
@@ -721,6 +736,112 @@ std::pair<size_t, int32_t> decimal_shape(std::string_view text) {
           point == std::string_view::npos ? 0 : static_cast<int32_t>(text.size() - point - 1)};
 }
 
+/// Binds marker i (0-based) to `v` into `slot`: SQLBindParameter unless the
+/// slot's binding (type, size, buffer) stays the same. Out of line: a
+/// prepared statement run again with values of the same kinds never gets here
+/// (bind_params).
+[[gnu::noinline]] Status bind_slot(Session& s, SQLHSTMT h, size_t i, const db::Value& v,
+                                   ParamBuffers::Slot& slot) {
+  Binding bd;
+  SQLPOINTER data = nullptr;
+  SQLLEN buffer_length = 0;
+  switch (v.kind) {
+    case db::Kind::Null:
+      slot.ind = SQL_NULL_DATA;
+      data = slot.bytes.data();
+      break;
+    case db::Kind::Bool:
+      slot.bit = v.b ? 1 : 0;
+      slot.ind = 0;
+      bd = binding_of(v.kind);
+      data = &slot.bit;
+      break;
+    case db::Kind::I64:
+      slot.i64 = v.i64;
+      slot.ind = 0;
+      bd = binding_of(v.kind);
+      data = &slot.i64;
+      break;
+    case db::Kind::U64:
+      slot.bytes = std::to_string(v.u64);
+      slot.ind = static_cast<SQLLEN>(slot.bytes.size());
+      bd = binding_of(v.kind);
+      data = slot.bytes.data();
+      buffer_length = slot.ind;
+      break;
+    case db::Kind::F64:
+      slot.f64 = v.f64;
+      slot.ind = 0;
+      bd = binding_of(v.kind);
+      data = &slot.f64;
+      break;
+    case db::Kind::Decimal: {
+      slot.bytes = v.str;
+      slot.ind = static_cast<SQLLEN>(slot.bytes.size());
+      const auto [ndigits, scale] = decimal_shape(v.str);
+      bd = binding_of(v.kind, ndigits, scale);
+      data = slot.bytes.data();
+      buffer_length = slot.ind;
+      break;
+    }
+    case db::Kind::Text: {
+      std::u16string& units = slot.units;
+      // UTF-8 never takes more UTF-16 units than bytes: the room suffices.
+      if (units.size() < std::max<size_t>(v.str.size(), 256)) {
+        units.resize(std::max<size_t>(v.str.size(), 256));
+      }
+      const size_t n = to_utf16(v.str, units.data(), units.size());
+      if (n == kNoRoom) {
+        return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
+      }
+      slot.ind = static_cast<SQLLEN>(n * 2);
+      bd = binding_of(v.kind, n);
+      data = units.data();
+      buffer_length = static_cast<SQLLEN>(units.size() * 2);
+      break;
+    }
+    case db::Kind::Bytes:
+      slot.bytes = v.str;
+      slot.ind = static_cast<SQLLEN>(slot.bytes.size());
+      bd = binding_of(v.kind, slot.bytes.size());
+      data = slot.bytes.data();
+      buffer_length = slot.ind;
+      break;
+    case db::Kind::Time:
+      slot.ts = timestamp_of(v.micros);
+      slot.ind = 0;
+      bd = binding_of(v.kind);
+      data = &slot.ts;
+      break;
+  }
+  const SQLSMALLINT c_type = bd.c_type;
+  const SQLSMALLINT sql_type = bd.sql_type;
+  const SQLULEN column_size = bd.column_size;
+  const SQLSMALLINT digits = bd.digits;
+  if (slot.bound && slot.c_type == c_type && slot.sql_type == sql_type &&
+      slot.column_size == column_size && slot.digits == digits && slot.data == data &&
+      slot.buffer_length == buffer_length) {
+    slot.kind = v.kind;
+    return {};  // the same binding: the new value is already in its buffer
+  }
+  const SQLRETURN rc =
+      SQLBindParameter(h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c_type, sql_type,
+                       column_size, digits, data, buffer_length, &slot.ind);
+  if (!ok(rc)) {
+    slot.bound = false;
+    return s.stmt_error(h);
+  }
+  slot.bound = true;
+  slot.kind = v.kind;
+  slot.c_type = c_type;
+  slot.sql_type = sql_type;
+  slot.column_size = column_size;
+  slot.digits = digits;
+  slot.data = data;
+  slot.buffer_length = buffer_length;
+  return {};
+}
+
 /// Binds `params` to the ? markers of a statement; `binds` says which
 /// parameter each marker takes (a repeated $N binds its value again).
 ///
@@ -730,19 +851,19 @@ std::pair<size_t, int32_t> decimal_shape(std::string_view text) {
 /// verified driver converts it to the column's type.
 Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<size_t>& binds,
                    ParamBuffers& buf) {
-  if (buf.slots.size() != binds.size()) {
+  if (buf.slots.size() != binds.size()) [[unlikely]] {
     SQLFreeStmt(h, SQL_RESET_PARAMS);
     buf.slots.assign(binds.size(), {});
   }
   for (size_t i = 0; i < binds.size(); ++i) {
     const db::Param& p = params[binds[i]];
-    if (p.pg_format >= 0) {
+    if (p.pg_format >= 0) [[unlikely]] {
       return Error::unsupported("the odbc driver takes no native PostgreSQL parameters");
     }
     const db::Value& v = p.value;
     auto& slot = buf.slots[i];
-    if (slot.bound && slot.kind == v.kind) {
-      // A fixed-size value of the kind bound last time: only the value moves.
+    if (slot.bound && slot.kind == v.kind) [[likely]] {
+      // The kind bound last time: only the value moves, into the same buffer.
       switch (v.kind) {
         case db::Kind::I64:
           slot.i64 = v.i64;
@@ -756,103 +877,24 @@ Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<
         case db::Kind::Time:
           slot.ts = timestamp_of(v.micros);
           continue;
+        case db::Kind::Text:
+          // Converted into the bound buffer; the binding holds while the
+          // length stays in the bound column size's step (binding_of). Text
+          // too long for the buffer, or invalid UTF-8, goes on to bind_slot.
+          if (const size_t n = to_utf16(v.str, slot.units.data(), slot.units.size());
+              n != kNoRoom) {
+            const Binding bd = binding_of(db::Kind::Text, n);
+            if (bd.column_size == slot.column_size && bd.sql_type == slot.sql_type) {
+              slot.ind = static_cast<SQLLEN>(n * 2);
+              continue;
+            }
+          }
+          break;
         default:
           break;
       }
     }
-    Binding bd;
-    SQLPOINTER data = nullptr;
-    SQLLEN buffer_length = 0;
-    switch (v.kind) {
-      case db::Kind::Null:
-        slot.ind = SQL_NULL_DATA;
-        data = slot.bytes.data();
-        break;
-      case db::Kind::Bool:
-        slot.bit = v.b ? 1 : 0;
-        slot.ind = 0;
-        bd = binding_of(v.kind);
-        data = &slot.bit;
-        break;
-      case db::Kind::I64:
-        slot.i64 = v.i64;
-        slot.ind = 0;
-        bd = binding_of(v.kind);
-        data = &slot.i64;
-        break;
-      case db::Kind::U64:
-        slot.bytes = std::to_string(v.u64);
-        slot.ind = static_cast<SQLLEN>(slot.bytes.size());
-        bd = binding_of(v.kind);
-        data = slot.bytes.data();
-        buffer_length = slot.ind;
-        break;
-      case db::Kind::F64:
-        slot.f64 = v.f64;
-        slot.ind = 0;
-        bd = binding_of(v.kind);
-        data = &slot.f64;
-        break;
-      case db::Kind::Decimal: {
-        slot.bytes = v.str;
-        slot.ind = static_cast<SQLLEN>(slot.bytes.size());
-        const auto [ndigits, scale] = decimal_shape(v.str);
-        bd = binding_of(v.kind, ndigits, scale);
-        data = slot.bytes.data();
-        buffer_length = slot.ind;
-        break;
-      }
-      case db::Kind::Text: {
-        std::u16string& units = slot.units;
-        if (units.capacity() < 256) units.reserve(256);  // a stable buffer
-        if (!to_utf16(v.str, units)) {
-          return protocol_error("22021", "invalid byte sequence for encoding \"UTF8\"");
-        }
-        slot.ind = static_cast<SQLLEN>(units.size() * 2);
-        bd = binding_of(v.kind, units.size());
-        data = units.data();
-        buffer_length = static_cast<SQLLEN>(units.capacity() * 2);
-        break;
-      }
-      case db::Kind::Bytes:
-        slot.bytes = v.str;
-        slot.ind = static_cast<SQLLEN>(slot.bytes.size());
-        bd = binding_of(v.kind, slot.bytes.size());
-        data = slot.bytes.data();
-        buffer_length = slot.ind;
-        break;
-      case db::Kind::Time:
-        slot.ts = timestamp_of(v.micros);
-        slot.ind = 0;
-        bd = binding_of(v.kind);
-        data = &slot.ts;
-        break;
-    }
-    const SQLSMALLINT c_type = bd.c_type;
-    const SQLSMALLINT sql_type = bd.sql_type;
-    const SQLULEN column_size = bd.column_size;
-    const SQLSMALLINT digits = bd.digits;
-    if (slot.bound && slot.c_type == c_type && slot.sql_type == sql_type &&
-        slot.column_size == column_size && slot.digits == digits && slot.data == data &&
-        slot.buffer_length == buffer_length) {
-      slot.kind = v.kind;
-      continue;  // the same binding: the new value is already in its buffer
-    }
-    const SQLRETURN rc =
-        SQLBindParameter(h, static_cast<SQLUSMALLINT>(i + 1), SQL_PARAM_INPUT, c_type, sql_type,
-                         column_size, digits, data, buffer_length, &slot.ind);
-    if (!ok(rc)) {
-      slot.bound = false;
-      return s.stmt_error(h);
-    }
-    slot.bound = true;
-    slot.kind = v.kind;
-    slot.c_type = c_type;
-    slot.sql_type = sql_type;
-    slot.column_size = column_size;
-    slot.digits = digits;
-    slot.data = data;
-    slot.buffer_length = buffer_length;
+    if (auto st = bind_slot(s, h, i, v, slot); !st.ok()) return st;
   }
   return {};
 }
@@ -1456,28 +1498,36 @@ class OdbcRows final : public db::RowsImpl {
  private:
   std::optional<Error> after_execute(SQLRETURN rc) {
     Session& s = *hd_->session;
-    if (s.timed_out) {
-      // The watchdog cancelled it: whatever the driver answered (MariaDB's
-      // interrupted SLEEP() answers 1), the statement did not complete.
-      SQLFreeStmt(hd_->h, SQL_CLOSE);
-      return statement_timeout(s.options);
-    }
     pos_ = 0;
     rows_read_ = 0;
     done_ = false;
     no_cursor_ = false;
     hd_->fetched = 0;
-    if (rc != SQL_NO_DATA && !ok(rc)) {
-      Error e = s.stmt_error(hd_->h);
-      SQLFreeStmt(hd_->h, SQL_CLOSE);
-      return e;
+    if (s.timed_out.load(std::memory_order_relaxed) || (rc != SQL_NO_DATA && !ok(rc)) ||
+        (rc == SQL_NO_DATA && cancel_reached())) [[unlikely]] {
+      return failed(rc);
     }
-    if (rc == SQL_NO_DATA && cancel_reached()) {
-      SQLFreeStmt(hd_->h, SQL_CLOSE);
-      return user_cancel();
-    }
-    const bool dml = result_index_ == 0 ? hd_->first_dml : Handle::is_dml(verb());
     const bool single_dml = hd_->single_dml && result_index_ == 0;
+    if (single_dml && hd_->described && hd_->shape && hd_->shape->columns.empty()) [[likely]] {
+      // A prepared lone INSERT/UPDATE/DELETE run again (Handle::single_dml):
+      // no result set, only its count. Straight-line, apart from the rest.
+      done_ = true;
+      no_cursor_ = true;
+      SQLLEN count = -1;
+      if (rc == SQL_NO_DATA) {
+        affected_ = 0;
+      } else if (ok(SQLRowCount(hd_->h, &count)) && count >= 0) {
+        affected_ = count;
+      }
+      return std::nullopt;
+    }
+    return settle(rc, single_dml);
+  }
+
+  /// after_execute's general case: a result to describe (and bind), or not.
+  [[gnu::noinline]] std::optional<Error> settle(SQLRETURN rc, bool single_dml) {
+    Session& s = *hd_->session;
+    const bool dml = result_index_ == 0 ? hd_->first_dml : Handle::is_dml(verb());
     if (auto st = settle_result(s, *hd_, single_dml); !st.ok()) {
       return st.error();
     }
@@ -1492,6 +1542,25 @@ class OdbcRows final : public db::RowsImpl {
       no_cursor_ = single_dml;
     }
     return std::nullopt;
+  }
+
+  /// An execution that did not complete: the watchdog's cancel, the
+  /// driver's error, or a cancel that reached it. Out of line (Running).
+  [[gnu::noinline, gnu::cold]] std::optional<Error> failed(SQLRETURN rc) {
+    Session& s = *hd_->session;
+    if (s.timed_out) {
+      // The watchdog cancelled it: whatever the driver answered (MariaDB's
+      // interrupted SLEEP() answers 1), the statement did not complete.
+      SQLFreeStmt(hd_->h, SQL_CLOSE);
+      return statement_timeout(s.options);
+    }
+    if (rc != SQL_NO_DATA && !ok(rc)) {
+      Error e = s.stmt_error(hd_->h);
+      SQLFreeStmt(hd_->h, SQL_CLOSE);
+      return e;
+    }
+    SQLFreeStmt(hd_->h, SQL_CLOSE);
+    return user_cancel();
   }
 
   /// Reads a whole cell with SQLGetData (the cursor is on its row) into raw.
@@ -1732,21 +1801,28 @@ class OdbcStatement final : public db::StatementImpl {
     if (!hd_) return Error::closed("statement");
     if (session_->closed) return Error::closed();
     if (params.size() != rw_.needed) return count_mismatch(params.size(), rw_.needed);
-    const bool busy = hd_.use_count() > 1;  // a reader of this statement holds it
-    HandlePtr use = hd_;
-    if (busy) {
-      // A reader of this statement is still open: run a fresh copy beside it.
-      ++session_->stats.statement_copies;
-      use = std::make_shared<Handle>(session_);
-      use->set_verbs(hd_->verbs, session_->flavor);
-      if (auto st = use->alloc(); !st.ok()) return st.take_error();
-      if (!ok(prepare_text(*session_, use->h, rw_.text, text_))) {
-        return session_->stmt_error(use->h);
-      }
+    HandlePtr use;
+    if (hd_.use_count() > 1) [[unlikely]] {  // a reader of this statement holds it
+      auto copy = fresh_copy();
+      if (!copy.ok()) return copy.take_error();
+      use = std::move(copy.value());
+    } else {
+      use = hd_;
     }
     auto rows = std::make_unique<OdbcRows>();
-    if (auto e = rows->run_prepared(std::move(use), params, rw_.binds)) return *e;
+    if (auto e = rows->run_prepared(std::move(use), params, rw_.binds)) [[unlikely]]
+      return *e;
     return std::unique_ptr<db::RowsImpl>(std::move(rows));
+  }
+
+  /// A reader of this statement is still open: a fresh copy to run beside it.
+  [[gnu::noinline]] Result<HandlePtr> fresh_copy() {
+    ++session_->stats.statement_copies;
+    auto use = std::make_shared<Handle>(session_);
+    use->set_verbs(hd_->verbs, session_->flavor);
+    if (auto st = use->alloc(); !st.ok()) return st.take_error();
+    if (!ok(prepare_text(*session_, use->h, rw_.text, text_))) return session_->stmt_error(use->h);
+    return use;
   }
 
   Result<db::BatchInfo> execute_batch(std::span<const db::Params> rows) override {

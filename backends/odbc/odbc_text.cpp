@@ -86,6 +86,10 @@ size_t ascii_prefix(const char16_t* u, size_t n, char* out) {
 
 }  // namespace
 
+namespace {
+size_t utf16_rest(std::string_view s, size_t i, char16_t* out, size_t room);
+}  // namespace
+
 std::optional<std::u16string> to_utf16(std::string_view s) {
   std::u16string out;
   if (!to_utf16(s, out)) return std::nullopt;
@@ -93,14 +97,35 @@ std::optional<std::u16string> to_utf16(std::string_view s) {
 }
 
 bool to_utf16(std::string_view s, std::u16string& out) {
-  // ASCII first, written in place: most text is nothing else.
+  // A UTF-8 text never takes more UTF-16 units than it has bytes.
   out.resize(s.size());
-  size_t i = ascii_prefix(s.data(), s.size(), out.data());
-  out.resize(i);
+  const size_t n = to_utf16(s, out.data(), out.size());
+  if (n == kNoRoom) return false;
+  out.resize(n);
+  return true;
+}
+
+size_t to_utf16(std::string_view s, char16_t* out, size_t room) {
+  // ASCII first, written in place: most text is nothing else.
+  size_t i = 0;
+  if (s.size() <= room) {
+    i = ascii_prefix(s.data(), s.size(), out);
+    if (i == s.size()) [[likely]]
+      return i;
+  }
+  return utf16_rest(s, i, out, room);
+}
+
+namespace {
+// to_utf16 past its ASCII prefix: the first `i` bytes of `s` are units
+// 0..i-1 of `out` already.
+[[gnu::noinline]] size_t utf16_rest(std::string_view s, size_t i, char16_t* out, size_t room) {
+  size_t o = i;  // in out
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      out.push_back(c);
+      if (o == room) return kNoRoom;
+      out[o++] = c;
       ++i;
       continue;
     }
@@ -114,26 +139,29 @@ bool to_utf16(std::string_view s, std::u16string& out) {
     } else if ((c & 0xf8) == 0xf0) {
       len = 4, cp = c & 0x07, min = 0x10000;
     } else {
-      return false;
+      return kNoRoom;
     }
-    if (i + static_cast<size_t>(len) > s.size()) return false;
+    if (i + static_cast<size_t>(len) > s.size()) return kNoRoom;
     for (int k = 1; k < len; ++k) {
       const auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      if ((cc & 0xc0) != 0x80) return false;
+      if ((cc & 0xc0) != 0x80) return kNoRoom;
       cp = (cp << 6) | (cc & 0x3f);
     }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return kNoRoom;
     if (cp >= 0x10000) {
+      if (room - o < 2) return kNoRoom;
       cp -= 0x10000;
-      out.push_back(static_cast<char16_t>(0xd800 + (cp >> 10)));
-      out.push_back(static_cast<char16_t>(0xdc00 + (cp & 0x3ff)));
+      out[o++] = static_cast<char16_t>(0xd800 + (cp >> 10));
+      out[o++] = static_cast<char16_t>(0xdc00 + (cp & 0x3ff));
     } else {
-      out.push_back(static_cast<char16_t>(cp));
+      if (o == room) return kNoRoom;
+      out[o++] = static_cast<char16_t>(cp);
     }
     i += static_cast<size_t>(len);
   }
-  return true;
+  return o;
 }
+}  // namespace
 
 void append_utf8(const char16_t* u, size_t n, std::string& out) {
   // ASCII first, written in place: most cells are nothing else.

@@ -22,6 +22,12 @@ namespace wirepool::odbc {
 std::optional<std::u16string> to_utf16(std::string_view utf8);
 /// The same into `out` (its capacity reused); false for malformed UTF-8.
 bool to_utf16(std::string_view utf8, std::u16string& out);
+/// The same into `room` units at `out`: the units written, or kNoRoom for
+/// malformed UTF-8 or a text that does not fit (`out` then holds anything).
+/// Allocates nothing: a text parameter is converted into its bound buffer on
+/// every execution (backends/odbc, bind_params).
+inline constexpr size_t kNoRoom = static_cast<size_t>(-1);
+size_t to_utf16(std::string_view utf8, char16_t* out, size_t room);
 /// UTF-16 -> UTF-8, appended to `out`. A lone surrogate becomes U+FFFD.
 void append_utf8(const char16_t* units, size_t count, std::string& out);
 std::string to_utf8(const char16_t* units, size_t count);

@@ -75,6 +75,25 @@ TEST(OdbcUtf16, MalformedUtf8IsRefusedAndLoneSurrogatesReplaced) {
             "b");
 }
 
+TEST(OdbcUtf16, IntoABufferWritesWhatFitsAndSaysWhenItDoesNot) {
+  // The form a text parameter is converted with into its bound buffer.
+  char16_t buf[8];
+  EXPECT_EQ(to_utf16("abc", buf, 8), 3u);
+  EXPECT_EQ(std::u16string(buf, 3), u"abc");
+  EXPECT_EQ(to_utf16("", buf, 0), 0u);
+  EXPECT_EQ(to_utf16("abcdefgh", buf, 8), 8u);  // exactly the room
+  EXPECT_EQ(std::u16string(buf, 8), u"abcdefgh");
+  EXPECT_EQ(to_utf16("abcdefghi", buf, 8), kNoRoom);
+  // Non-ASCII text takes fewer units than bytes: 3 bytes, 1 unit.
+  EXPECT_EQ(to_utf16("\xe2\x82\xac\xe2\x82\xac", buf, 2), 2u);  // € €
+  EXPECT_EQ(std::u16string(buf, 2), u"\u20ac\u20ac");
+  // A surrogate pair needs both units of room.
+  EXPECT_EQ(to_utf16("abcdefg\xf0\x9f\x98\x80", buf, 8), kNoRoom);
+  EXPECT_EQ(to_utf16("abcdef\xf0\x9f\x98\x80", buf, 8), 8u);
+  EXPECT_EQ(std::u16string(buf, 8), u"abcdef\U0001F600");
+  EXPECT_EQ(to_utf16("\xc3\xa9x\xc3", buf, 8), kNoRoom);  // malformed
+}
+
 TEST(OdbcMarkers, DollarNumbersBecomeQuestionMarksAndRepeatsBindAgain) {
   for (auto d :
        {sql::Dialect::postgres, sql::Dialect::mysql, sql::Dialect::ansi, sql::Dialect::sqlite}) {
