@@ -12,7 +12,9 @@
 //  - a backend connection killed by the server is reported as Errc::connection
 //    and alive() turns false (psqlODBC: pg_terminate_backend; MariaDB: KILL)
 //  - every network wait is bounded: the query_timeout option ends a long
-//    statement (57014), login_timeout a server that accepts and never answers
+//    statement (57014), and only a statement past its own deadline (quick
+//    ones for 2.5 s with a 1 s timeout all complete); login_timeout a server
+//    that accepts and never answers
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -281,6 +283,30 @@ TEST_P(Cursor, QueryTimeoutEndsALongStatement) {
   // The connection stays usable.
   auto again = fetch(c.value(), "SELECT 1");
   ASSERT_TRUE(again.ok()) << again.error().message;
+}
+
+TEST_P(Cursor, QueryTimeoutIsEachExecutionsOwn) {
+  // The watchdog reads each execution's deadline from its session: quick
+  // statements one after another for 2.5 s (the deadline 1 s) are never
+  // cancelled, and a long one after them still is.
+  db::OpenOptions o = options_for(target());
+  o.options["query_timeout"] = "1s";
+  auto c = driver().open(o);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const auto start = std::chrono::steady_clock::now();
+  int runs = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500)) {
+    auto r = fetch(c.value(), "SELECT 1");
+    ASSERT_TRUE(r.ok()) << "run " << runs << ": " << r.error().sqlstate << " "
+                        << r.error().message;
+    ++runs;
+  }
+  EXPECT_GT(runs, 10);
+  const auto long_start = std::chrono::steady_clock::now();
+  auto r = fetch(c.value(), long_statement(target()));
+  EXPECT_LT(std::chrono::steady_clock::now() - long_start, std::chrono::seconds(10));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().sqlstate, "57014") << r.error().message;
 }
 
 TEST_P(Cursor, LoginTimeoutBoundsAServerThatNeverAnswers) {
