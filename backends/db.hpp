@@ -561,7 +561,8 @@ auto call_blocking(const ConnectionImpl& conn, F f,
                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   for (;;) {
     auto r = f();
-    if (!is_would_block(r)) [[likely]] return r;
+    if (!is_would_block(r)) [[likely]]
+      return r;
     if (!wait_io(conn, timeout)) return decltype(r)(no_answer(timeout));
   }
 }

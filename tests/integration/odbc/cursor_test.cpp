@@ -297,8 +297,7 @@ TEST_P(Cursor, QueryTimeoutIsEachExecutionsOwn) {
   int runs = 0;
   while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500)) {
     auto r = fetch(c.value(), "SELECT 1");
-    ASSERT_TRUE(r.ok()) << "run " << runs << ": " << r.error().sqlstate << " "
-                        << r.error().message;
+    ASSERT_TRUE(r.ok()) << "run " << runs << ": " << r.error().sqlstate << " " << r.error().message;
     ++runs;
   }
   EXPECT_GT(runs, 10);
