@@ -247,7 +247,14 @@ def main():
                                    text=True)
                 results = {p: [] for p in programs}
                 for rnd in range(a.rounds):
-                    for p, (cmd, env) in programs.items():
+                    # Odd rounds run the programs in reverse order: the
+                    # machine's speed changes between two runs of a round
+                    # (this VM has slow and fast stretches) then cost the
+                    # driver and the C program equally often.
+                    order = list(programs.items())
+                    if rnd % 2:
+                        order.reverse()
+                    for p, (cmd, env) in order:
                         r = subprocess.run(pre + cmd, env=env, capture_output=True, text=True,
                                            timeout=900)
                         if r.returncode != 0:

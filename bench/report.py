@@ -204,7 +204,8 @@ def main():
             md += ["Each cell: the driver through wirepool's contract as a percentage of the C "
                    "program doing the same work on the raw C API (`bench/c/`); 100% = as fast. "
                    f"Each cell is the median over {d.get('rounds', '?')} rounds of the round's "
-                   "driver/C ratio (the two programs run back to back in each round)"
+                   "driver/C ratio (the two programs run back to back in each round, the C "
+                   "program first in every other round)"
                    + (f"; both programs pinned to CPU {d['pinned']['client_cpu']} and a "
                       f"server to CPU {d['pinned']['server_cpu']}" if d.get("pinned") else "")
                    + "; in each run the scan "
