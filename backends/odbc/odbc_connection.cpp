@@ -633,8 +633,8 @@ struct Handle {
 using HandlePtr = std::shared_ptr<Handle>;
 
 /// Marks a handle's call (SQLExecute, SQLExecDirect, SQLFetch, SQLMoreResults)
-/// as the one a cancel() interrupts while it lives, and arms the
-/// query_timeout watchdog.
+/// as the one a cancel() interrupts while it lives, and publishes its
+/// query_timeout deadline for the Watchdog.
 class Running {
  public:
   /// No lock to start: a cancel that reads the handle before SQLExecute is
@@ -658,12 +658,11 @@ class Running {
       s_.deadline.store(
           Watchdog::now_ns() + std::chrono::nanoseconds(s_.options.query_timeout).count(),
           std::memory_order_release);
-      armed_ = true;
     }
   }
   /// A canceller that saw this call (Session::cancelling) finishes first.
   ~Running() {
-    if (armed_) [[unlikely]]
+    if (s_.options.query_timeout.count() > 0) [[unlikely]]
       s_.deadline.store(0, std::memory_order_release);
     const SQLHSTMT h = s_.running.exchange(SQL_NULL_HSTMT);
     if (s_.cancelling.load() == h) [[unlikely]]
@@ -685,7 +684,6 @@ class Running {
   }
 
   Session& s_;
-  bool armed_ = false;
 };
 
 // ---- parameters -----------------------------------------------------------------
@@ -1282,13 +1280,10 @@ Status bind_columns(Session& s, Handle& hd) {
 /// Describes the result the handle's cursor now holds and binds it, unless
 /// the shape settled before execution still fits. The rowset is set here,
 /// before the cursor's first fetch.
-Status settle_result(Session& s, Handle& hd, bool same_empty = false) {
+Status settle_result(Session& s, Handle& hd) {
   // A prepared statement described and bound before its execution returns
   // that result: no call needed.
   if (hd.settled && hd.described && hd.shape && !hd.shape->columns.empty()) return {};
-  // `same_empty`: the caller knows this execution has the shape of the last
-  // one if that had no columns (a prepared single DML statement).
-  if (same_empty && hd.described && hd.shape && hd.shape->columns.empty()) return {};
   SQLSMALLINT n = 0;
   if (!ok(SQLNumResultCols(hd.h, &n))) return s.stmt_error(hd.h);
   if (hd.settled && hd.shape && hd.shape->columns.size() == static_cast<size_t>(n)) return {};
@@ -1531,7 +1526,7 @@ class OdbcRows final : public db::RowsImpl {
   [[gnu::noinline]] std::optional<Error> settle(SQLRETURN rc, bool single_dml) {
     Session& s = *hd_->session;
     const bool dml = result_index_ == 0 ? hd_->first_dml : Handle::is_dml(verb());
-    if (auto st = settle_result(s, *hd_, single_dml); !st.ok()) {
+    if (auto st = settle_result(s, *hd_); !st.ok()) {
       return st.error();
     }
     if (!hd_->shape || hd_->shape->columns.empty()) {
