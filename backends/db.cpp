@@ -7,11 +7,13 @@
 
 #include "backends/db.hpp"
 
+#include <openssl/rand.h>
 #include <poll.h>
 
 #include <cerrno>
 
 #include <algorithm>
+#include <random>
 
 #include "backends/mysql/mysql_driver.hpp"
 #include "backends/odbc/odbc_driver.hpp"
@@ -177,6 +179,24 @@ Result<bool> Rows::next_result() {
 CommandInfo Rows::command() const {
   if (!impl_) return {};
   return impl_->command();
+}
+
+std::string random_statement_prefix(std::string_view base) {
+  unsigned char bits[8];
+  if (RAND_bytes(bits, sizeof bits) != 1) {
+    // OpenSSL's generator failed: fall back to the OS's, never to a guessable name.
+    std::random_device rd;
+    for (auto& b : bits)
+      b = static_cast<unsigned char>(rd());
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(base);
+  for (unsigned char b : bits) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  out += '_';
+  return out;
 }
 
 bool wait_io(const ConnectionImpl& conn, std::chrono::milliseconds timeout) {

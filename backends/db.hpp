@@ -574,6 +574,11 @@ Result<CommandInfo> drain(Rows& rows);
 // ---------------------------------------------------------------------------
 // Drivers
 
+/// `base` followed by 64 random bits in hex and '_': a prefix for the names
+/// wirepool gives prepared statements on a backend connection, so that no
+/// other session on that connection can guess them.
+std::string random_statement_prefix(std::string_view base);
+
 /// What a database entry of the configuration hands its driver.
 struct OpenOptions {
   std::string connection;                      ///< driver-specific: path, conninfo, ODBC string

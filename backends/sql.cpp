@@ -13,6 +13,7 @@
 #include <charconv>
 #include <climits>
 #include <map>
+#include <optional>
 
 namespace wirepool::sql {
 
@@ -119,8 +120,9 @@ std::string upper(std::string_view s) {
 /// The tokenizer. A small value type: copy it to look ahead.
 class Lexer {
  public:
-  Lexer(std::string_view text, Dialect d, bool client_markers = false)
-      : t_(text), d_(d), client_markers_(client_markers) {}
+  Lexer(std::string_view text, Dialect d, bool client_markers = false,
+        bool backslash_quotes = false)
+      : t_(text), d_(d), client_markers_(client_markers), backslash_quotes_(backslash_quotes) {}
 
   /// The next token after whitespace and comments.
   Token next() {
@@ -150,7 +152,7 @@ class Lexer {
         break;
       case '\'':
         tok.type = Tok::string;
-        e = skip_quoted(pos_ + 1, '\'', d_ == Dialect::mysql);
+        e = skip_quoted(pos_ + 1, '\'', d_ == Dialect::mysql || backslash_quotes_);
         break;
       case '"':
         tok.type = d_ == Dialect::mysql ? Tok::string : Tok::quoted;
@@ -432,7 +434,8 @@ class Lexer {
 
   std::string_view t_;
   Dialect d_;
-  bool client_markers_ = false;  // tsql: also ? and $N (find_client_markers)
+  bool client_markers_ = false;    // tsql: also ? and $N (find_client_markers)
+  bool backslash_quotes_ = false;  // '...' with backslash escapes (split_statements)
   size_t pos_ = 0;
   int exec_depth_ = 0;  // inside MySQL /*! ... */
 };
@@ -815,9 +818,10 @@ std::string verb_from(Words& w, Dialect d, const Token& first) {
 
 // ---- public functions -------------------------------------------------------
 
-std::vector<std::string_view> split_statements(std::string_view text, Dialect d) {
+std::vector<std::string_view> split_statements(std::string_view text, Dialect d,
+                                               bool backslash_quotes) {
   std::vector<std::string_view> out;
-  Lexer lex(text, d);
+  Lexer lex(text, d, false, backslash_quotes);
   StatementEnd ender(text, d);
   size_t start = 0;
   bool content = false;
@@ -975,6 +979,117 @@ QuestionText to_question_markers(std::string_view text, Dialect d) {
     return out;
   }
   out.text.append(text.substr(copied));
+  return out;
+}
+
+// ---- session effects (PostgreSQL) ----------------------------------------------
+
+namespace {
+
+bool icontains(std::string_view text, std::string_view needle) {
+  auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return (a >= 'A' && a <= 'Z' ? static_cast<char>(a + 32) : a) == b;
+  });
+  return it != text.end();
+}
+
+/// The value of a '...' literal token, lower-cased ('' unescaped); nullopt
+/// for any other token (E'' with escapes, dollar quotes, a marker).
+std::optional<std::string> literal_name(std::string_view text, const Token& t) {
+  std::string_view v = text_of(text, t);
+  if (t.type != Tok::string || v.size() < 2 || v.front() != '\'' || v.back() != '\'') {
+    return std::nullopt;
+  }
+  std::string out;
+  for (size_t i = 1; i + 1 < v.size(); ++i) {
+    if (v[i] == '\\') return std::nullopt;  // an escape wirepool would have to interpret
+    if (v[i] == '\'' && v[i + 1] == '\'') ++i;
+    out += v[i] >= 'A' && v[i] <= 'Z' ? static_cast<char>(v[i] + 32) : v[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+bool mentions_session_functions(std::string_view text) {
+  return icontains(text, "set_config") || icontains(text, "advisory_lock");
+}
+
+SessionEffects session_effects(std::string_view text, bool backslash_quotes) {
+  SessionEffects out;
+  Lexer lex(text, Dialect::postgres, false, backslash_quotes);
+  std::vector<std::string> head;  // the statement's leading words
+  bool in_head = true;
+  Token t = lex.next();
+  while (t.type != Tok::end) {
+    if (t.type == Tok::semicolon) {
+      head.clear();
+      in_head = true;
+      t = lex.next();
+      continue;
+    }
+    if (t.type != Tok::word) {
+      in_head = false;
+      t = lex.next();
+      continue;
+    }
+    const std::string w = upper(text_of(text, t));
+    if (in_head) {
+      head.push_back(w);
+      const std::string& w0 = head[0];
+      if (head.size() == 1 &&
+          (w0 == "DO" || w0 == "CALL" || w0 == "PREPARE" || w0 == "LISTEN" || w0 == "LOAD")) {
+        out.opaque = true;
+      }
+      if (w0 == "CREATE" && (w == "TEMP" || w == "TEMPORARY")) out.opaque = true;
+      if (w0 == "DECLARE" && w == "HOLD") out.opaque = true;
+    }
+    if (w == "INTO") {  // SELECT ... INTO TEMP t
+      Lexer ahead = lex;
+      Token n = ahead.next();
+      if (n.type == Tok::word) {
+        const std::string nw = upper(text_of(text, n));
+        if (nw == "TEMP" || nw == "TEMPORARY") out.opaque = true;
+      }
+    }
+    if (w.size() >= 13 && (w.ends_with("ADVISORY_LOCK") || w.ends_with("ADVISORY_LOCK_SHARED"))) {
+      out.opaque = true;  // session-level advisory locks (not the _xact_ ones)
+    }
+    if (w != "SET_CONFIG") {
+      t = lex.next();
+      continue;
+    }
+    // set_config(name, value, is_local): its three arguments' tokens.
+    Token open = lex.next();
+    if (open.type != Tok::lparen) {
+      t = open;
+      continue;
+    }
+    std::vector<std::vector<Token>> args(1);
+    int depth = 1;
+    for (t = lex.next(); t.type != Tok::end; t = lex.next()) {
+      if (t.type == Tok::lparen) ++depth;
+      if (t.type == Tok::rparen && --depth == 0) break;
+      if (t.type == Tok::comma && depth == 1) {
+        args.emplace_back();
+        continue;
+      }
+      args.back().push_back(t);
+    }
+    std::string scope;
+    if (args.size() == 3 && args[2].size() == 1 && args[2][0].type == Tok::word) {
+      scope = upper(text_of(text, args[2][0]));
+    }
+    if (scope != "TRUE") {
+      auto name = args[0].size() == 1 ? literal_name(text, args[0][0]) : std::nullopt;
+      if (name && scope == "FALSE") {
+        out.settings.push_back(std::move(*name));
+      } else {
+        out.opaque = true;
+      }
+    }
+    if (t.type != Tok::end) t = lex.next();
+  }
   return out;
 }
 

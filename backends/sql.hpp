@@ -25,7 +25,10 @@ std::string_view to_string(Dialect d);
 
 /// Splits `text` at top-level semicolons. Each piece is trimmed of surrounding
 /// whitespace; pieces that hold nothing but comments or whitespace are dropped.
-std::vector<std::string_view> split_statements(std::string_view text, Dialect d);
+/// `backslash_quotes`: a backslash escapes in every '...' literal, as for a
+/// PostgreSQL session with standard_conforming_strings off.
+std::vector<std::string_view> split_statements(std::string_view text, Dialect d,
+                                               bool backslash_quotes = false);
 
 /// True when `text` holds no statement: only whitespace, comments and semicolons.
 bool is_blank(std::string_view text, Dialect d);
@@ -45,6 +48,25 @@ std::string command_verb(std::string_view stmt, Dialect d);
 /// row, ON CONFLICT / ON DUPLICATE KEY, RETURNING, IGNORE, OR REPLACE, SELECT).
 /// A batch of such a statement can be reported row by row from its total.
 bool inserts_one_row(std::string_view stmt, Dialect d);
+
+/// What PostgreSQL statements do to session state that outlives their
+/// transaction, as far as their text tells: set_config() calls anywhere in it,
+/// session-level advisory locks, and statements known by their leading words.
+struct SessionEffects {
+  /// Settings set for the session by set_config(name, value, false) with a
+  /// literal name (lower-cased): the session layer reads them back to follow
+  /// the client (is_local true changes nothing beyond the transaction).
+  std::vector<std::string> settings;
+  /// Something wirepool cannot follow: a set_config() whose name or scope is
+  /// computed, a session-level advisory lock, CREATE TEMP, SELECT INTO TEMP,
+  /// DECLARE ... WITH HOLD, DO, CALL, PREPARE, LISTEN, LOAD. A pooled backend
+  /// is reset (DISCARD ALL) before another client gets it.
+  bool opaque = false;
+};
+SessionEffects session_effects(std::string_view text, bool backslash_quotes = false);
+/// Conservative and cheap (no lexing): false when `text` cannot call
+/// set_config() or an advisory lock function (case-insensitive substrings).
+bool mentions_session_functions(std::string_view text);
 
 /// A parameter marker found outside literals, quoted identifiers and comments.
 struct Marker {

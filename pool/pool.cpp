@@ -265,7 +265,7 @@ void Pool::handle_cancel(WaiterId waiter, TimePoint now) {
   dispatch(now, true);
 }
 
-void Pool::handle_release(ConnId conn, bool healthy, TxState tx, TimePoint now) {
+void Pool::handle_release(ConnId conn, bool healthy, TxState tx, TimePoint now, bool reset) {
   Conn* c = find(conn, State::in_use);
   if (c == nullptr) return;
   if (!healthy) {
@@ -280,7 +280,7 @@ void Pool::handle_release(ConnId conn, bool healthy, TxState tx, TimePoint now) 
     // Opened for other work (or past a stall): the trains serve these waiters.
     // (live, not counted: connections already closing are gone for this count.)
     close_conn(conn, *c, CloseReason::surplus);
-  } else if (config_.reset_on_release) {
+  } else if (config_.reset_on_release || reset) {
     set_state(conn, *c, State::resetting);
     actions_.push_back(Reset{conn});
   } else {

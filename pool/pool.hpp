@@ -135,8 +135,9 @@ class Pool {
   /// A granted connection comes back. `healthy` false closes it; a connection
   /// not idle in its transaction is closed too; so is one older than
   /// max_lifetime, one marked by reconnect(), one above a lowered `max`, and
-  /// every one after shutdown(). Otherwise it is reset (reset_on_release) or idle.
-  void handle_release(ConnId conn, bool healthy, TxState tx, TimePoint now);
+  /// every one after shutdown(). Otherwise it is reset (reset_on_release, or
+  /// `reset`: its session left state behind that must go) or idle.
+  void handle_release(ConnId conn, bool healthy, TxState tx, TimePoint now, bool reset = false);
   /// An Open succeeded; the connection's age (max_lifetime) counts from `now`.
   void handle_opened(ConnId conn, TimePoint now);
   /// An Open failed. When nothing else is opening, in use or resetting, all

@@ -197,12 +197,11 @@ std::optional<std::vector<DatabasePoolPtr>> pools_for(Server& server,
                                                       const std::vector<std::string>& w,
                                                       std::string* missing) {
   if (w.size() < 2) return server.pools();
-  auto pool = server.find_pool(w[1]);
-  if (!pool) {
+  if (!server.has_database(w[1])) {
     *missing = w[1];
     return std::nullopt;
   }
-  return std::vector<DatabasePoolPtr>{pool};
+  return server.pools_of(w[1]);
 }
 
 AdminResult show_pools(Server& server) {
@@ -234,12 +233,11 @@ AdminResult show_pools(Server& server) {
     auto wait_us = std::chrono::duration_cast<std::chrono::microseconds>(st.longest_wait).count();
     // Cancel requests are carried out at once (never queued), so the cancel
     // columns are always 0 here; sv_used counts connections being reset.
-    r.rows.push_back(Row{c.name, backend_user(c), num(std::max<int64_t>(0, clients - waiting)),
-                         num(waiting), "0", "0", num(uint64_t{st.in_use}), "0", "0",
-                         num(uint64_t{st.idle}), num(uint64_t{st.resetting}), "0",
-                         num(uint64_t{st.opening}), num(int64_t{wait_us / 1000000}),
-                         num(int64_t{wait_us % 1000000}),
-                         std::string(config::to_string(settings.mode)), c.driver});
+    r.rows.push_back(Row{
+        c.name, pool->user(), num(std::max<int64_t>(0, clients - waiting)), num(waiting), "0", "0",
+        num(uint64_t{st.in_use}), "0", "0", num(uint64_t{st.idle}), num(uint64_t{st.resetting}),
+        "0", num(uint64_t{st.opening}), num(int64_t{wait_us / 1000000}),
+        num(int64_t{wait_us % 1000000}), std::string(config::to_string(settings.mode)), c.driver});
   }
   return r;
 }
@@ -315,7 +313,7 @@ AdminResult show_servers(Server& server) {
   for (const auto& pool : server.pools()) {
     const auto& c = pool->config();
     Target t = target_of(c);
-    std::string user = backend_user(c);
+    const std::string& user = pool->user();  // the pool's: its connections serve only that user
     for (const auto& s : pool->servers()) {
       // A backend connection's own socket is the driver's: its addresses are
       // those of the connection string (NULL where it names none).
@@ -356,19 +354,36 @@ AdminResult show_stats(Server& server) {
                {"avg_xact_time", kInt8},     {"avg_query_time", kInt8},
                {"avg_wait_time", kInt8},     {"driver", kText}};
   const uint64_t secs = std::chrono::duration_cast<std::chrono::seconds>(kStatsPeriod).count();
-  for (const auto& pool : server.pools()) {
-    const auto& m = pool->metrics();
-    StatsTotals t = m.totals();
-    auto [a, b] = m.last_period();
+  auto add = [](StatsTotals& to, const StatsTotals& x) {
+    to.xact_count += x.xact_count;
+    to.query_count += x.query_count;
+    to.received += x.received;
+    to.sent += x.sent;
+    to.xact_us += x.xact_us;
+    to.query_us += x.query_us;
+    to.wait_us += x.wait_us;
+    to.wait_count += x.wait_count;
+  };
+  // As PgBouncer: one row per database, its users' pools summed.
+  auto current = server.current_config();
+  for (const auto& d : current->databases) {
+    StatsTotals t, a, b;
+    for (const auto& pool : server.pools_of(d.name)) {
+      const auto& m = pool->metrics();
+      add(t, m.totals());
+      auto [pa, pb] = m.last_period();
+      add(a, pa);
+      add(b, pb);
+    }
     auto per_second = [&](uint64_t end, uint64_t start) { return num((end - start) / secs); };
     auto average = [](uint64_t time, uint64_t count) { return num(count ? time / count : 0); };
-    r.rows.push_back(Row{
-        pool->config().name, num(t.xact_count), num(t.query_count), num(t.received), num(t.sent),
-        num(t.xact_us), num(t.query_us), num(t.wait_us), per_second(b.xact_count, a.xact_count),
-        per_second(b.query_count, a.query_count), per_second(b.received, a.received),
-        per_second(b.sent, a.sent), average(b.xact_us - a.xact_us, b.xact_count - a.xact_count),
-        average(b.query_us - a.query_us, b.query_count - a.query_count),
-        average(b.wait_us - a.wait_us, b.wait_count - a.wait_count), pool->config().driver});
+    r.rows.push_back(
+        Row{d.name, num(t.xact_count), num(t.query_count), num(t.received), num(t.sent),
+            num(t.xact_us), num(t.query_us), num(t.wait_us), per_second(b.xact_count, a.xact_count),
+            per_second(b.query_count, a.query_count), per_second(b.received, a.received),
+            per_second(b.sent, a.sent), average(b.xact_us - a.xact_us, b.xact_count - a.xact_count),
+            average(b.query_us - a.query_us, b.query_count - a.query_count),
+            average(b.wait_us - a.wait_us, b.wait_count - a.wait_count), d.driver});
   }
   return r;
 }
@@ -390,18 +405,21 @@ AdminResult show_databases(Server& server) {
                {"paused", kInt8},
                {"disabled", kInt8},
                {"driver", kText}};
-  for (const auto& pool : server.pools()) {
-    const auto& c = pool->config();
+  auto config = server.current_config();
+  for (const auto& c : config->databases) {
     Target t = target_of(c);
-    auto st = pool->stats();
-    auto settings = pool->settings();
     std::string user = backend_user(c);
-    uint64_t current = st.opening + st.idle + st.in_use + st.resetting + st.closing;
+    uint64_t current = 0;
+    for (const auto& pool : server.pools_of(c.name)) {
+      auto st = pool->stats();
+      current += st.opening + st.idle + st.in_use + st.resetting + st.closing;
+    }
+    const auto& settings = c.pool;
     r.rows.push_back(Row{c.name, t.host, t.port, t.database,
                          user.empty() ? std::nullopt : std::optional<std::string>(user),
                          num(int64_t{settings.max}), num(int64_t{settings.min}), "0",
                          std::string(config::to_string(settings.mode)), num(int64_t{settings.max}),
-                         num(current), pool->paused() ? "1" : "0", "0", c.driver});
+                         num(current), server.database_paused(c.name) ? "1" : "0", "0", c.driver});
   }
   return r;
 }
@@ -520,8 +538,8 @@ asio::awaitable<AdminResult> run_admin(Server& server, std::string_view command)
     auto pools = pools_for(server, w, &missing);
     if (!pools) co_return error("3D000", "database \"" + missing + "\" does not exist");
     if (verb == "PAUSE") {
-      for (const auto& p : *pools)
-        p->pause();
+      // The database's pools now and those its users get later.
+      server.set_paused(w.size() > 1 ? w[1] : std::string_view(), true);
       if (!co_await wait_released(server, *pools)) {
         // Still paused: new work waits; the sessions in transactions keep theirs.
         co_return error("57014",
@@ -529,8 +547,7 @@ asio::awaitable<AdminResult> run_admin(Server& server, std::string_view command)
                         "the pause stays in force (RESUME to lift it)");
       }
     } else if (verb == "RESUME") {
-      for (const auto& p : *pools)
-        p->resume();
+      server.set_paused(w.size() > 1 ? w[1] : std::string_view(), false);
     } else {
       for (const auto& p : *pools)
         p->reconnect();
@@ -539,13 +556,15 @@ asio::awaitable<AdminResult> run_admin(Server& server, std::string_view command)
   }
   if (verb == "KILL") {
     if (w.size() != 2) co_return error("42601", "KILL needs a database name");
-    auto pool = server.find_pool(w[1]);
-    if (!pool) co_return error("3D000", "database \"" + w[1] + "\" does not exist");
+    if (!server.has_database(w[1])) {
+      co_return error("3D000", "database \"" + w[1] + "\" does not exist");
+    }
     // As PgBouncer: the database is paused (new clients wait for RESUME), its
     // clients are disconnected and its backend connections closed.
-    pool->pause();
+    server.set_paused(w[1], true);
     server.kill_clients(w[1]);
-    pool->reconnect();
+    for (const auto& pool : server.pools_of(w[1]))
+      pool->reconnect();
     co_return done("KILL");
   }
   if (verb == "RELOAD" && w.size() == 1) {

@@ -97,7 +97,8 @@ std::string StatementCache::relay_name(const std::string& key, std::string* evic
     *evicted = std::move(victim->second);
     relay_.erase(victim);
   }
-  return "wpr_" + std::to_string(++relay_seq_);
+  if (relay_prefix_.empty()) relay_prefix_ = db::random_statement_prefix("wpr_");
+  return relay_prefix_ + std::to_string(++relay_seq_);
 }
 
 void StatementCache::relay_add(const std::string& key, std::string name) {
@@ -243,10 +244,12 @@ size_t pipeline_max(const config::Database& d, size_t cores) {
   return 2 * std::max<size_t>(cores, 1) + 1;
 }
 
-DatabasePool::DatabasePool(const config::Database& cfg, const db::Driver& driver,
-                           db::OpenOptions open, BlockingExecutor& blocking,
-                           asio::io_context& timer_context)
+DatabasePool::DatabasePool(const config::Database& cfg, std::string user, DatabaseSharedPtr shared,
+                           const db::Driver& driver, db::OpenOptions open,
+                           BlockingExecutor& blocking, asio::io_context& timer_context)
     : cfg_(cfg),
+      user_(std::move(user)),
+      shared_(std::move(shared)),
       driver_(driver),
       open_(std::move(open)),
       blocking_(blocking),
@@ -298,6 +301,24 @@ std::vector<DatabasePool::ServerInfo> DatabasePool::servers() const {
 bool DatabasePool::is_shut_down() const {
   std::lock_guard lock(mu_);
   return pool_.is_shut_down();
+}
+
+void DatabaseShared::note_open(bool ok, std::string error) {
+  std::lock_guard lock(mu_);
+  tried_ = true;
+  failed_ = !ok;
+  error_ = ok ? std::string() : std::move(error);
+}
+
+bool DatabaseShared::reachable(std::string* error) const {
+  std::lock_guard lock(mu_);
+  if (failed_ && error) *error = error_;
+  return !failed_;
+}
+
+bool DatabaseShared::tried() const {
+  std::lock_guard lock(mu_);
+  return tried_;
 }
 
 bool DatabasePool::reachable(std::string* error) const {
@@ -385,7 +406,7 @@ void DatabasePool::release(Backend* backend, bool healthy) {
   backend->released_at = now;
   std::unique_lock lock(mu_);
   backend->leased = false;
-  pool_.handle_release(backend->id, healthy, tx, now);
+  pool_.handle_release(backend->id, healthy, tx, now, backend->dirty);
   pump(lock);
 }
 
@@ -452,10 +473,12 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                     self->backends_[id] = std::move(b);
                     spdlog::debug("database {}: backend connection {} opened", self->cfg_.name, id);
                     self->last_open_failed_ = false;
+                    self->shared_->note_open(true);
                     self->pool_.handle_opened(id, now);
                   } else {
                     self->last_open_error_ = result.error().message;
                     self->last_open_failed_ = true;
+                    self->shared_->note_open(false, self->last_open_error_);
                     spdlog::error("database {}: cannot open backend ({}): {}", self->cfg_.name,
                                   redact_secrets(self->cfg_.connection), result.error().message);
                     self->pool_.handle_open_failed(id, now);
@@ -532,7 +555,10 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                 self->blocking_.post([self, backend, id] {
                   bool ok = false;
                   if (backend) {
-                    const auto& q = self->cfg_.pool.reset_query;
+                    // A session that left what only a DISCARD ALL undoes gets one.
+                    const std::string q =
+                        backend->dirty ? std::string("DISCARD ALL") : self->cfg_.pool.reset_query;
+                    backend->dirty = false;
                     auto st = db::call_blocking(*backend->conn.impl(),
                                                 [&] { return backend->conn.reset(q); });
                     ok = st.ok();

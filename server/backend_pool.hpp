@@ -49,8 +49,8 @@ class StatementCache {
   size_t size() const { return map_.size(); }
 
   // Statements the PostgreSQL relay prepared on the server itself (names
-  // wpr_N, apart from the driver's): its protocol bytes never pass through a
-  // db::Statement. forget() drops them too.
+  // wpr_<64 random bits>_N, apart from the driver's): its protocol bytes never
+  // pass through a db::Statement. forget() drops them too.
   /// The server's name for `key`, or nullptr.
   const std::string* relay_find(const std::string& key) const;
   /// Names a statement for `key` about to be prepared. Above capacity one
@@ -66,6 +66,7 @@ class StatementCache {
   std::unordered_map<std::string, std::list<Entry>::iterator> map_;
   std::unordered_map<std::string, std::string> relay_;  // key -> server name
   uint64_t relay_seq_ = 0;
+  std::string relay_prefix_;  ///< random per connection (db::random_statement_prefix)
 };
 
 /// One pooled backend connection.
@@ -106,6 +107,10 @@ struct Backend {
   uint64_t applied_session = 0;
   uint32_t applied_version = 0;
   bool settings_unknown = false;  ///< a replay failed half-way: RESET ALL next time
+  /// A client left session state on it that wirepool cannot carry to its next
+  /// backend nor undo statement by statement (sql::SessionEffects::opaque):
+  /// reset with DISCARD ALL before another client gets it.
+  bool dirty = false;
   /// When a session last gave it back (ensure_backend probes it after a while idle).
   std::chrono::steady_clock::time_point released_at{};
   /// For SHOW SERVERS: when it opened, and whether a session holds it (under the pool's mutex).
@@ -150,14 +155,39 @@ std::vector<std::string> conninfo_hosts(std::string_view conninfo);
 /// The CPUs this process may run on (its affinity mask: a container's cpuset).
 size_t usable_cores();
 
+/// What the pools of one database entry share, whichever user each serves.
+struct DatabaseShared {
+  /// PAUSE: the database's pools, present and future, grant nothing new.
+  std::atomic<bool> paused{false};
+  /// The outcome of the last attempt, by any of its pools or the readiness
+  /// probe, to open a backend connection (readiness: /readyz).
+  void note_open(bool ok, std::string error = {});
+  /// Unknown (never tried) counts as reachable.
+  bool reachable(std::string* error = nullptr) const;
+  bool tried() const;
+  std::atomic<bool> probing{false};
+
+ private:
+  mutable std::mutex mu_;
+  bool tried_ = false;
+  bool failed_ = false;
+  std::string error_;
+};
+using DatabaseSharedPtr = std::shared_ptr<DatabaseShared>;
+
+/// The pool of one database entry for one user: its backend connections serve
+/// only that user's clients (as PgBouncer's pools per database and user).
 class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
  public:
   /// `timer_context`: where the pool's deadline timer runs.
-  DatabasePool(const config::Database& cfg, const db::Driver& driver, db::OpenOptions open,
-               BlockingExecutor& blocking, boost::asio::io_context& timer_context);
+  DatabasePool(const config::Database& cfg, std::string user, DatabaseSharedPtr shared,
+               const db::Driver& driver, db::OpenOptions open, BlockingExecutor& blocking,
+               boost::asio::io_context& timer_context);
   ~DatabasePool();
 
   const config::Database& config() const { return cfg_; }
+  /// The wirepool user whose clients this pool serves.
+  const std::string& user() const { return user_; }
   const db::Driver& driver() const { return driver_; }
   /// The lexer for this database's SQL: from the driver (and, for ODBC, the
   /// connection string's Driver name) until a connection reports its own.
@@ -215,9 +245,10 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   void pause_pipeline(std::chrono::steady_clock::time_point until) {
     pipeline_paused_until_.store(until.time_since_epoch().count(), std::memory_order_relaxed);
   }
-  void pause() { paused_ = true; }
-  void resume() { paused_ = false; }
-  bool paused() const { return paused_.load(std::memory_order_relaxed); }
+  /// PAUSE and RESUME apply to the whole database (DatabaseShared).
+  void pause() { shared_->paused = true; }
+  void resume() { shared_->paused = false; }
+  bool paused() const { return shared_->paused.load(std::memory_order_relaxed); }
   /// RECONNECT: idle backend connections close now, busy ones when released.
   void reconnect();
   /// Reload: new sizes and timeouts, in place (connections in use are kept;
@@ -261,6 +292,8 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   void on_timer();
 
   config::Database cfg_;
+  std::string user_;
+  DatabaseSharedPtr shared_;
   const db::Driver& driver_;
   db::OpenOptions open_;
   BlockingExecutor& blocking_;
@@ -280,7 +313,6 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   pool::WaiterId next_waiter_ = 1;
   std::string last_open_error_;
   bool last_open_failed_ = false;  ///< under mu_
-  std::atomic<bool> paused_{false};
   std::atomic<std::chrono::steady_clock::rep> pipeline_paused_until_{0};
   config::PoolSettings settings_;  ///< under mu_
   DatabaseMetrics metrics_;

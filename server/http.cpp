@@ -177,12 +177,10 @@ bool is_ready(const Server& server, std::string* reason) {
     *reason = "listeners not open yet";
     return false;
   }
-  for (const auto& pool : server.pools()) {
-    std::string error;
-    if (!pool->reachable(&error)) {
-      *reason = "database \"" + pool->config().name + "\" cannot reach its backend: " + error;
-      return false;
-    }
+  std::string name, error;
+  if (server.unreachable_database(&name, &error)) {
+    *reason = "database \"" + name + "\" cannot reach its backend: " + error;
+    return false;
   }
   return true;
 }
@@ -270,7 +268,17 @@ std::string render_metrics(const Server& server) {
              "reason=\"" + std::string(to_string(reason)) + "\"", mx.errors(reason));
   }
 
-  // ---- pools, by database
+  // ---- databases: the last attempt of any pool, or the readiness probe, to open a backend
+  metric_header(out, "wirepool_database_reachable", "gauge",
+                "1 when the last attempt to open a backend connection for the database succeeded "
+                "(or none was made yet), 0 when it failed.");
+  for (const auto& d : server.current_config()->databases) {
+    add_line(out, "wirepool_database_reachable",
+             "database=\"" + label_value(d.name) + "\",driver=\"" + label_value(d.driver) + "\"",
+             uint64_t{server.database_reachable(d.name) ? 1u : 0u});
+  }
+
+  // ---- pools, by database and user (one pool per user that has a session or a connection)
   struct PoolView {
     std::string labels;
     pool::Stats stats;
@@ -280,16 +288,18 @@ std::string render_metrics(const Server& server) {
   std::vector<PoolView> views;
   for (const auto& pool : server.pools()) {
     PoolView v;
-    v.labels = "database=\"" + label_value(pool->config().name) + "\",driver=\"" +
-               label_value(pool->config().driver) + "\"";
+    v.labels = "database=\"" + label_value(pool->config().name) + "\",user=\"" +
+               label_value(pool->user()) + "\",driver=\"" + label_value(pool->config().driver) +
+               "\"";
     v.stats = pool->stats();
     v.settings = pool->settings();
     v.pool = pool;
     views.push_back(std::move(v));
   }
-  metric_header(out, "wirepool_backend_connections", "gauge",
-                "Backend connections now, by database and state: active (leased to a client), "
-                "idle, opening, resetting, closing.");
+  metric_header(
+      out, "wirepool_backend_connections", "gauge",
+      "Backend connections now, by database, user and state: active (leased to a client), "
+      "idle, opening, resetting, closing.");
   for (const auto& v : views) {
     add_line(out, "wirepool_backend_connections", v.labels + ",state=\"active\"",
              uint64_t{v.stats.in_use});
@@ -303,34 +313,34 @@ std::string render_metrics(const Server& server) {
              uint64_t{v.stats.closing});
   }
   metric_header(out, "wirepool_pool_max_connections", "gauge",
-                "The pool's max: backend connections it may open, by database.");
+                "The pool's max: backend connections it may open, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_pool_max_connections", v.labels,
              uint64_t(v.settings.max < 0 ? 0 : v.settings.max));
   metric_header(out, "wirepool_pool_waiting_clients", "gauge",
-                "Clients waiting for a backend connection now, by database.");
+                "Clients waiting for a backend connection now, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_pool_waiting_clients", v.labels, uint64_t{v.stats.waiting});
   metric_header(out, "wirepool_pool_longest_wait_seconds", "gauge",
-                "How long the longest-waiting client has waited, by database.");
+                "How long the longest-waiting client has waited, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_pool_longest_wait_seconds", v.labels,
              std::chrono::duration<double>(v.stats.longest_wait).count());
   metric_header(out, "wirepool_pool_exhausted_total", "counter",
                 "Clients refused because no backend connection became free within "
-                "acquire_timeout (53300), by database.");
+                "acquire_timeout (53300), by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_pool_exhausted_total", v.labels, v.stats.rejected_timeout_total);
   metric_header(out, "wirepool_pool_grants_total", "counter",
-                "Backend connections handed to clients, by database.");
+                "Backend connections handed to clients, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_pool_grants_total", v.labels, v.stats.granted_total);
   metric_header(out, "wirepool_backend_connects_total", "counter",
-                "Backend connections opened, by database.");
+                "Backend connections opened, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_backend_connects_total", v.labels, v.stats.opened_total);
   metric_header(out, "wirepool_backend_connect_failures_total", "counter",
-                "Backend connection attempts that failed, by database.");
+                "Backend connection attempts that failed, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_backend_connect_failures_total", v.labels, v.stats.open_failed_total);
   metric_header(out, "wirepool_statements_total", "counter",
@@ -341,13 +351,13 @@ std::string render_metrics(const Server& server) {
              v.pool->metrics().statements.load(std::memory_order_relaxed));
   metric_header(out, "wirepool_relayed_batches_total", "counter",
                 "PostgreSQL client batches (a Query, or messages up to a Sync) sent to a "
-                "PostgreSQL backend as bytes by the relay, by database.");
+                "PostgreSQL backend as bytes by the relay, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_relayed_batches_total", v.labels,
              v.pool->metrics().relayed.load(std::memory_order_relaxed));
   metric_header(out, "wirepool_pipelined_batches_total", "counter",
                 "Relayed batches sent to a backend behind another client's running batch "
-                "instead of waiting for an idle backend, by database.");
+                "instead of waiting for an idle backend, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_pipelined_batches_total", v.labels,
              v.pool->metrics().pipelined.load(std::memory_order_relaxed));
@@ -357,8 +367,9 @@ std::string render_metrics(const Server& server) {
   for (const auto& v : views)
     add_line(out, "wirepool_batches_total", v.labels,
              v.pool->metrics().batches.load(std::memory_order_relaxed));
-  metric_header(out, "wirepool_batched_executions_total", "counter",
-                "Executions (one Bind and Execute each) that went in those batches, by database.");
+  metric_header(
+      out, "wirepool_batched_executions_total", "counter",
+      "Executions (one Bind and Execute each) that went in those batches, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_batched_executions_total", v.labels,
              v.pool->metrics().batched.load(std::memory_order_relaxed));
@@ -368,12 +379,14 @@ std::string render_metrics(const Server& server) {
   for (const auto& v : views)
     add_line(out, "wirepool_transactions_total", v.labels,
              v.pool->metrics().transactions.load(std::memory_order_relaxed));
-  metric_header(out, "wirepool_pool_acquire_wait_seconds", "histogram",
-                "Time a client waited for a backend connection, granted or not, by database.");
+  metric_header(
+      out, "wirepool_pool_acquire_wait_seconds", "histogram",
+      "Time a client waited for a backend connection, granted or not, by database and user.");
   for (const auto& v : views)
     v.pool->metrics().acquire_wait.render(out, "wirepool_pool_acquire_wait_seconds", v.labels);
-  metric_header(out, "wirepool_statement_duration_seconds", "histogram",
-                "Client statement duration, from its arrival to its last result, by database.");
+  metric_header(
+      out, "wirepool_statement_duration_seconds", "histogram",
+      "Client statement duration, from its arrival to its last result, by database and user.");
   for (const auto& v : views)
     v.pool->metrics().statement_duration.render(out, "wirepool_statement_duration_seconds",
                                                 v.labels);

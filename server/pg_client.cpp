@@ -59,6 +59,11 @@ std::string command_tag(const db::CommandInfo& ci, const std::string& fallback_v
   return verb;
 }
 
+bool is_transaction_control(const Classified& c) {
+  return c.kind == StatementKind::begin || c.kind == StatementKind::commit ||
+         c.kind == StatementKind::rollback;
+}
+
 char rfq_status(db::TxState s) {
   switch (s) {
     case db::TxState::idle:
@@ -107,6 +112,14 @@ struct PgClient::Streamer {
   std::vector<std::string> tags;     ///< multi: the tag of every finished result, in order
   std::optional<db::Error> failure;  ///< set while closing after an error
   std::string fallback_verb;
+  /// Parked (park_portals): the rest of the result as DataRow messages, served
+  /// from `parked_at`; `parking` while they are read.
+  bool suspended = false;  ///< sent PortalSuspended before
+  bool parking = false;
+  bool is_parked = false;
+  size_t park_mark = 0;  ///< while parking: the size at which fetch_rows pauses
+  std::string parked;
+  size_t parked_at = 0;
 };
 
 struct PgClient::Portal {
@@ -165,14 +178,19 @@ bool PgClient::next_is_sync() const {
   return !rest.empty() && rest[0] == 'S';
 }
 
+bool PgClient::sync_follows() {
+  // Clients often send the Sync right behind the Execute in a second write:
+  // one read that does not wait saves the implicit transaction's round trips.
+  if (in_.size() <= unconsumed_ && !read_now()) return false;
+  return next_is_sync();
+}
+
 bool PgClient::to_backend(const Classified& c) const {
   if (c.kind == StatementKind::backend) return true;
   // A PostgreSQL backend runs transaction control itself (and reports the
   // state, and COMMIT of a failed transaction answers ROLLBACK as it should);
   // statement mode refuses BEGIN in the session layer.
-  bool tx = c.kind == StatementKind::begin || c.kind == StatementKind::commit ||
-            c.kind == StatementKind::rollback;
-  return tx && session_->pool().pg_native() &&
+  return is_transaction_control(c) && session_->pool().pg_native() &&
          !(c.kind == StatementKind::begin && session_->mode() == config::PoolMode::statement);
 }
 
@@ -430,9 +448,9 @@ awaitable<bool> PgClient::login() {
   if (!co_await authenticate(user)) co_return false;
 
   const UserRecord* record = users_->find(user);
-  auto pool = server_.find_pool(database);
-  if (!pool && database == kAdminDatabase) co_return co_await admin_login(*record);
-  if (!pool) {
+  const bool known = server_.has_database(database);
+  if (!known && database == kAdminDatabase) co_return co_await admin_login(*record);
+  if (!known) {
     spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user, database);
     std::string msg = "database \"" + database + "\" does not exist";
     co_await fatal("3D000", msg);
@@ -453,6 +471,13 @@ awaitable<bool> PgClient::login() {
     co_return false;
   }
 
+  // The user's own pool: its backend connections serve no other user.
+  auto pool = server_.pool_for(database, user);
+  if (!pool) {
+    std::string msg = "database \"" + database + "\" does not exist";  // removed meanwhile
+    co_await fatal("3D000", msg);
+    co_return false;
+  }
   auto session = std::make_unique<Session>(pool, *record, server_.blocking(), scfg.query_timeout);
   session->set_client_metrics(&counters_);
   db_counters_ = &pool->metrics();
@@ -511,6 +536,12 @@ awaitable<bool> PgClient::login() {
       co_return false;
     }
     reported = session_->backend()->conn.impl()->server_parameters();
+    for (const auto& [name, value] : reported) {
+      // The server's default: the client's SQL is split the way the server splits it.
+      if (name == "standard_conforming_strings" && value != "on") {
+        session_->on_parameter({name, value});
+      }
+    }
     (void)session_->take_events();
     session_->release_if_idle(false);
   }
@@ -1129,6 +1160,11 @@ awaitable<void> PgClient::end() {
 
 awaitable<bool> PgClient::handle(const pg::FrontendMessage& msg) {
   bool keep = true;
+  // After an extended-query error PostgreSQL ignores every message until Sync.
+  if (skip_until_sync_ &&
+      (std::holds_alternative<pg::Query>(msg) || std::holds_alternative<pg::FunctionCall>(msg))) {
+    co_return true;
+  }
   co_await std::visit(
       overloaded{
           [&](const pg::Query& m) -> awaitable<void> { co_await simple_query(m.sql); },
@@ -1168,6 +1204,18 @@ awaitable<bool> PgClient::handle(const pg::FrontendMessage& msg) {
 // Simple query
 
 awaitable<void> PgClient::simple_query(std::string_view text) {
+  // As in PostgreSQL, a simple query drops the unnamed portal; named ones
+  // stay (their transaction may go on).
+  if (ext_) {
+    if (auto it = ext_->portals.find(""); it != ext_->portals.end()) {
+      if (it->second->open && it->second->open->rows.is_open()) {
+        auto* streamer = it->second->open.get();
+        co_await session_->run([streamer](Backend&) { return streamer->rows.close(); });
+      }
+      ext_->portals.erase(it);
+    }
+  }
+  co_await park_portals();
   if (session_->pool().pg_native()) {
     co_await native_simple_query(text);
     co_return;
@@ -1175,10 +1223,11 @@ awaitable<void> PgClient::simple_query(std::string_view text) {
   auto dialect = session_->pool().dialect();
   auto stmts = sql::split_statements(text, dialect);
   session_->statement_begin();
+  bool failed = false;
   if (stmts.empty()) {
     pg::Encoder(out_).empty_query_response();
   } else if (stmts.size() == 1) {
-    (void)co_await simple_statement(
+    failed = !co_await simple_statement(
         stmts[0], classify(stmts[0], dialect, session_->pool().backend_keeps_settings()));
   } else {
     // Several statements outside a transaction run as one implicit transaction,
@@ -1188,38 +1237,27 @@ awaitable<void> PgClient::simple_query(std::string_view text) {
     bool controls_tx = false;
     for (auto s : stmts) {
       cls.push_back(classify(s, dialect, session_->pool().backend_keeps_settings()));
-      auto k = cls.back().kind;
-      controls_tx = controls_tx || k == StatementKind::begin || k == StatementKind::commit ||
-                    k == StatementKind::rollback;
+      controls_tx = controls_tx || is_transaction_control(cls.back());
     }
-    bool implicit = !controls_tx && !session_->in_transaction() &&
-                    session_->mode() != config::PoolMode::statement;
-    if (implicit) {
-      auto st = co_await session_->begin("BEGIN");
+    if (!controls_tx && !session_->in_transaction() &&
+        session_->mode() != config::PoolMode::statement) {
+      auto st = co_await session_->begin_implicit();
       if (!st.ok()) {
         co_await backend_error(st.take_error());
-        implicit = false;
         stmts.clear();
       }
     }
-    bool failed = false;
     for (size_t i = 0; i < stmts.size(); ++i) {
       if (!co_await simple_statement(stmts[i], cls[i])) {
         failed = true;
         break;
       }
     }
-    if (implicit && session_->backend() && session_->in_transaction()) {
-      // if/else, not ?: — GCC 12 evaluates both arms of a ?: whose arms co_await.
-      db::Status st;
-      if (failed) {
-        st = co_await session_->rollback();
-      } else {
-        st = co_await session_->commit();
-      }
-      if (!st.ok() && !failed) co_await backend_error(st.take_error());
-    }
   }
+  // A simple query ends the implicit transaction it ran in, its own or that
+  // of extended-query messages before it, as a Sync would.
+  auto ended = co_await session_->end_implicit(failed);
+  if (!ended.ok() && !failed) co_await backend_error(ended.take_error());
   session_->statement_end();
   session_->sync_tx_state();
   session_->release_if_idle(portals_open());
@@ -1231,7 +1269,8 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   // PostgreSQL to PostgreSQL: the text goes through whole (one round trip; the
   // backend keeps its own implicit transaction, SET, SHOW and the rest); the
   // session layer only looks at the statements to keep what follows the client.
-  auto stmts = sql::split_statements(text, sql::Dialect::postgres);
+  auto stmts =
+      sql::split_statements(text, sql::Dialect::postgres, session_->settings().backslash_quotes());
   session_->statement_begin();
   std::vector<Classified> cls;
   for (auto st : stmts)
@@ -1247,6 +1286,8 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   bool begins = false;
   for (const auto& c : cls)
     begins = begins || c.kind == StatementKind::begin;
+  if (begins && session_->implicit()) session_->make_explicit();
+  bool failed = false;
   if (stmts.empty()) {
     pg::Encoder(out_).empty_query_response();
   } else if (begins && session_->mode() == config::PoolMode::statement) {
@@ -1318,11 +1359,23 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
         }
       }
     }
+    if (session_->mode() != config::PoolMode::session) {
+      // What the statements did beyond SET: settings to follow, or state only
+      // a reset undoes.
+      auto effects = sql::session_effects(text, session_->settings().backslash_quotes());
+      touched.insert(touched.end(), effects.settings.begin(), effects.settings.end());
+      if (effects.opaque) session_->mark_dirty();
+    }
     if (!touched.empty()) session_->note_set(std::move(touched));
-    if (f == Fetch::error) co_await backend_error(std::move(err));
+    failed = f == Fetch::error;
+    if (failed) co_await backend_error(std::move(err));
     forward_events();
-    co_await session_->settle_settings();
   }
+  // Extended-query messages before this query opened an implicit transaction:
+  // the query ends it, as a Sync would.
+  auto ended = co_await session_->end_implicit(failed);
+  if (!ended.ok() && !failed) co_await backend_error(ended.take_error());
+  if (session_->backend()) co_await session_->settle_settings();
   session_->statement_end();
   session_->sync_tx_state();
   if (session_->backend() && session_->backend()->settings_unknown && !session_->in_transaction()) {
@@ -1597,9 +1650,25 @@ PgClient::Fetch PgClient::fetch_rows(Streamer& s, std::string& out, int64_t limi
       case Phase::start:
       case Phase::rows: {
         s.phase = Phase::rows;
+        if (s.is_parked) {
+          while (s.parked_at < s.parked.size()) {
+            if (out.size() >= kFlushBytes) return Fetch::flush;
+            if (limit > 0 && s.sent >= limit) return Fetch::limit;
+            // Each a whole DataRow: type byte and a length that counts itself.
+            const auto* b = reinterpret_cast<const unsigned char*>(s.parked.data() + s.parked_at);
+            const size_t size =
+                1 + (size_t{b[1]} << 24 | size_t{b[2]} << 16 | size_t{b[3]} << 8 | size_t{b[4]});
+            out.append(s.parked, s.parked_at, size);
+            s.parked_at += size;
+            ++s.sent;
+          }
+          s.parked.clear();
+          s.phase = Phase::closing;
+          break;
+        }
         const size_t n = s.row.size();
         while (s.has_columns) {
-          if (out.size() >= kFlushBytes) return Fetch::flush;
+          if (out.size() >= (s.parking ? s.park_mark : kFlushBytes)) return Fetch::flush;
           if (limit > 0 && s.sent >= limit) return Fetch::limit;
           auto r = s.rows.next_borrowed(s.row);
           if (db::is_would_block(r)) return Fetch::wait;
@@ -1713,6 +1782,11 @@ awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Erro
 awaitable<void> PgClient::backend_error(db::Error err) {
   session_->explain_cancel(err);
   send_error(err);
+  if (err.sqlstate == "26000" && session_->backend()) {
+    // A statement wirepool prepared is gone (DEALLOCATE inside a function, say):
+    // none of the cache is trusted, each is prepared again on next use.
+    session_->backend()->statements.forget();
+  }
   if (err.code == db::Errc::connection && session_->backend()) {
     spdlog::warn("client {}: backend of database \"{}\" lost: {}", peer_,
                  session_->pool().config().name, err.message);
@@ -1728,7 +1802,9 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
   pg::Encoder enc(out_);
   switch (cls.kind) {
     case StatementKind::begin: {
-      if (session_->in_transaction()) {
+      if (session_->implicit()) {
+        session_->make_explicit();  // as PostgreSQL: silently, with what ran before it
+      } else if (session_->in_transaction()) {
         send_notice("25001", "there is already a transaction in progress");
       } else {
         auto st = co_await session_->begin(stmt);
@@ -1743,6 +1819,11 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
     case StatementKind::commit:
     case StatementKind::rollback: {
       bool commit = cls.kind == StatementKind::commit;
+      if (session_->implicit()) {
+        // PostgreSQL warns, then ends the block's transaction all the same.
+        send_notice("25P01", "there is no transaction in progress");
+        session_->make_explicit();
+      }
       if (!session_->in_transaction()) {
         send_notice("25P01", "there is no transaction in progress");
       } else {
@@ -1778,6 +1859,14 @@ awaitable<bool> PgClient::session_statement(std::string_view stmt, const Classif
         co_return false;
       }
       auto& cmd = std::get<SettingCommand>(*parsed);
+      if (auto* set = std::get_if<SetCommand>(&cmd);
+          set && (set->name == "role" || set->name == "session_authorization")) {
+        // This backend has no roles to switch to.
+        send_error("0A000", set->name == "role"
+                                ? "SET ROLE is not supported by wirepool"
+                                : "SET SESSION AUTHORIZATION is not supported by wirepool");
+        co_return false;
+      }
       auto& settings = session_->settings();
       std::optional<SettingError> err;
       std::string tag;
@@ -1958,7 +2047,8 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
     co_return;
   }
   auto dialect = session_->pool().dialect();
-  auto pieces = sql::split_statements(m.sql, dialect);
+  auto pieces = sql::split_statements(
+      m.sql, dialect, dialect == sql::Dialect::postgres && session_->settings().backslash_quotes());
   if (pieces.size() > 1) {
     send_error("42601", "cannot insert multiple commands into a prepared statement");
     skip_until_sync_ = true;
@@ -1971,6 +2061,9 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
   p->cls = classify(p->sql, dialect, session_->pool().backend_keeps_settings());
   p->key = cache_key(p->sql, p->param_oids);
   p->nparams = p->param_oids.size();
+  if (session_->pool().pg_native() && session_->mode() != config::PoolMode::session) {
+    p->effects = sql::session_effects(p->sql, session_->settings().backslash_quotes());
+  }
   if (p->cls.kind == StatementKind::setting) {
     if (auto parsed = parse_setting_command(p->sql)) {
       if (auto* cmd = std::get_if<SettingCommand>(&*parsed)) {
@@ -1993,6 +2086,7 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
 
 awaitable<bool> PgClient::describe(Prepared& p) {
   if (p.described) co_return true;
+  co_await park_portals();
   if (auto err = co_await session_->ensure_backend()) {
     send_error(*err);
     skip_until_sync_ = true;
@@ -2042,7 +2136,7 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
       fail("42P03", "portal \"" + portal_name + "\" already exists");
       co_return;
     }
-    if (existing->second->open) {
+    if (existing->second->open && existing->second->open->rows.is_open()) {
       auto* streamer = existing->second->open.get();
       co_await session_->run([streamer](Backend&) { return streamer->rows.close(); });
     }
@@ -2220,13 +2314,13 @@ awaitable<bool> PgClient::try_batch(const std::shared_ptr<Prepared>& p,
     give_up();
     co_return false;  // the normal way reports the error
   }
-  // Inside a transaction a failed batch leaves nothing behind (the driver's
-  // promise, db.hpp); outside one it runs in an implicit transaction, rolled
-  // back when it fails. Either way the executions then run again one at a
-  // time, which reports the failing one as an unbatched pipeline would.
-  const bool implicit = !session_->in_transaction();
-  if (implicit) {
-    db::Status opened = co_await session_->begin("BEGIN");
+  // The executions before Sync are one transaction (enter_block): outside a
+  // transaction the batch opens the block's implicit one, which Sync ends.
+  // A failed batch leaves nothing behind in a transaction (the driver's
+  // promise, db.hpp); its executions then run again one at a time, which
+  // reports the failing one as an unbatched pipeline would.
+  if (!session_->in_transaction()) {
+    db::Status opened = co_await session_->begin_implicit();
     if (!opened.ok()) {
       session_->sync_tx_state();
       give_up();
@@ -2248,14 +2342,7 @@ awaitable<bool> PgClient::try_batch(const std::shared_ptr<Prepared>& p,
       }
     }
   }
-  bool kept = !affected.empty();
-  if (implicit && kept) {
-    db::Status committed = co_await session_->commit();
-    kept = committed.ok();
-  } else if (implicit) {
-    db::Status undone = co_await session_->rollback();
-    (void)undone;
-  }
+  const bool kept = !affected.empty();
   if (!kept) batch_refused_ = true;  // until Sync: the rest goes one at a time
   session_->sync_tx_state();
   // Cancelled (CancelRequest, statement_timeout), the backend gone, or a
@@ -2364,7 +2451,8 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     pg::Encoder(out_).empty_query_response();
     co_return;
   }
-  if (!to_backend(p.cls)) {
+  if (!to_backend(p.cls) || (session_->implicit() && is_transaction_control(p.cls))) {
+    co_await park_portals(&portal);
     session_->statement_begin();
     bool ok = co_await session_statement(p.sql, p.cls, false);
     session_->statement_end();
@@ -2378,7 +2466,13 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
   }
   db::Error err;
   if (!portal.open) {
+    co_await park_portals(&portal);
     session_->statement_begin();
+    if (!co_await enter_block(p.cls)) {
+      session_->statement_end();
+      skip_until_sync_ = true;
+      co_return;
+    }
     if (auto e = co_await session_->ensure_backend()) {
       send_error(*e);
       skip_until_sync_ = true;
@@ -2435,6 +2529,37 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
   co_await finish_execute(portal, p, m.max_rows > 0 ? m.max_rows : 0, err, Fetch::more);
 }
 
+awaitable<bool> PgClient::enter_block(const Classified& cls) {
+  // PostgreSQL runs the messages up to a Sync in one transaction: an error
+  // rolls back what ran before it, and nothing commits before the Sync (nor
+  // without one). Driver calls commit one by one, so the session opens a
+  // transaction unless this statement is known to be the block's last.
+  if (session_->implicit()) {
+    if (cls.block == BlockRule::require) {
+      send_error("25P01", std::string(cls.block_name) + " can only be used in transaction blocks");
+      co_return false;
+    }
+    if (cls.block == BlockRule::warn) {
+      send_notice("25P01", std::string(cls.block_name) + " can only be used in transaction blocks");
+    }
+    co_return true;
+  }
+  if (session_->in_transaction() || session_->mode() == config::PoolMode::statement ||
+      is_transaction_control(cls) || cls.block == BlockRule::prevent ||
+      cls.block == BlockRule::require || sync_follows()) {
+    co_return true;
+  }
+  auto st = co_await session_->begin_implicit();
+  if (!st.ok()) {
+    co_await backend_error(st.take_error());
+    co_return false;
+  }
+  if (cls.block == BlockRule::warn) {
+    send_notice("25P01", std::string(cls.block_name) + " can only be used in transaction blocks");
+  }
+  co_return true;
+}
+
 awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int64_t limit,
                                          db::Error& err, Fetch first) {
   Streamer& s = *portal.open;
@@ -2448,15 +2573,21 @@ awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int6
     co_return;
   }
   if (f == Fetch::limit) {
+    s.suspended = true;
     pg::Encoder(out_).portal_suspended();
     co_return;
   }
-  pg::Encoder(out_).command_complete(command_tag(s.info, p.cls.verb, s.has_columns, s.sent));
+  std::string tag = command_tag(s.info, p.cls.verb, s.has_columns, s.sent);
+  // A query read in steps: PostgreSQL counts the rows of the last step only.
+  if (s.suspended && tag.starts_with("SELECT ")) tag = "SELECT " + std::to_string(s.sent);
+  pg::Encoder(out_).command_complete(tag);
   const bool native = s.native;
   portal.open.reset();  // `s` is gone from here on
   portal.done = true;
   session_->statement_end();
   session_->sync_tx_state();
+  if (!p.effects.settings.empty()) session_->note_set(p.effects.settings);
+  if (p.effects.opaque) session_->mark_dirty();
   if (native && (p.cls.verb == "SET" || p.cls.verb == "RESET")) {
     if (auto parsed = parse_setting_command(p.sql)) {
       if (auto* cmd = std::get_if<SettingCommand>(&*parsed)) {
@@ -2477,7 +2608,7 @@ awaitable<void> PgClient::on_close(const pg::Close& m) {
   if (m.kind == 'S') {
     ext().statements.erase(name);
   } else if (auto it = ext().portals.find(name); it != ext().portals.end()) {
-    if (it->second->open) {
+    if (it->second->open && it->second->open->rows.is_open()) {
       auto* s = it->second->open.get();
       co_await session_->run([s](Backend&) { return s->rows.close(); });
     }
@@ -2487,9 +2618,16 @@ awaitable<void> PgClient::on_close(const pg::Close& m) {
 }
 
 awaitable<void> PgClient::on_sync() {
+  const bool failed = skip_until_sync_;
   skip_until_sync_ = false;
   batch_refused_ = false;
   session_->sync_tx_state();
+  if (session_->implicit()) {
+    // The block's implicit transaction ends here, and its portals with it.
+    co_await close_portals();
+    auto st = co_await session_->end_implicit(failed);
+    if (!st.ok()) co_await backend_error(st.take_error());
+  }
   co_await session_->settle_settings();
   forward_events();
   // Outside a transaction block, Sync ends the implicit transaction and with it
@@ -2506,6 +2644,38 @@ bool PgClient::portals_open() const {
     if (p->open) return true;
   }
   return false;
+}
+
+awaitable<void> PgClient::park_portals(const Portal* keep) {
+  if (!ext_ || !session_->backend()) co_return;
+  const size_t cap = server_.config().server.max_message_size;
+  for (auto& [name, p] : ext_->portals) {
+    if (p.get() == keep || !p->open || !p->open->rows.is_open() || p->open->is_parked) continue;
+    Streamer& s = *p->open;
+    const int64_t sent = s.sent;
+    s.parking = true;
+    s.park_mark = kFlushBytes;
+    db::Error err;
+    Fetch f = Fetch::more;
+    while (f != Fetch::done && f != Fetch::error) {
+      if (f == Fetch::flush) {
+        s.park_mark = s.parked.size() + kFlushBytes;
+        if (s.parked.size() > cap) {
+          s.failure =
+              make_error("54000", "the rest of portal \"" + name +
+                                      "\" exceeds server.max_message_size, which "
+                                      "wirepool buffers to run another statement meanwhile");
+          s.phase = Streamer::Phase::closing;
+        }
+      }
+      f = co_await session_->run([&](Backend&) { return fetch_rows(s, s.parked, 0, err); });
+    }
+    // Served by later Executes, its end (or error) after the last row.
+    s.parking = false;
+    s.is_parked = true;
+    s.sent = sent;
+    s.phase = Streamer::Phase::rows;
+  }
 }
 
 awaitable<void> PgClient::close_portals() {

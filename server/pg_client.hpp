@@ -53,8 +53,10 @@ class PgClient final : public ClientConnection,
     std::vector<db::Column> columns;  ///< as known before execution (what Describe said)
     std::string show_name;            ///< SHOW x: the column name
     bool described = false;           ///< backend_params / columns / nparams are known
-    int8_t relay_ok = -1;             ///< the relay may send it (-1: not decided yet)
-    int8_t relay_plain = -1;          ///< and it is no transaction control (BEGIN, COMMIT...)
+    /// PostgreSQL backends: what it does to session state beyond its transaction.
+    sql::SessionEffects effects;
+    int8_t relay_ok = -1;     ///< the relay may send it (-1: not decided yet)
+    int8_t relay_plain = -1;  ///< and it is no transaction control (BEGIN, COMMIT...)
   };
   struct Portal;
   struct Streamer;
@@ -202,6 +204,7 @@ class PgClient final : public ClientConnection,
     bool from_idle = false;
     bool discard = false;
     bool opened = false;  ///< train_may_open was done for it
+    bool stale = false;   ///< the server said a statement does not exist (26000)
     /// When its turn on the backend began (relay_start, or the hand-over).
     std::chrono::steady_clock::time_point turn_started{};
     uint64_t relayed_before = 0;  ///< the pool's relayed batches then
@@ -256,6 +259,10 @@ class PgClient final : public ClientConnection,
                                          const std::string& statement, Portal& first);
   boost::asio::awaitable<void> on_describe(const pg::Describe& m);
   boost::asio::awaitable<void> on_execute(const pg::Execute& m);
+  /// Before an Execute runs `cls` on the backend: the block's implicit
+  /// transaction opened when needed (or PostgreSQL's error or warning for a
+  /// statement that needs a transaction block). False after an error (sent).
+  boost::asio::awaitable<bool> enter_block(const Classified& cls);
   boost::asio::awaitable<void> on_close(const pg::Close& m);
   boost::asio::awaitable<void> on_sync();
   /// Sets up what the client is told of the reader's current result (types,
@@ -273,6 +280,9 @@ class PgClient final : public ClientConnection,
                                               db::Error& err, Fetch first);
   /// Closes every portal's open reader (on the executor).
   boost::asio::awaitable<void> close_portals();
+  /// Frees the backend for another statement: the rest of every suspended
+  /// portal's result (but `keep`'s) is read into memory and served from there.
+  boost::asio::awaitable<void> park_portals(const Portal* keep = nullptr);
   bool portals_open() const;
   /// A driver call failed: tell the client; drop the backend if it is gone.
   boost::asio::awaitable<void> backend_error(db::Error err);
@@ -303,6 +313,9 @@ class PgClient final : public ClientConnection,
   Extended& ext();
   /// The message after the one being handled is Sync (already received).
   bool next_is_sync() const;
+  /// next_is_sync(), after a read that does not wait when nothing follows
+  /// the message being handled (which must not point into in_ afterwards).
+  bool sync_follows();
   /// Whether a statement runs on the backend (else the session layer answers it).
   bool to_backend(const Classified& c) const;
   std::unique_ptr<Extended> ext_;

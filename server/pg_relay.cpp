@@ -63,7 +63,10 @@ int relay_word(std::string_view w) {
 /// `plain` is cleared when one of them is transaction control.
 /// The common case (one statement, no comment before it) is decided without
 /// the lexer; anything else goes through it.
-bool relay_safe(std::string_view sql, bool single, bool& plain) {
+bool relay_safe(std::string_view sql, bool single, bool& plain, const Settings& settings) {
+  // set_config() and advisory locks may outlive the transaction: the ordinary
+  // path follows them (sql::session_effects).
+  if (sql::mentions_session_functions(sql)) return false;
   size_t end = sql.size();
   while (end > 0 && (std::isspace(static_cast<unsigned char>(sql[end - 1])) || sql[end - 1] == ';'))
     --end;
@@ -82,7 +85,8 @@ bool relay_safe(std::string_view sql, bool single, bool& plain) {
       return w != 0;
     }
   }
-  auto stmts = sql::split_statements(sql, sql::Dialect::postgres);
+  // The server splits as its standard_conforming_strings says.
+  auto stmts = sql::split_statements(sql, sql::Dialect::postgres, settings.backslash_quotes());
   if (stmts.empty() || (single && stmts.size() != 1)) return false;
   for (auto st : stmts) {
     auto words = sql::leading_words(st, sql::Dialect::postgres, 1);
@@ -233,7 +237,9 @@ PgClient::RelayCheck PgClient::relay_check() {
   if (!session_->pool().pg_native() || session_->mode() != config::PoolMode::transaction) {
     return RelayCheck::no;
   }
-  if (portals_open()) return RelayCheck::no;
+  // Open portals, or an implicit transaction of messages before this batch
+  // (the ordinary path ends it at their Sync).
+  if (portals_open() || session_->implicit()) return RelayCheck::no;
   const size_t max_msg = server_.config().server.max_message_size;
   if (!relay_) relay_ = take_relay_state();
   RelayState& R = *relay_;
@@ -258,7 +264,7 @@ PgClient::RelayCheck PgClient::relay_check() {
     if (p.relay_ok < 0 || p.relay_plain < 0) {
       bool pl = true;
       const bool ok = p.cls.kind == StatementKind::backend && !p.blank && p.show_name.empty() &&
-                      relay_safe(p.sql, true, pl);
+                      relay_safe(p.sql, true, pl, session_->settings());
       if (p.relay_ok < 0) p.relay_ok = ok;
       p.relay_plain = ok && pl;
     }
@@ -271,10 +277,12 @@ PgClient::RelayCheck PgClient::relay_check() {
     switch (f.type) {
       case 'Q':
         if (body.empty() || body.find('\0') != body.size() - 1) return RelayCheck::no;
-        if (!relay_safe(body.substr(0, body.size() - 1), false, plain)) return RelayCheck::no;
+        if (!relay_safe(body.substr(0, body.size() - 1), false, plain, session_->settings()))
+          return RelayCheck::no;
         break;
       case 'P': {
-        if (!relay::parse_parse(body, R.parse) || !relay_safe(R.parse.sql, true, plain)) {
+        if (!relay::parse_parse(body, R.parse) ||
+            !relay_safe(R.parse.sql, true, plain, session_->settings())) {
           return RelayCheck::no;
         }
         if (R.parse.name.empty()) {
@@ -563,6 +571,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
   R.turn_started = std::chrono::steady_clock::now();
   R.relayed_before = session_->pool().metrics().relayed.load(std::memory_order_relaxed);
   R.opened = false;
+  R.stale = false;
   R.status = 'I';
   R.done = false;
   R.passthrough = 0;
@@ -623,6 +632,7 @@ PgClient::RelayWait PgClient::relay_pump() {
         if (type == 'E') {
           auto state = relay::error_field(body, 'C');
           metrics().sqlstate(state.size() == 5 ? state : std::string_view("XX000"));
+          if (state == "26000") R.stale = true;
           auto severity = relay::error_field(body, 'V');
           if (severity.empty()) severity = relay::error_field(body, 'S');
           db::Error e;
@@ -786,6 +796,10 @@ PgClient::Relayed PgClient::relay_finish() {
                             : R.status == 'E' ? db::TxState::failed
                                               : db::TxState::idle;
   b.conn.impl()->relay_done(state, false);
+  if (R.stale) {
+    // A statement the cache names is gone from the server: none is trusted.
+    b.statements.forget();
+  }
   std::vector<bool> ok(R.parses.size(), false);
   for (int tag : R.tracker.confirmed()) {
     if (tag < 0 || static_cast<size_t>(tag) >= R.parses.size()) continue;
@@ -860,7 +874,7 @@ std::vector<OpenTrain>& open_trains() {
 }  // namespace
 
 void PgClient::train_may_open(Backend& b) {
-  if (b.train_open) return;
+  if (b.train_open || b.dirty) return;
   if (shape_slow(session_->pool(), relay_->shape)) return;
   // (train_batches counts on from the pool's grant: a train closed and opened
   // again by its last batch does not start over, or the pool's queue would

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/signal_set.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -85,11 +86,20 @@ size_t loop_count(const config::Config& cfg) {
 }
 
 size_t blocking_threads(const config::Config& cfg) {
-  // One thread per backend connection that can be busy at once, plus a few for
-  // opening and closing; bounded so a large configuration stays sane.
+  // One thread per backend connection that can be busy at once (each user
+  // that may use a database has a pool of its own), plus a few for opening and
+  // closing; bounded so a large configuration stays sane.
   size_t n = 4;
-  for (const auto& d : cfg.databases)
-    n += static_cast<size_t>(d.pool.max);
+  for (const auto& d : cfg.databases) {
+    size_t users = 0;
+    for (const auto& u : cfg.users) {
+      if (u.databases.empty() ||
+          std::find(u.databases.begin(), u.databases.end(), d.name) != u.databases.end()) {
+        ++users;
+      }
+    }
+    n += static_cast<size_t>(d.pool.max) * std::max<size_t>(users, 1);
+  }
   return std::min<size_t>(n, 512);
 }
 
@@ -113,20 +123,28 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
   for (size_t i = 0; i < loop_count(cfg_); ++i)
     loops_.push_back(std::make_unique<Loop>());
   for (const auto& d : cfg_.databases)
-    pools_.emplace(d.name, make_pool(d));
+    databases_.emplace(d.name, make_entry(d));
 }
 
-DatabasePoolPtr Server::make_pool(const config::Database& d) {
-  const db::Driver* driver = db::find_driver(d.driver);
-  if (!driver) throw std::runtime_error("database \"" + d.name + "\": unknown driver " + d.driver);
-  db::OpenOptions o;
-  o.connection = d.connection;
-  o.password = read_secret(d);
-  o.options = d.options;
-  o.base_dir = cfg_.server.state_dir;
-  o.tls_ca = d.tls.ca;
-  o.tls_pins = d.tls.pin_sha256;
-  return std::make_shared<DatabasePool>(d, *driver, std::move(o), blocking_, main_);
+Server::DatabaseEntry Server::make_entry(const config::Database& d) const {
+  DatabaseEntry e;
+  e.cfg = d;
+  e.driver = db::find_driver(d.driver);
+  if (!e.driver)
+    throw std::runtime_error("database \"" + d.name + "\": unknown driver " + d.driver);
+  e.open.connection = d.connection;
+  e.open.password = read_secret(d);
+  e.open.options = d.options;
+  e.open.base_dir = cfg_.server.state_dir;
+  e.open.tls_ca = d.tls.ca;
+  e.open.tls_pins = d.tls.pin_sha256;
+  e.shared = std::make_shared<DatabaseShared>();
+  return e;
+}
+
+DatabasePoolPtr Server::make_pool(const DatabaseEntry& e, std::string user) {
+  return std::make_shared<DatabasePool>(e.cfg, std::move(user), e.shared, *e.driver, e.open,
+                                        blocking_, main_);
 }
 
 const config::Peer* Server::cancel_peer(int32_t pid) const {
@@ -155,15 +173,112 @@ Server::~Server() {
 std::vector<DatabasePoolPtr> Server::pools() const {
   std::lock_guard lock(state_mu_);
   std::vector<DatabasePoolPtr> out;
-  for (const auto& [name, pool] : pools_)
-    out.push_back(pool);
+  for (const auto& [name, entry] : databases_) {
+    for (const auto& [user, pool] : entry.pools)
+      out.push_back(pool);
+  }
   return out;
 }
 
-DatabasePoolPtr Server::find_pool(std::string_view name) const {
+std::vector<DatabasePoolPtr> Server::pools_of(std::string_view database) const {
   std::lock_guard lock(state_mu_);
-  auto it = pools_.find(name);
-  return it == pools_.end() ? nullptr : it->second;
+  std::vector<DatabasePoolPtr> out;
+  if (auto it = databases_.find(database); it != databases_.end()) {
+    for (const auto& [user, pool] : it->second.pools)
+      out.push_back(pool);
+  }
+  return out;
+}
+
+void Server::set_paused(std::string_view database, bool paused) {
+  std::lock_guard lock(state_mu_);
+  for (auto& [name, entry] : databases_) {
+    if (database.empty() || name == database) entry.shared->paused = paused;
+  }
+}
+
+bool Server::database_paused(std::string_view database) const {
+  std::lock_guard lock(state_mu_);
+  auto it = databases_.find(database);
+  return it != databases_.end() && it->second.shared->paused.load();
+}
+
+bool Server::has_database(std::string_view name) const {
+  std::lock_guard lock(state_mu_);
+  return databases_.count(name) > 0;
+}
+
+DatabasePoolPtr Server::pool_for(std::string_view database, std::string_view user) {
+  DatabasePoolPtr made;
+  {
+    std::lock_guard lock(state_mu_);
+    auto it = databases_.find(database);
+    if (it == databases_.end()) return nullptr;
+    auto& entry = it->second;
+    if (auto p = entry.pools.find(user); p != entry.pools.end()) return p->second;
+    made = make_pool(entry, std::string(user));
+    entry.pools.emplace(std::string(user), made);
+  }
+  spdlog::debug("database \"{}\": pool for user \"{}\" made", database, user);
+  made->start();
+  return made;
+}
+
+bool Server::unreachable_database(std::string* name, std::string* error) const {
+  std::lock_guard lock(state_mu_);
+  for (const auto& [n, entry] : databases_) {
+    if (!entry.shared->reachable(error)) {
+      *name = n;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Server::database_reachable(std::string_view database) const {
+  std::lock_guard lock(state_mu_);
+  auto it = databases_.find(database);
+  return it == databases_.end() || it->second.shared->reachable();
+}
+
+void Server::probe_databases() {
+  std::lock_guard lock(state_mu_);
+  for (auto& [name, entry] : databases_) {
+    if (entry.shared->tried() && (entry.shared->reachable() || !entry.pools.empty())) continue;
+    if (entry.shared->probing.exchange(true)) continue;
+    blocking_.post([shared = entry.shared, driver = entry.driver, open = entry.open, name = name] {
+      auto conn = driver->open(open);
+      if (!conn.ok() && shared->reachable()) {
+        spdlog::warn("database \"{}\": readiness probe cannot open a backend: {}", name,
+                     conn.error().message);
+      }
+      shared->note_open(conn.ok(), conn.ok() ? std::string() : conn.error().message);
+      shared->probing = false;
+    });
+  }
+}
+
+void Server::sweep_unused_pools() {
+  std::vector<DatabasePoolPtr> gone;
+  {
+    std::lock_guard lock(state_mu_);
+    for (auto& [name, entry] : databases_) {
+      for (auto it = entry.pools.begin(); it != entry.pools.end();) {
+        const auto& pool = it->second;
+        auto st = pool->stats();
+        // Only this map holds it: no session, no login in progress.
+        if (pool.use_count() == 1 && pool->metrics().clients.load() == 0 &&
+            st.opening + st.idle + st.in_use + st.resetting + st.closing + st.waiting == 0) {
+          gone.push_back(pool);
+          it = entry.pools.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+  for (auto& pool : gone)
+    pool->shutdown();
 }
 
 bool Server::admit_client() {
@@ -224,6 +339,8 @@ void Server::start_stats_timer() {
     if (ec) return;
     for (auto& pool : pools())
       pool->metrics().roll_period();
+    sweep_unused_pools();
+    probe_databases();
     start_stats_timer();
   });
 }
@@ -299,8 +416,6 @@ void Server::start_sweep(Loop& loop) {
 
 int Server::run() {
   start_listeners();
-  for (auto& pool : pools())
-    pool->start();
 
   asio::signal_set signals(main_, SIGINT, SIGTERM, SIGHUP);
   std::function<void()> wait_signal = [&] {
@@ -311,6 +426,7 @@ int Server::run() {
     });
   };
   wait_signal();
+  probe_databases();
   start_stats_timer();
 
   for (auto& loop : loops_) {
@@ -325,7 +441,7 @@ int Server::run() {
     });
   }
   spdlog::info("wirepool ready: {} event loop(s), {} blocking thread(s), {} database(s)",
-               loops_.size(), blocking_.threads(), pools().size());
+               loops_.size(), blocking_.threads(), current_config()->databases.size());
   notify_ready(ready_status());
   main_.run();
   stop_all();
@@ -397,7 +513,7 @@ void Server::on_signal(int signo) {
 }
 
 std::string Server::ready_status() const {
-  return "serving " + std::to_string(pools().size()) + " database(s) on " +
+  return "serving " + std::to_string(current_config()->databases.size()) + " database(s) on " +
          std::to_string(acceptors_.size()) + " listener(s)";
 }
 
@@ -469,50 +585,74 @@ void Server::apply(config::Config next) {
   }
   // Build everything that can fail before changing anything.
   auto users = std::make_shared<const UserStore>(next.users);
-  std::map<std::string, DatabasePoolPtr, std::less<>> pools;
-  std::vector<DatabasePoolPtr> started, retired;
-  std::vector<std::pair<DatabasePoolPtr, config::PoolSettings>> resized;
-  auto old = this->pools();
-  std::map<std::string, DatabasePoolPtr, std::less<>> by_name;
-  for (auto& p : old)
-    by_name.emplace(p->config().name, p);
-  for (const auto& d : next.databases) {
-    auto it = by_name.find(d.name);
-    if (it != by_name.end() && same_backend(it->second->config(), d)) {
-      pools.emplace(d.name, it->second);
-      resized.emplace_back(it->second, d.pool);
-      by_name.erase(it);
-    } else {
-      auto pool = make_pool(d);
-      pools.emplace(d.name, pool);
-      started.push_back(pool);
-    }
-  }
-  for (auto& [name, pool] : by_name)
-    retired.push_back(pool);
-
-  for (auto& [pool, settings] : resized)
-    pool->reconfigure(settings);
+  std::map<std::string, DatabaseEntry, std::less<>> fresh;  // entries of changed databases
   {
     std::lock_guard lock(state_mu_);
-    pools_ = std::move(pools);
+    for (const auto& d : next.databases) {
+      auto it = databases_.find(d.name);
+      if (it == databases_.end() || !same_backend(it->second.cfg, d)) {
+        fresh.emplace(d.name, DatabaseEntry{});
+      }
+    }
+  }
+  for (auto& [name, entry] : fresh) {
+    for (const auto& d : next.databases) {
+      if (d.name == name) entry = make_entry(d);  // reads secrets: may throw
+    }
+  }
+  std::map<std::string, DatabaseEntry, std::less<>> databases;
+  std::vector<DatabasePoolPtr> retired;
+  std::vector<std::pair<DatabasePoolPtr, config::PoolSettings>> resized;
+  std::vector<std::string> added, removed;
+  {
+    std::lock_guard lock(state_mu_);
+    for (const auto& d : next.databases) {
+      auto it = databases_.find(d.name);
+      if (it != databases_.end() && same_backend(it->second.cfg, d)) {
+        // The same backend: its users' pools stay and take the new sizes.
+        DatabaseEntry entry = std::move(it->second);
+        databases_.erase(it);
+        entry.cfg = d;
+        entry.open.options = d.options;
+        for (auto& [user, pool] : entry.pools)
+          resized.emplace_back(pool, d.pool);
+        databases.emplace(d.name, std::move(entry));
+      } else {
+        if (it != databases_.end()) {
+          for (auto& [user, pool] : it->second.pools)
+            retired.push_back(pool);
+          databases_.erase(it);
+        }
+        databases.emplace(d.name, std::move(fresh.at(d.name)));
+        added.push_back(d.name);
+      }
+    }
+    for (auto& [name, entry] : databases_) {
+      removed.push_back(name);
+      for (auto& [user, pool] : entry.pools)
+        retired.push_back(pool);
+    }
+    databases_ = std::move(databases);
     users_ = std::move(users);
     current_ = std::make_shared<const config::Config>(std::move(next));
   }
-  for (auto& pool : started) {
-    spdlog::info("reload: database \"{}\" added", pool->config().name);
-    pool->start();
-  }
+  for (auto& [pool, settings] : resized)
+    pool->reconfigure(settings);
+  for (const auto& name : added)
+    spdlog::info("reload: database \"{}\" added or changed", name);
+  for (const auto& name : removed)
+    spdlog::info("reload: database \"{}\" removed", name);
   for (auto& pool : retired) {
     spdlog::info(
-        "reload: database \"{}\" removed or changed: it takes no new clients and closes when "
-        "its {} session(s) end",
-        pool->config().name, pool->metrics().clients.load());
+        "reload: database \"{}\" removed or changed: its pool for user \"{}\" takes no new "
+        "clients and closes when its {} session(s) end",
+        pool->config().name, pool->user(), pool->metrics().clients.load());
     retired_.push_back(pool);
   }
-  spdlog::info("configuration reloaded: {} database(s), {} user(s)", pools_.size(),
-               current_config()->users.size());
+  spdlog::info("configuration reloaded: {} database(s), {} user(s)",
+               current_config()->databases.size(), current_config()->users.size());
   sweep_retired();
+  probe_databases();
 }
 
 void Server::sweep_retired() {
@@ -525,7 +665,8 @@ void Server::sweep_retired() {
     pool->shutdown();
     auto st = pool->stats();
     if (st.opening + st.idle + st.in_use + st.resetting + st.closing == 0) {
-      spdlog::info("database \"{}\": retired pool closed", pool->config().name);
+      spdlog::info("database \"{}\": retired pool of user \"{}\" closed", pool->config().name,
+                   pool->user());
       it = retired_.erase(it);
     } else {
       ++it;

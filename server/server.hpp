@@ -129,9 +129,22 @@ class Server {
   /// The users in force now. A client keeps the snapshot it logged in with
   /// (its UserRecord lives there) for as long as it stays.
   std::shared_ptr<const UserStore> users() const;
-  DatabasePoolPtr find_pool(std::string_view name) const;
-  /// Every database's pool (any thread).
+  /// Whether the configuration in force has a database of this name.
+  bool has_database(std::string_view name) const;
+  /// The pool of `database` for `user`, made (and started) at its first use:
+  /// a backend connection serves the clients of one user only. nullptr for a
+  /// database the configuration does not have.
+  DatabasePoolPtr pool_for(std::string_view database, std::string_view user);
+  /// Every pool of one database, one per user that used it (any thread).
+  std::vector<DatabasePoolPtr> pools_of(std::string_view database) const;
+  /// Every pool of every database (any thread).
   std::vector<DatabasePoolPtr> pools() const;
+  /// The first database whose last attempt to open a backend failed (readiness).
+  bool unreachable_database(std::string* name, std::string* error) const;
+  bool database_reachable(std::string_view database) const;
+  /// PAUSE / RESUME of one database ("": every database), its pools now and later.
+  void set_paused(std::string_view database, bool paused);
+  bool database_paused(std::string_view database) const;
   /// True once every listener is bound and until the drain closes them.
   bool listening() const { return listening_.load(std::memory_order_relaxed); }
   BlockingExecutor& blocking() { return blocking_; }
@@ -195,11 +208,28 @@ class Server {
   void apply(config::Config next);
   /// Retired pools whose last session ended are shut down and forgotten.
   void sweep_retired();
-  DatabasePoolPtr make_pool(const config::Database& d);
+  /// Pools of users that have no session left and no backend connection are
+  /// forgotten (a later login makes a new one). Main context.
+  void sweep_unused_pools();
+  /// Opens and closes one backend connection, on the blocking executor, for
+  /// each database no pool has tried yet or whose last try failed and that has
+  /// no pool retrying it: readiness knows each backend before any login.
+  void probe_databases();
+  /// A database entry in force and the pools of the users that use it.
+  struct DatabaseEntry {
+    config::Database cfg;
+    const db::Driver* driver = nullptr;
+    db::OpenOptions open;  ///< what its pools' connections open with (secrets read once)
+    DatabaseSharedPtr shared;
+    std::map<std::string, DatabasePoolPtr, std::less<>> pools;  ///< by user
+  };
+  /// Throws std::runtime_error for an unknown driver or an unreadable secret.
+  DatabaseEntry make_entry(const config::Database& d) const;
+  DatabasePoolPtr make_pool(const DatabaseEntry& e, std::string user);
 
   config::Config cfg_;
   config::DatabaseValidator validator_;
-  mutable std::mutex state_mu_;  ///< guards current_, users_ and pools_ (reload swaps them)
+  mutable std::mutex state_mu_;  ///< guards current_, users_ and databases_ (reload swaps them)
   std::shared_ptr<const config::Config> current_;
   std::shared_ptr<const UserStore> users_;
   CancelRegistry cancels_;
@@ -207,7 +237,7 @@ class Server {
   std::unique_ptr<tls::ServerContextHolder> tds_tls_;
   asio::io_context main_{1};
   BlockingExecutor blocking_;
-  std::map<std::string, DatabasePoolPtr, std::less<>> pools_;
+  std::map<std::string, DatabaseEntry, std::less<>> databases_;
   /// Pools removed (or replaced) by a reload, draining: still serving the
   /// sessions that use them, closed when the last one ends. Main context only.
   std::vector<DatabasePoolPtr> retired_;

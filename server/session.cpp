@@ -18,11 +18,62 @@ namespace wirepool::server {
 
 namespace asio = boost::asio;
 
+namespace {
+
+/// PostgreSQL's rule for a statement outside a transaction block, from its
+/// leading words (PreventInTransactionBlock, RequireTransactionBlock and
+/// WarnNoTransactionBlock in PostgreSQL's sources).
+void block_rule(std::string_view stmt, const std::vector<std::string>& words, Classified& c) {
+  auto is = [&words](size_t i, std::string_view w) { return words.size() > i && words[i] == w; };
+  auto rule = [&c](BlockRule r, const char* name) {
+    c.block = r;
+    c.block_name = name;
+  };
+  const std::string& w0 = words[0];
+  if (w0 == "SAVEPOINT") {
+    rule(BlockRule::require, "SAVEPOINT");
+  } else if (w0 == "RELEASE") {
+    rule(BlockRule::require, "RELEASE SAVEPOINT");
+  } else if ((w0 == "ROLLBACK" || w0 == "ABORT") &&
+             (is(1, "TO") || ((is(1, "WORK") || is(1, "TRANSACTION")) && is(2, "TO")))) {
+    rule(BlockRule::require, "ROLLBACK TO SAVEPOINT");
+  } else if (w0 == "LOCK") {
+    rule(BlockRule::require, "LOCK TABLE");
+  } else if (w0 == "DECLARE") {
+    // A cursor WITH HOLD outlives its transaction; others need a block.
+    auto more = sql::leading_words(stmt, sql::Dialect::postgres, 10);
+    bool hold = false;
+    for (size_t i = 1; i + 1 < more.size() && more[i] != "FOR"; ++i) {
+      hold = hold || (more[i] == "WITH" && more[i + 1] == "HOLD");
+    }
+    if (!hold) rule(BlockRule::require, "DECLARE CURSOR");
+  } else if (w0 == "SET" && is(1, "LOCAL")) {
+    rule(BlockRule::warn, "SET LOCAL");
+  } else if (w0 == "SET" && is(1, "TRANSACTION")) {
+    rule(BlockRule::warn, "SET TRANSACTION");
+  } else if (w0 == "VACUUM" || (w0 == "ALTER" && is(1, "SYSTEM")) ||
+             ((w0 == "CREATE" || w0 == "DROP") &&
+              (is(1, "DATABASE") || is(1, "TABLESPACE") || is(1, "SUBSCRIPTION"))) ||
+             ((w0 == "COMMIT" || w0 == "ROLLBACK") && is(1, "PREPARED")) ||
+             (w0 == "CLUSTER" && words.size() == 1)) {
+    rule(BlockRule::prevent, "");
+  } else if (w0 == "CREATE" || w0 == "DROP" || w0 == "REINDEX") {
+    auto more = sql::leading_words(stmt, sql::Dialect::postgres, 5);
+    for (const auto& w : more) {
+      if (w == "CONCURRENTLY") rule(BlockRule::prevent, "");
+    }
+    if (w0 == "REINDEX" && (is(1, "DATABASE") || is(1, "SYSTEM"))) rule(BlockRule::prevent, "");
+  }
+}
+
+}  // namespace
+
 Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings) {
   Classified c;
   c.verb = sql::command_verb(stmt, dialect);
   auto words = sql::leading_words(stmt, dialect, 3);
   if (words.empty()) return c;
+  if (dialect == sql::Dialect::postgres) block_rule(stmt, words, c);
   const std::string& w0 = words[0];
   const std::string w1 = words.size() > 1 ? words[1] : "";
   if (w0 == "BEGIN" || (w0 == "START" && w1 == "TRANSACTION")) {
@@ -238,6 +289,7 @@ void Session::give_back(bool healthy) {
   (void)backend_->conn.set_event_sink(nullptr);
   settings_pending_ = false;
   tx_ = db::Transaction();
+  implicit_ = false;
   pool_->release(backend_, healthy);
   backend_ = nullptr;
   if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
@@ -421,7 +473,9 @@ db::TxState Session::tx_state() const {
 }
 
 void Session::sync_tx_state() {
-  if (tx_.is_open() && tx_state() == db::TxState::idle) tx_ = db::Transaction();
+  if (tx_state() != db::TxState::idle) return;
+  if (tx_.is_open()) tx_ = db::Transaction();
+  implicit_ = false;
 }
 
 asio::awaitable<db::Status> Session::begin(std::string_view native_sql) {
@@ -433,6 +487,7 @@ asio::awaitable<db::Status> Session::begin(std::string_view native_sql) {
                 pool_->config().name + "\")";
     co_return e;
   }
+  implicit_ = false;
   if (auto err = co_await ensure_backend()) co_return std::move(*err);
   db::BeginOptions options;
   options.native_sql = std::string(native_sql);
@@ -442,6 +497,28 @@ asio::awaitable<db::Status> Session::begin(std::string_view native_sql) {
   }
   tx_ = std::move(result.value());
   co_return db::Status{};
+}
+
+asio::awaitable<db::Status> Session::begin_implicit() {
+  auto st = co_await begin("BEGIN");
+  implicit_ = st.ok();
+  co_return st;
+}
+
+asio::awaitable<db::Status> Session::end_implicit(bool failed) {
+  if (!implicit()) {
+    implicit_ = false;
+    co_return db::Status{};
+  }
+  implicit_ = false;
+  db::Status st;  // if/else, not ?: (GCC 12 and co_await in ?:)
+  if (failed || tx_state() == db::TxState::failed) {
+    st = co_await rollback();
+  } else {
+    st = co_await commit();
+  }
+  sync_tx_state();
+  co_return st;
 }
 
 asio::awaitable<db::Status> Session::commit() {

@@ -41,9 +41,21 @@ enum class StatementKind : uint8_t {
   listen,      ///< LISTEN / UNLISTEN / NOTIFY on a backend without notifications
 };
 
+/// How a statement relates to transaction blocks in PostgreSQL: what it does
+/// in the implicit transaction of an extended-query block (messages up to a
+/// Sync), which is no transaction block.
+enum class BlockRule : uint8_t {
+  any,      ///< runs inside a transaction block or outside
+  prevent,  ///< cannot run inside one (VACUUM, CREATE DATABASE, ... CONCURRENTLY)
+  require,  ///< an error outside one (SAVEPOINT, RELEASE, ROLLBACK TO, LOCK, DECLARE)
+  warn,     ///< a warning outside one, and no lasting effect (SET LOCAL, SET TRANSACTION)
+};
+
 struct Classified {
   StatementKind kind = StatementKind::backend;
   std::string verb;  ///< sql::command_verb, for command tags
+  BlockRule block = BlockRule::any;
+  const char* block_name = "";  ///< PostgreSQL's name for it in the block rule's message
 };
 
 /// Decides where a single statement goes. Backends that keep their own settings
@@ -135,6 +147,12 @@ class Session : public db::EventSink {
   void note_set(std::vector<std::string> names);
   /// Re-reads the noted settings if the backend is idle. Call after statements.
   boost::asio::awaitable<void> settle_settings();
+  /// The client's statement left session state on the backend that the
+  /// session cannot follow (sql::SessionEffects::opaque): outside session
+  /// mode the backend is reset before another client gets it.
+  void mark_dirty() {
+    if (backend_ && mode() != config::PoolMode::session) backend_->dirty = true;
+  }
   /// Runs SQL text and discards its results (replays, resets). The session must
   /// hold a backend.
   boost::asio::awaitable<db::Status> execute_text(std::string_view sql);
@@ -233,6 +251,21 @@ class Session : public db::EventSink {
 
   // ---- transactions
 
+  /// An implicit transaction: opened on the backend by the session layer for
+  /// statements that must commit or fail together although the client began
+  /// no transaction block (the messages up to a Sync, several statements in
+  /// one simple query, a batch). At most one; it ends with end_implicit(), or
+  /// with the client's own COMMIT/ROLLBACK, or when the client leaves (rolled
+  /// back by finish()).
+  boost::asio::awaitable<db::Status> begin_implicit();
+  /// Commits it, or rolls it back when `failed` or the backend's transaction
+  /// failed. Nothing when none is open.
+  boost::asio::awaitable<db::Status> end_implicit(bool failed);
+  /// True while the open transaction is an implicit one.
+  bool implicit() const { return implicit_ && in_transaction(); }
+  /// The client's BEGIN inside an implicit transaction turns it into its own.
+  void make_explicit() { implicit_ = false; }
+
   db::TxState tx_state() const;
   bool in_transaction() const { return tx_state() != db::TxState::idle; }
   /// BEGIN: acquires a backend and starts a transaction on it.
@@ -281,6 +314,7 @@ class Session : public db::EventSink {
 
   const uint64_t id_;  ///< unique per session: identifies its calls on a backend
   std::unique_ptr<Events> events_;
+  bool implicit_ = false;           ///< the open transaction is an implicit one (begin_implicit)
   std::vector<std::string> noted_;  ///< settings SET/RESET since they were last read
   CancelReason cancel_reason_ = CancelReason::none;
   bool interrupted_ = false;  ///< interrupt() was done for the current statement

@@ -269,6 +269,13 @@ std::optional<std::string> Settings::get(std::string_view name) const {
   return std::nullopt;
 }
 
+bool Settings::backslash_quotes() const {
+  auto v = overrides_.find("standard_conforming_strings");
+  if (!v) return false;
+  const std::string l = lower(*v);
+  return l == "off" || l == "false" || l == "no" || l == "0";
+}
+
 std::vector<std::pair<std::string, std::string>> Settings::overrides() const {
   std::vector<std::pair<std::string, std::string>> out;
   overrides_.each([&](std::string_view n, std::string_view v) { out.emplace_back(n, v); });
@@ -456,7 +463,17 @@ std::optional<std::variant<SettingCommand, SettingError>> parse_setting_command(
       t = tz.next();
       if (is_word(t, "characteristics")) return SettingCommand{IgnoredSet{}};
       if (is_word(t, "authorization")) {
-        return SettingError{"0A000", "SET SESSION AUTHORIZATION is not supported by wirepool"};
+        // Followed like a setting on PostgreSQL backends (the session layer
+        // refuses it for others, which have no roles).
+        cmd.name = "session_authorization";
+        t = tz.next();
+        if (is_word(t, "default")) return SettingCommand{cmd};
+        if (t.type != Token::word && t.type != Token::string && t.type != Token::quoted_ident) {
+          return syntax(stmt);
+        }
+        cmd.value = t.type == Token::word ? lower(t.text) : t.text;
+        if (tz.next().type != Token::end || tz.bad()) return syntax(stmt);
+        return SettingCommand{cmd};
       }
     } else if (is_word(t, "local")) {
       cmd.local = true;
@@ -465,7 +482,17 @@ std::optional<std::variant<SettingCommand, SettingError>> parse_setting_command(
     if (is_word(t, "transaction") || is_word(t, "constraints")) {
       return SettingCommand{IgnoredSet{}};
     }
-    if (is_word(t, "role")) return SettingError{"0A000", "SET ROLE is not supported by wirepool"};
+    if (is_word(t, "role")) {
+      // SET ROLE x | NONE: the setting "role" (current_setting('role') reads it back).
+      cmd.name = "role";
+      t = tz.next();
+      if (t.type != Token::word && t.type != Token::string && t.type != Token::quoted_ident) {
+        return syntax(stmt);
+      }
+      cmd.value = t.type == Token::word ? lower(t.text) : t.text;
+      if (tz.next().type != Token::end || tz.bad()) return syntax(stmt);
+      return SettingCommand{cmd};
+    }
     Token value_start;
     if (is_word(t, "time")) {
       Token z = tz.next();
@@ -529,7 +556,7 @@ std::optional<std::variant<SettingCommand, SettingError>> parse_setting_command(
     name = "transaction_isolation";
   } else if (is_word(t, "session") && verb == "reset") {
     if (!is_word(tz.next(), "authorization")) return syntax(stmt);
-    return SettingCommand{IgnoredSet{}};
+    name = "session_authorization";
   } else if (t.type == Token::word) {
     name = lower(t.text);
   } else if (t.type == Token::quoted_ident) {

@@ -49,6 +49,9 @@ class Settings {
   /// Bumped on every change, so callers can cache derived values.
   uint32_t version() const { return version_; }
   std::optional<std::string> get(std::string_view name) const;
+  /// standard_conforming_strings is off: a backslash escapes in every '...'
+  /// literal of the client's SQL (sql::split_statements). Allocates nothing.
+  bool backslash_quotes() const;
   /// Every setting, sorted by name (SHOW ALL).
   std::vector<std::pair<std::string, std::string>> all() const;
 

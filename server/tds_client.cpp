@@ -620,8 +620,7 @@ awaitable<bool> TdsClient::login() {
         break;
       }
   }
-  auto pool = server_.find_pool(database);
-  if (!pool) {
+  if (!server_.has_database(database)) {
     spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user, database);
     std::string m =
         "Cannot open database \"" + database + "\" requested by the login. The login failed.";
@@ -633,6 +632,14 @@ awaitable<bool> TdsClient::login() {
     std::string m = "The server principal \"" + user + "\" is not able to access the database \"" +
                     database + "\" under the current security context.";
     co_await login_error(916, 14, m);
+    co_return false;
+  }
+  // The user's own pool: its backend connections serve no other user.
+  auto pool = server_.pool_for(database, user);
+  if (!pool) {
+    std::string m =
+        "Cannot open database \"" + database + "\" requested by the login. The login failed.";
+    co_await login_error(4060, 11, m);
     co_return false;
   }
   database_ = database;

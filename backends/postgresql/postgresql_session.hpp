@@ -173,7 +173,11 @@ class Session {
   void abandon_copy(bool input) { (input ? copy_in_abandoned_ : copy_out_draining_) = true; }
   /// Queues DEALLOCATE of a prepared statement (run by the next settle()).
   void queue_deallocate(std::string name) { deallocate_.push_back(std::move(name)); }
-  std::string next_statement_name() { return "wp_" + std::to_string(++statements_); }
+  /// Unguessable by other sessions of the connection (db::random_statement_prefix).
+  std::string next_statement_name() {
+    if (statement_prefix_.empty()) statement_prefix_ = db::random_statement_prefix("wp_");
+    return statement_prefix_ + std::to_string(++statements_);
+  }
 
   /// The Rows or COPY stream that owns the command stream, if any.
   const void* holder() const { return holder_; }
@@ -221,6 +225,7 @@ class Session {
   db::IoInterest interest_;
   std::vector<std::string> deallocate_;
   uint64_t statements_ = 0;
+  std::string statement_prefix_;
   db::TxState last_tx_ = db::TxState::idle;
   std::optional<db::TxState> relay_tx_;  // what the relay's last ReadyForQuery said
   db::EventSink* sink_ = nullptr;

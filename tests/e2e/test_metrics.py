@@ -25,7 +25,7 @@ import psycopg2
 from harness import Wirepool, WirepoolTestCase, free_port
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
-DB = 'database="app",driver="sqlite"'
+DB = 'database="app",user="alice",driver="sqlite"'
 
 
 class MetricsTest(WirepoolTestCase):
@@ -208,8 +208,9 @@ class ReadinessTest(unittest.TestCase):
             self.assertIn('database "gone" cannot reach its backend', answer["reason"])
             self.assertEqual(wp.http_get("/healthz")[0], 200)
             m = wp.metrics()
-            self.assertGreaterEqual(
-                m['wirepool_backend_connect_failures_total{database="gone",driver="postgresql"}'], 1)
+            # No client logged in: the readiness probe found it out.
+            self.assertEqual(m['wirepool_database_reachable{database="gone",driver="postgresql"}'], 0)
+            self.assertEqual(m['wirepool_database_reachable{database="app",driver="sqlite"}'], 1)
         finally:
             wp.cleanup()
 

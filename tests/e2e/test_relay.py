@@ -45,72 +45,7 @@ import psycopg2.errors
 from harness import WirepoolTestCase, psql, raw_login
 # The PostgreSQL fixture's info and database entries, as the PostgreSQL suite reads them.
 from test_postgresql import database_entry, pg_info
-
-def msg(t, body=b""):
-    return t + struct.pack("!I", len(body) + 4) + body
-
-
-def parse(name, sql, oids=()):
-    return msg(b"P", name.encode() + b"\0" + sql.encode() + b"\0" +
-               struct.pack("!H", len(oids)) + b"".join(struct.pack("!I", o) for o in oids))
-
-
-def bind(stmt, *values):
-    body = b"\0" + stmt.encode() + b"\0" + struct.pack("!H", 0) + struct.pack("!H", len(values))
-    for v in values:
-        body += struct.pack("!i", len(v)) + v.encode()
-    return msg(b"B", body + struct.pack("!H", 0))
-
-
-def describe(kind, name=""):
-    return msg(b"D", kind + name.encode() + b"\0")
-
-
-def execute():
-    return msg(b"E", b"\0" + struct.pack("!i", 0))
-
-
-def close_statement(name):
-    return msg(b"C", b"S" + name.encode() + b"\0")
-
-
-SYNC = msg(b"S")
-
-
-def query(sql):
-    return msg(b"Q", sql.encode() + b"\0")
-
-
-class Reader:
-    def __init__(self, sock):
-        self.s = sock
-        self.buf = b""
-
-    def one(self):
-        while len(self.buf) < 5 or len(self.buf) < 1 + struct.unpack("!I", self.buf[1:5])[0]:
-            chunk = self.s.recv(65536)
-            if not chunk:
-                raise AssertionError(f"closed; buffered {self.buf[:200]!r}")
-            self.buf += chunk
-        n = struct.unpack("!I", self.buf[1:5])[0]
-        t, body, self.buf = self.buf[:1].decode(), self.buf[5:1 + n], self.buf[1 + n:]
-        return t, body
-
-    def until_ready(self):
-        """Messages up to ReadyForQuery: [(type, body)], and the status."""
-        out = []
-        while True:
-            t, body = self.one()
-            if t == "Z":
-                return out, body.decode()
-            out.append((t, body))
-
-
-def sqlstate(body):
-    for field in body.split(b"\0"):
-        if field[:1] == b"C":
-            return field[1:].decode()
-    return None
+from wire import Reader, SYNC, bind, close_statement, describe, execute, parse, query, sqlstate
 
 
 class RawClients:

@@ -10,6 +10,7 @@
 //  - ConnectionImpl defaults: reset runs the reset query (and nothing when empty),
 //    set_event_sink and copy answer Unsupported 0A000
 //  - Error helpers, to_string, find_driver / driver_names
+//  - statement name prefixes: base, 64 random bits in hex, '_', different per call
 
 #include <gtest/gtest.h>
 
@@ -405,6 +406,16 @@ TEST(Names, ToStringCoversEveryEnumerator) {
   EXPECT_EQ(to_string(TxState::failed), "failed");
   EXPECT_EQ(sql::to_string(sql::Dialect::sqlite), "sqlite");
   EXPECT_EQ(sql::to_string(sql::Dialect::tsql), "tsql");
+}
+
+TEST(StatementNames, PrefixesAreRandomPerCall) {
+  const std::string a = random_statement_prefix("wp_");
+  const std::string b = random_statement_prefix("wp_");
+  EXPECT_EQ(a.size(), 3u + 16u + 1u);
+  EXPECT_EQ(a.rfind("wp_", 0), 0u);
+  EXPECT_EQ(a.back(), '_');
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef", 3), a.size() - 1);
+  EXPECT_NE(a, b);
 }
 
 TEST(Drivers, AllFiveDriversAreBuiltIn) {

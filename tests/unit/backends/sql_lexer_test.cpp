@@ -84,6 +84,15 @@ TEST(SplitStatements, PostgresFollowsPsql) {
   });
 }
 
+TEST(SplitStatements, PostgresWithoutStandardConformingStringsEscapesWithBackslashes) {
+  // What the server sees with standard_conforming_strings off: three statements.
+  const std::string_view text = R"(SELECT 'x\''; DEALLOCATE ALL; SELECT '\'')";
+  EXPECT_EQ(split_statements(text, Dialect::postgres, true).size(), 3u);
+  // And with it on (the default), one.
+  EXPECT_EQ(split_statements(text, Dialect::postgres).size(), 1u);
+  EXPECT_EQ(split_statements(R"(SELECT 'a\'; SELECT 1)", Dialect::postgres).size(), 2u);
+}
+
 TEST(SplitStatements, SqliteKeepsTriggerBodiesWhole) {
   check_split({
       {Dialect::sqlite,

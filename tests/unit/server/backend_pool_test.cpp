@@ -55,7 +55,8 @@ struct Fixture {
     d.pool.max = 1;
     db::OpenOptions o;
     o.connection = d.connection;
-    pool = std::make_shared<DatabasePool>(d, *db::find_driver("sqlite"), o, blocking, io);
+    pool = std::make_shared<DatabasePool>(d, "alice", std::make_shared<DatabaseShared>(),
+                                          *db::find_driver("sqlite"), o, blocking, io);
     pool->start();
   }
   ~Fixture() {

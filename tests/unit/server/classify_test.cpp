@@ -73,5 +73,37 @@ TEST(Classify, VerbForTags) {
   EXPECT_EQ(kind("SELECT 1"), StatementKind::backend);
 }
 
+TEST(Classify, BlockRulesAreTheOnesPostgreSQLApplies) {
+  auto rule = [](std::string_view stmt) {
+    auto c = classify(stmt, sql::Dialect::postgres, true);
+    return std::make_pair(c.block, std::string(c.block_name));
+  };
+  using R = BlockRule;
+  EXPECT_EQ(rule("SAVEPOINT a"), std::make_pair(R::require, std::string("SAVEPOINT")));
+  EXPECT_EQ(rule("release savepoint a"),
+            std::make_pair(R::require, std::string("RELEASE SAVEPOINT")));
+  EXPECT_EQ(rule("ROLLBACK TO a").first, R::require);
+  EXPECT_EQ(rule("rollback work to savepoint a").second, "ROLLBACK TO SAVEPOINT");
+  EXPECT_EQ(rule("LOCK TABLE t").second, "LOCK TABLE");
+  EXPECT_EQ(rule("DECLARE c CURSOR FOR SELECT 1").second, "DECLARE CURSOR");
+  EXPECT_EQ(rule("DECLARE c NO SCROLL CURSOR WITH HOLD FOR SELECT 1").first, R::any);
+  EXPECT_EQ(rule("SET LOCAL work_mem = '1MB'").first, R::warn);
+  EXPECT_EQ(rule("SET TRANSACTION READ ONLY").second, "SET TRANSACTION");
+  EXPECT_EQ(rule("SET work_mem = '1MB'").first, R::any);
+  for (auto s :
+       {"VACUUM t", "CREATE DATABASE d", "DROP DATABASE d", "ALTER SYSTEM SET x = 1",
+        "CREATE INDEX CONCURRENTLY i ON t (a)", "create unique index concurrently i on t (a)",
+        "DROP INDEX CONCURRENTLY i", "REINDEX TABLE CONCURRENTLY t", "REINDEX DATABASE d",
+        "COMMIT PREPARED 'x'", "CREATE TABLESPACE s LOCATION '/x'", "CLUSTER"}) {
+    EXPECT_EQ(rule(s).first, R::prevent) << s;
+  }
+  for (auto s : {"SELECT 1", "INSERT INTO t VALUES (1)", "CREATE INDEX i ON t (a)", "CLUSTER t",
+                 "ROLLBACK", "COMMIT"}) {
+    EXPECT_EQ(rule(s).first, R::any) << s;
+  }
+  // Other dialects have no such rules here.
+  EXPECT_EQ(classify("SAVEPOINT a", sql::Dialect::sqlite, false).block, R::any);
+}
+
 }  // namespace
 }  // namespace wirepool::server

@@ -8,10 +8,12 @@
 // UTF8/SQL_ASCII spellings (22023); DateStyle must stay ISO; reported changes
 // come once and only for GUC_REPORT names; SHOW ALL lists built-ins and
 // overrides; SET LOCAL is undone at the end of the transaction; the version
-// moves on every change. Parser: SET x TO / = values, lists, quoted strings with '' and E''
-// escapes, DEFAULT, SET LOCAL, SET SESSION, SET TIME ZONE, SET NAMES, SET
-// SCHEMA, SET TRANSACTION ignored, SET ROLE refused, RESET/SHOW forms,
-// malformed statements answer 42601, non-setting statements answer nullopt.
+// moves on every change; standard_conforming_strings off (any spelling, as a
+// mirror of a PostgreSQL backend too) makes backslashes escape. Parser: SET x TO / = values, lists,
+// quoted strings with '' and E'' escapes, DEFAULT, SET LOCAL, SET SESSION, SET TIME ZONE, SET
+// NAMES, SET SCHEMA, SET TRANSACTION ignored, SET ROLE / SESSION AUTHORIZATION and their RESET as
+// settings, RESET/SHOW forms, malformed statements answer 42601, non-setting statements answer
+// nullopt.
 
 #include "server/settings.hpp"
 
@@ -30,6 +32,22 @@ TEST(Settings, BuiltInsAreWhatPostgreSQLReports) {
   EXPECT_EQ(s.get("TimeZone"), "UTC");
   EXPECT_EQ(s.get("server_version")->rfind("15.0 (wirepool ", 0), 0u);
   EXPECT_FALSE(s.get("no_such_setting").has_value());
+}
+
+TEST(Settings, StandardConformingStringsOffMakesBackslashesEscape) {
+  Settings own;  // wirepool's own settings keep it on
+  EXPECT_FALSE(own.backslash_quotes());
+  EXPECT_TRUE(own.set("standard_conforming_strings", "off"));
+  EXPECT_FALSE(own.backslash_quotes());
+  Settings mirror;  // a PostgreSQL backend's, as the client set them
+  mirror.mirror_only();
+  EXPECT_FALSE(mirror.backslash_quotes());
+  ASSERT_FALSE(mirror.set("Standard_Conforming_Strings", "OFF"));
+  EXPECT_TRUE(mirror.backslash_quotes());
+  ASSERT_FALSE(mirror.set("standard_conforming_strings", "on"));
+  EXPECT_FALSE(mirror.backslash_quotes());
+  ASSERT_FALSE(mirror.set("standard_conforming_strings", "false"));
+  EXPECT_TRUE(mirror.backslash_quotes());
 }
 
 TEST(Settings, NamesAreCaseInsensitive) {
@@ -209,13 +227,19 @@ TEST(SettingParser, IgnoredAndRefusedForms) {
     ASSERT_TRUE(cmd) << stmt;
     EXPECT_TRUE(std::holds_alternative<IgnoredSet>(*cmd)) << stmt;
   }
-  for (auto stmt : {"SET ROLE admin", "SET SESSION AUTHORIZATION bob"}) {
+  // Roles are settings to follow on PostgreSQL backends (the session layer
+  // refuses them for others).
+  auto set_of = [](std::string_view stmt) -> std::string {
     auto r = parse_setting_command(stmt);
-    ASSERT_TRUE(r) << stmt;
-    auto* err = std::get_if<SettingError>(&*r);
-    ASSERT_TRUE(err) << stmt;
-    EXPECT_EQ(err->sqlstate, "0A000");
-  }
+    auto* cmd = r ? std::get_if<SettingCommand>(&*r) : nullptr;
+    auto* set = cmd ? std::get_if<SetCommand>(cmd) : nullptr;
+    return set ? set->name + "=" + set->value.value_or("DEFAULT") : "?";
+  };
+  EXPECT_EQ(set_of("SET ROLE Admin"), "role=admin");
+  EXPECT_EQ(set_of("set role 'Mixed'"), "role=Mixed");
+  EXPECT_EQ(set_of("SET ROLE NONE"), "role=none");
+  EXPECT_EQ(set_of("SET SESSION AUTHORIZATION bob"), "session_authorization=bob");
+  EXPECT_EQ(set_of("SET SESSION AUTHORIZATION DEFAULT"), "session_authorization=DEFAULT");
 }
 
 TEST(SettingParser, ResetAndShowForms) {
@@ -233,6 +257,8 @@ TEST(SettingParser, ResetAndShowForms) {
   EXPECT_EQ(name_of("SHOW server_version;"), "show:server_version");
   EXPECT_EQ(name_of("SHOW TRANSACTION ISOLATION LEVEL"), "show:transaction_isolation");
   EXPECT_EQ(name_of("SHOW TIME ZONE"), "show:timezone");
+  EXPECT_EQ(name_of("RESET ROLE"), "reset:role");
+  EXPECT_EQ(name_of("RESET SESSION AUTHORIZATION"), "reset:session_authorization");
 }
 
 TEST(SettingParser, MalformedIsSyntaxError) {

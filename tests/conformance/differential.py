@@ -1,0 +1,105 @@
+"""Differential conformance checks: a scenario runs against PostgreSQL directly
+and through wirepool (session mode and transaction mode) in the same run, and
+what its client observes — every answer's type, tag, values, SQLSTATE and
+severity, each ReadyForQuery's status — and the rows it leaves must be the
+same. A difference is a bug unless docs/protocol-postgres.md names it as a
+limit of transaction pooling that PgBouncer shares.
+
+Scenarios get a Target: `connect()` gives a raw socket past authentication
+and its Reader (tests/e2e/wire.py), `table` a table of their own, fresh for
+each run (id int primary key, v text), and `rows()` counts it directly on the
+server after the scenario.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+
+from harness import WirepoolTestCase, psql, raw_login  # noqa: E402
+from test_postgresql import database_entry, pg_info  # noqa: E402
+from wire import Reader  # noqa: E402
+
+
+class Target:
+    def __init__(self, case, name, port, user, password, database, table):
+        self.case = case
+        self.name = name
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+        self.table = table
+        self.sockets = []
+
+    def connect(self):
+        s = raw_login(self.port, user=self.user, password=self.password, database=self.database)
+        self.sockets.append(s)
+        return s, Reader(s)
+
+    def rows(self):
+        r = psql(self.case.direct(), "-c", f"SELECT count(*) FROM {self.table}")
+        return int(r.stdout.strip())
+
+    def close(self):
+        for s in self.sockets:
+            try:
+                s.close()
+            except OSError:
+                pass
+        self.sockets = []
+
+
+class DifferentialCase(WirepoolTestCase):
+    """wirepool on the fixture's PostgreSQL with `pgsession` (session mode) and
+    `pgtxn` (transaction mode), each `pool_max` connections."""
+
+    users = "- { name: alice, password: wonderland }"
+    pool_max = 2
+
+    @classmethod
+    def setUpClass(cls):
+        cls.info = pg_info()
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
+        cls.databases = (database_entry(cls.info, "pgsession", "session", cls.pool_max) +
+                         database_entry(cls.info, "pgtxn", "transaction", cls.pool_max))
+        super().setUpClass()
+
+    @classmethod
+    def direct(cls):
+        i = cls.info
+        return (f"postgresql://{i['user']}:{i['password']}@{i['host']}:{i['port']}/"
+                f"{i['database']}")
+
+    def targets(self, table):
+        i = self.info
+        return [
+            Target(self, "direct", i["port"], i["user"], i["password"], i["database"],
+                   f"{table}_d"),
+            Target(self, "session", self.wp.port, "alice", "wonderland", "pgsession",
+                   f"{table}_s"),
+            Target(self, "transaction", self.wp.port, "alice", "wonderland", "pgtxn",
+                   f"{table}_t"),
+        ]
+
+    def differ(self, scenario, table=None, settle=0.0):
+        """Runs `scenario(target)` (a list of observations) on every target,
+        each with a fresh table, and checks that wirepool's match PostgreSQL's.
+        Appends the table's row count after `settle` seconds."""
+        table = table or scenario.__name__.lstrip("_")
+        seen = {}
+        for t in self.targets(table):
+            psql(self.direct(), "-c", f"DROP TABLE IF EXISTS {t.table}",
+                 "-c", f"CREATE TABLE {t.table} (id int PRIMARY KEY, v text)")
+            try:
+                got = scenario(t)
+            finally:
+                t.close()
+            time.sleep(settle)
+            got.append(("rows", t.rows()))
+            seen[t.name] = got
+        for name in ("session", "transaction"):
+            self.assertEqual(seen[name], seen["direct"],
+                             f"{name} mode differs from PostgreSQL in {scenario.__name__}")
+        return seen["direct"]
