@@ -109,6 +109,9 @@ struct PoolSettings {
   /// With pipeline: connections opened for batches a train could take (0 = auto:
   /// 2 x cores + 1 for a server on this host, else max). server::pipeline_max().
   int pipeline_max = 0;
+  /// The backend connections of all users' pools of the database together
+  /// (PgBouncer's max_db_connections); 0 = no cap beyond each pool's max.
+  int max_db_connections = 0;
 };
 
 struct BackendTls {

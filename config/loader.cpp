@@ -612,6 +612,10 @@ void Loader::read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m) {
        [&](const Entry& v) {
          set(p.pipeline_max, read_int(v, 0, std::numeric_limits<int>::max()));
        }},
+      {"max_db_connections",
+       [&](const Entry& v) {
+         set(p.max_db_connections, read_int(v, 0, std::numeric_limits<int>::max()));
+       }},
       {"reset_query",
        [&](const Entry& v) {
          m.reset_query_written = true;

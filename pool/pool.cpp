@@ -69,6 +69,8 @@ std::string_view to_string(CloseReason r) {
       return "shutdown";
     case CloseReason::reconnect:
       return "reconnect";
+    case CloseReason::yielded:
+      return "yielded";
     case CloseReason::surplus:
       return "surplus";
   }
@@ -365,6 +367,16 @@ void Pool::handle_timeout(TimePoint now) {
     close_conn(id, conns_.at(id), CloseReason::idle_timeout);
   }
   dispatch(now, true);
+}
+
+bool Pool::yield_idle(TimePoint now) {
+  const bool yield = !idle_.empty() && live() > effective_min();
+  if (yield) {
+    const ConnId id = idle_.front();
+    close_conn(id, conns_.at(id), CloseReason::yielded);
+  }
+  dispatch(now, true);  // as after any event: `min` topped up
+  return yield;
 }
 
 void Pool::reconfigure(Config config, TimePoint now) {

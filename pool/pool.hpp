@@ -86,6 +86,7 @@ enum class CloseReason : uint8_t {
   shutdown,      ///< the pool is shutting down
   reconnect,     ///< reconfigured / RECONNECT: replaced on next release
   surplus,       ///< above pipeline_max, given back while only pipelined waiters wait
+  yielded,       ///< idle, given up for another pool of the database (max_db_connections)
 };
 std::string_view to_string(CloseReason r);
 
@@ -157,6 +158,10 @@ class Pool {
   /// Mark every connection to be replaced: idle ones close now, busy ones on
   /// release, opening ones once opened.
   void reconnect(TimePoint now);
+  /// Another pool needs the place of a connection (a cap shared by several
+  /// pools): the least recently used idle one closes, if more than `min` are
+  /// live. False when none may close.
+  bool yield_idle(TimePoint now);
   /// Reject all waiters, close idle connections, close the rest on release.
   /// Nothing is opened afterwards. Idempotent.
   void shutdown(TimePoint now);

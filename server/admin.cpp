@@ -409,17 +409,14 @@ AdminResult show_databases(Server& server) {
   for (const auto& c : config->databases) {
     Target t = target_of(c);
     std::string user = backend_user(c);
-    uint64_t current = 0;
-    for (const auto& pool : server.pools_of(c.name)) {
-      auto st = pool->stats();
-      current += st.opening + st.idle + st.in_use + st.resetting + st.closing;
-    }
+    const uint64_t current = server.database_connections(c.name);
     const auto& settings = c.pool;
     r.rows.push_back(Row{c.name, t.host, t.port, t.database,
                          user.empty() ? std::nullopt : std::optional<std::string>(user),
                          num(int64_t{settings.max}), num(int64_t{settings.min}), "0",
-                         std::string(config::to_string(settings.mode)), num(int64_t{settings.max}),
-                         num(current), server.database_paused(c.name) ? "1" : "0", "0", c.driver});
+                         std::string(config::to_string(settings.mode)),
+                         num(int64_t{settings.max_db_connections}), num(current),
+                         server.database_paused(c.name) ? "1" : "0", "0", c.driver});
   }
   return r;
 }

@@ -261,9 +261,12 @@ DatabasePool::DatabasePool(const config::Database& cfg, std::string user, Databa
       timer_(timer_context) {}
 
 DatabasePool::~DatabasePool() {
+  shared_->leave(budget_id());
+  shared_->withdraw(budget_id());
   for (auto& [id, b] : backends_) {
     b->statements.forget();  // the connection's close drops them on the server
     (void)b->conn.close();
+    shared_->connection_gone();
   }
 }
 
@@ -321,13 +324,107 @@ bool DatabaseShared::tried() const {
   return tried_;
 }
 
+void DatabaseShared::request_open(uint64_t pool, pool::ConnId conn, std::function<void()> open) {
+  std::unique_lock lock(budget_mu_);
+  if (budget_.request(pool, conn)) {
+    lock.unlock();
+    open();
+    return;
+  }
+  waiting_opens_.emplace(std::make_pair(pool, conn), std::move(open));
+  waiting_ = waiting_opens_.size();
+  // Better than waiting for an idle_timeout elsewhere: another user's pool
+  // gives up a connection it is not using.
+  std::vector<std::function<bool()>> others;
+  for (const auto& [id, yield] : members_) {
+    if (id != pool) others.push_back(yield);
+  }
+  lock.unlock();
+  for (auto& yield : others) {
+    if (yield()) break;
+  }
+}
+
+void DatabaseShared::join(uint64_t pool, std::function<bool()> yield) {
+  std::lock_guard lock(budget_mu_);
+  members_[pool] = std::move(yield);
+}
+
+void DatabaseShared::leave(uint64_t pool) {
+  std::lock_guard lock(budget_mu_);
+  members_.erase(pool);
+}
+
+void DatabaseShared::connection_gone() {
+  std::unique_lock lock(budget_mu_);
+  budget_.release();
+  run_grants(lock);
+}
+
+void DatabaseShared::withdraw(uint64_t pool) {
+  std::lock_guard lock(budget_mu_);
+  for (auto it = waiting_opens_.begin(); it != waiting_opens_.end();) {
+    if (it->first.first == pool) {
+      budget_.withdraw(it->first.first, it->first.second);
+      it = waiting_opens_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  waiting_ = waiting_opens_.size();
+}
+
+void DatabaseShared::resize_budget(size_t max) {
+  std::unique_lock lock(budget_mu_);
+  budget_.resize(max);
+  run_grants(lock);
+}
+
+size_t DatabaseShared::connections_counted() const {
+  std::lock_guard lock(budget_mu_);
+  return budget_.used();
+}
+
+size_t DatabaseShared::opens_waiting() const {
+  std::lock_guard lock(budget_mu_);
+  return budget_.waiting();
+}
+
+void DatabaseShared::run_grants(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::function<void()>> go;
+  while (auto g = budget_.poll_grant()) {
+    auto it = waiting_opens_.find(*g);
+    if (it == waiting_opens_.end()) {
+      budget_.release();  // not ours to open any more
+      continue;
+    }
+    go.push_back(std::move(it->second));
+    waiting_opens_.erase(it);
+  }
+  waiting_ = waiting_opens_.size();
+  lock.unlock();
+  for (auto& f : go)
+    f();
+}
+
 bool DatabasePool::reachable(std::string* error) const {
   std::lock_guard lock(mu_);
   if (last_open_failed_ && error) *error = last_open_error_;
   return !last_open_failed_;
 }
 
+bool DatabasePool::yield_idle() {
+  std::unique_lock lock(mu_);
+  const bool yielded = pool_.yield_idle(pool::Clock::now());
+  pump(lock);
+  return yielded;
+}
+
 void DatabasePool::start() {
+  shared_->join(budget_id(), [weak = weak_from_this()] {
+    auto p = weak.lock();
+    return p && p->yield_idle();
+  });
   std::unique_lock lock(mu_);
   pool_.handle_timeout(pool::Clock::now());  // lets the pool open `min` connections
   pump(lock);
@@ -407,6 +504,8 @@ void DatabasePool::release(Backend* backend, bool healthy) {
   std::unique_lock lock(mu_);
   backend->leased = false;
   pool_.handle_release(backend->id, healthy, tx, now, backend->dirty);
+  // Another pool of the database waits for a place under max_db_connections.
+  if (shared_->opens_wanted()) (void)pool_.yield_idle(now);
   pump(lock);
 }
 
@@ -444,6 +543,40 @@ std::deque<std::pair<pool::WaiterId, DatabasePool::Waiter>>::iterator DatabasePo
                       [id](const auto& w) { return w.first == id; });
 }
 
+void DatabasePool::open_now(pool::ConnId id) {
+  blocking_.post([self = shared_from_this(), id] {
+    auto result = self->driver_.open(self->open_);
+    std::unique_lock l(self->mu_);
+    auto now = pool::Clock::now();
+    if (result.ok()) {
+      auto b = std::make_unique<Backend>();
+      b->id = id;
+      b->conn = std::move(result.value());
+      b->caps = b->conn.capabilities();
+      b->opened_at = std::chrono::system_clock::now();
+      self->keeps_settings_ = b->caps.session_settings;
+      self->multi_statement_ = b->caps.multi_statement;
+      self->param_arrays_ = b->caps.param_arrays;
+      self->batch_row_counts_ = b->caps.batch_row_counts;
+      self->dialect_ = b->caps.dialect;
+      self->backends_[id] = std::move(b);
+      spdlog::debug("database {}: backend connection {} opened", self->cfg_.name, id);
+      self->last_open_failed_ = false;
+      self->shared_->note_open(true);
+      self->pool_.handle_opened(id, now);
+    } else {
+      self->last_open_error_ = result.error().message;
+      self->last_open_failed_ = true;
+      self->shared_->note_open(false, self->last_open_error_);
+      spdlog::error("database {}: cannot open backend ({}): {}", self->cfg_.name,
+                    redact_secrets(self->cfg_.connection), result.error().message);
+      self->pool_.handle_open_failed(id, now);
+      self->shared_->connection_gone();
+    }
+    self->pump(l);
+  });
+}
+
 void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
   // Small vectors: a grant per release is the hot path and allocates nothing.
   boost::container::small_vector<std::function<void()>, 1> todo;
@@ -455,36 +588,17 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
         overloaded{
             [&](const pool::Open& o) {
               todo.emplace_back([self, id = o.conn] {
-                self->blocking_.post([self, id] {
-                  auto result = self->driver_.open(self->open_);
-                  std::unique_lock l(self->mu_);
-                  auto now = pool::Clock::now();
-                  if (result.ok()) {
-                    auto b = std::make_unique<Backend>();
-                    b->id = id;
-                    b->conn = std::move(result.value());
-                    b->caps = b->conn.capabilities();
-                    b->opened_at = std::chrono::system_clock::now();
-                    self->keeps_settings_ = b->caps.session_settings;
-                    self->multi_statement_ = b->caps.multi_statement;
-                    self->param_arrays_ = b->caps.param_arrays;
-                    self->batch_row_counts_ = b->caps.batch_row_counts;
-                    self->dialect_ = b->caps.dialect;
-                    self->backends_[id] = std::move(b);
-                    spdlog::debug("database {}: backend connection {} opened", self->cfg_.name, id);
-                    self->last_open_failed_ = false;
-                    self->shared_->note_open(true);
-                    self->pool_.handle_opened(id, now);
-                  } else {
-                    self->last_open_error_ = result.error().message;
-                    self->last_open_failed_ = true;
-                    self->shared_->note_open(false, self->last_open_error_);
-                    spdlog::error("database {}: cannot open backend ({}): {}", self->cfg_.name,
-                                  redact_secrets(self->cfg_.connection), result.error().message);
-                    self->pool_.handle_open_failed(id, now);
-                  }
-                  self->pump(l);
-                });
+                // Counted against max_db_connections first; a pool gone by the
+                // time its place frees gives the place back.
+                std::weak_ptr<DatabasePool> weak = self;
+                self->shared_->request_open(self->budget_id(), id,
+                                            [weak, shared = self->shared_, id] {
+                                              if (auto p = weak.lock()) {
+                                                p->open_now(id);
+                                              } else {
+                                                shared->connection_gone();
+                                              }
+                                            });
               });
             },
             [&](const pool::Grant& g) {
@@ -542,6 +656,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                       (void)db::call_blocking(*impl, [&] { return owned->conn.close(); });
                     }
                   }
+                  self->shared_->connection_gone();
                   std::unique_lock l(self->mu_);
                   self->pool_.handle_closed(id, pool::Clock::now());
                   self->pump(l);

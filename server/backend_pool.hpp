@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +25,7 @@
 
 #include "backends/db.hpp"
 #include "config/config.hpp"
+#include "pool/budget.hpp"
 #include "pool/pool.hpp"
 #include "server/blocking.hpp"
 #include "server/metrics.hpp"
@@ -167,11 +170,36 @@ struct DatabaseShared {
   bool tried() const;
   std::atomic<bool> probing{false};
 
+  /// max_db_connections: a pool's connection is counted before it opens;
+  /// `open` runs now or once a place is free (never under a lock).
+  void request_open(uint64_t pool, pool::ConnId conn, std::function<void()> open);
+  /// A counted connection closed, or failed to open.
+  void connection_gone();
+  /// A pool going away: its requests still waiting are dropped.
+  void withdraw(uint64_t pool);
+  void resize_budget(size_t max);
+  size_t connections_counted() const;
+  size_t opens_waiting() const;
+  /// Cheap (no lock): some pool waits for a place (its connections released
+  /// to idle then close instead of staying: yield_idle).
+  bool opens_wanted() const { return waiting_.load(std::memory_order_relaxed) > 0; }
+  /// The pools of the database that can give up an idle connection when
+  /// another waits for a place: `yield` closes one (false: none idle).
+  void join(uint64_t pool, std::function<bool()> yield);
+  void leave(uint64_t pool);
+
  private:
+  void run_grants(std::unique_lock<std::mutex>& lock);
+  std::atomic<size_t> waiting_{0};
+  std::map<uint64_t, std::function<bool()>> members_;  ///< under budget_mu_
+
   mutable std::mutex mu_;
   bool tried_ = false;
   bool failed_ = false;
   std::string error_;
+  mutable std::mutex budget_mu_;
+  pool::Budget budget_;
+  std::map<std::pair<uint64_t, pool::ConnId>, std::function<void()>> waiting_opens_;
 };
 using DatabaseSharedPtr = std::shared_ptr<DatabaseShared>;
 
@@ -288,6 +316,11 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
     }
   };
   void pump(std::unique_lock<std::mutex>& lock);
+  /// Opens connection `id` on the blocking executor (its place counted).
+  void open_now(pool::ConnId id);
+  /// For another pool of the database waiting for a place: closes an idle connection.
+  bool yield_idle();
+  uint64_t budget_id() const { return reinterpret_cast<uintptr_t>(this); }
   void arm_timer(std::unique_lock<std::mutex>& lock);
   void on_timer();
 

@@ -139,6 +139,7 @@ Server::DatabaseEntry Server::make_entry(const config::Database& d) const {
   e.open.tls_ca = d.tls.ca;
   e.open.tls_pins = d.tls.pin_sha256;
   e.shared = std::make_shared<DatabaseShared>();
+  e.shared->resize_budget(static_cast<size_t>(d.pool.max_db_connections));
   return e;
 }
 
@@ -239,6 +240,12 @@ bool Server::database_reachable(std::string_view database) const {
   std::lock_guard lock(state_mu_);
   auto it = databases_.find(database);
   return it == databases_.end() || it->second.shared->reachable();
+}
+
+size_t Server::database_connections(std::string_view database) const {
+  std::lock_guard lock(state_mu_);
+  auto it = databases_.find(database);
+  return it == databases_.end() ? 0 : it->second.shared->connections_counted();
 }
 
 void Server::probe_databases() {
@@ -614,6 +621,7 @@ void Server::apply(config::Config next) {
         databases_.erase(it);
         entry.cfg = d;
         entry.open.options = d.options;
+        entry.shared->resize_budget(static_cast<size_t>(d.pool.max_db_connections));
         for (auto& [user, pool] : entry.pools)
           resized.emplace_back(pool, d.pool);
         databases.emplace(d.name, std::move(entry));

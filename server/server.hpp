@@ -142,6 +142,8 @@ class Server {
   /// The first database whose last attempt to open a backend failed (readiness).
   bool unreachable_database(std::string* name, std::string* error) const;
   bool database_reachable(std::string_view database) const;
+  /// Backend connections open or opening for the database, all its users' pools.
+  size_t database_connections(std::string_view database) const;
   /// PAUSE / RESUME of one database ("": every database), its pools now and later.
   void set_paused(std::string_view database, bool paused);
   bool database_paused(std::string_view database) const;

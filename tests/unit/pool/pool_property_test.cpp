@@ -88,6 +88,7 @@ enum class Ev {
   reconfigure,
   reconnect,
   shutdown,
+  yield,
   bogus,
 };
 
@@ -196,6 +197,7 @@ class Sim {
         3.0,                                            // timeout
         0.05,                                           // reconfigure
         0.05,                                           // reconnect
+        idle.empty() ? 0.0 : 0.3,                       // yield
         0.2,                                            // bogus
     };
     switch (std::discrete_distribution<int>(weights.begin(), weights.end())(rng_)) {
@@ -255,6 +257,9 @@ class Sim {
         break;
       case 10:
         s.ev = Ev::reconnect;
+        break;
+      case 11:
+        s.ev = Ev::yield;
         break;
       default:
         s.ev = Ev::bogus;
@@ -358,6 +363,9 @@ class Sim {
       case Ev::shutdown:
         p.shutdown(now_);
         shut_ = true;
+        break;
+      case Ev::yield:
+        p.yield_idle(now_);
         break;
       case Ev::bogus:
         apply_bogus(s);
@@ -529,6 +537,9 @@ class Sim {
       case CloseReason::reconnect:
         SIM_CHECK(s.ev == Ev::reconnect || c.replace || live() > cfg_.max,
                   "Close reconnect of a connection neither marked nor surplus");
+        break;
+      case CloseReason::yielded:
+        SIM_CHECK(s.ev == Ev::yield && live() > eff_min(), "Close yielded without cause");
         break;
       case CloseReason::surplus:
         SIM_CHECK(s.ev == Ev::release && is_subject && surplus_expected_,
@@ -733,7 +744,7 @@ class Sim {
   static std::string format(const Traced& t) {
     static constexpr const char* names[] = {
         "start",  "acquire", "cancel",      "release",   "opened",   "open_failed", "reset_done",
-        "closed", "timeout", "reconfigure", "reconnect", "shutdown", "bogus"};
+        "closed", "timeout", "reconfigure", "reconnect", "shutdown", "yield",       "bogus"};
     const Step& s = t.step;
     std::ostringstream o;
     o << "#" << t.index << " t=" << std::chrono::duration<double>(t.at - TimePoint{}).count()
