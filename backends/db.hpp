@@ -54,6 +54,10 @@ struct Error {
   std::string message;      ///< the backend's message, passed to the client as is
   std::string detail;       ///< optional (PostgreSQL DETAIL)
   std::string hint;         ///< optional (PostgreSQL HINT)
+  /// A PostgreSQL backend's other fields (position, context, schema, table,
+  /// column, type, constraint, source), encoded as on the wire: a code byte
+  /// and a NUL-terminated text each. Passed on to the client as they are.
+  std::string fields;
 
   /// Errc::closed, SQLSTATE 08003, "connection is closed".
   static Error closed();
@@ -302,6 +306,7 @@ struct Notice {
   std::string message;
   std::string detail;
   std::string hint;
+  std::string fields;  ///< as Error::fields
 };
 struct ParameterChange {
   std::string name;

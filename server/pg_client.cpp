@@ -274,6 +274,7 @@ void PgClient::send_error(const db::Error& e, std::string_view severity) {
   f.message = e.message;
   f.detail = e.detail;
   f.hint = e.hint;
+  f.more = e.fields;
   pg::Encoder(out_).error_response(f);
 }
 
@@ -307,6 +308,7 @@ void PgClient::send_parameter_changes() {
 }
 
 void PgClient::ready_for_query() {
+  if (backend_gone_) return;  // a FATAL went out: nothing follows it
   pg::Encoder(out_).ready_for_query(rfq_status(session_->tx_state()));
 }
 
@@ -349,7 +351,13 @@ awaitable<bool> PgClient::login() {
     }
     if (d.status == pg::DecodeStatus::error) {
       spdlog::warn("client {}: bad startup packet: {}", peer_, d.error);
-      co_await fatal("08P01", d.error);
+      // PostgreSQL closes without a word on a bad length (a client that
+      // connected and sent Terminate first, say); other faults get a FATAL.
+      if (d.error.starts_with("unsupported frontend protocol")) {
+        co_await fatal("0A000", d.error);
+      } else if (!d.error.starts_with("invalid length of startup packet")) {
+        co_await fatal("08P01", d.error);
+      }
       co_return false;
     }
     in_.consume(d.consumed);
@@ -999,6 +1007,10 @@ void PgClient::relay_loop(LoopEntry entry) {
         spawn_end();
         return;
       }
+      if (backend_gone_) {
+        spawn(false, false);  // serve writes the FATAL, then ends the client
+        return;
+      }
     }
     if (!flushed()) return;
     if (draining_ || tls_pending()) {
@@ -1054,6 +1066,11 @@ awaitable<void> PgClient::serve(bool readable) {
   bool served = false;  // a message was handled: the idle wait starts hot
   try {
     for (;;) {
+      if (backend_gone_) {  // the relay's loop saw the loss: its FATAL is in out_
+        spdlog::info("client {}: disconnected: its backend session was lost", peer_);
+        (void)co_await flush();
+        break;
+      }
       if (readable) {
         readable = false;
         // Nothing read (the bytes were gone) leaves the client idle, under its
@@ -1075,6 +1092,7 @@ awaitable<void> PgClient::serve(bool readable) {
             open = false;
             break;
           }
+          if (backend_gone_) break;  // flushed below, then the client ends
           if (r == Relayed::yes) continue;
         }
         auto d = pg::decode_frontend(in_.view(), max_msg);
@@ -1090,10 +1108,14 @@ awaitable<void> PgClient::serve(bool readable) {
         open = co_await handle(d.message);
         in_.consume(unconsumed_);  // zero if the handler consumed it (COPY)
         unconsumed_ = 0;
-        if (!open) break;
+        if (!open || backend_gone_) break;
       }
       if (!open) break;
       if (!out_.empty() && !co_await flush()) break;
+      if (backend_gone_) {
+        spdlog::info("client {}: disconnected: its backend session was lost", peer_);
+        break;
+      }
       if (draining_ && in_.empty() && !session_->in_transaction()) {
         co_await fatal("57P01", "terminating connection due to administrator command");
         break;
@@ -1534,6 +1556,7 @@ void PgClient::forward_events() {
     f.message = n.message;
     f.detail = n.detail;
     f.hint = n.hint;
+    f.more = n.fields;
     enc.notice_response(f);
   }
   for (const auto& p : ev->parameters)
@@ -1781,7 +1804,15 @@ awaitable<PgClient::Fetch> PgClient::stream(Streamer& s, int64_t limit, db::Erro
 
 awaitable<void> PgClient::backend_error(db::Error err) {
   session_->explain_cancel(err);
-  send_error(err);
+  // PostgreSQL ends a session whose server process is gone; so does wirepool
+  // when the client's state went with the backend (session mode, or a
+  // transaction): carrying on elsewhere would hide the loss.
+  const bool lost = err.code == db::Errc::connection && session_->backend();
+  if (lost && (session_->mode() == config::PoolMode::session || session_->in_transaction() ||
+               session_->implicit())) {
+    backend_gone_ = true;
+  }
+  send_error(err, backend_gone_ ? "FATAL" : "ERROR");
   if (err.sqlstate == "26000" && session_->backend()) {
     // A statement wirepool prepared is gone (DEALLOCATE inside a function, say):
     // none of the cache is trusted, each is prepared again on next use.

@@ -322,6 +322,7 @@ class PgClient final : public ClientConnection,
   /// Set when an extended-query message fails. Per the protocol the server then
   /// sends one ErrorResponse and ignores all further messages until the next Sync.
   bool skip_until_sync_ = false;
+  bool backend_gone_ = false;  ///< the session's state was lost with its backend: end the client
   /// A batch failed (and ran again one execution at a time): no other batch
   /// until Sync, so a bad row costs one failed batch, not one per row.
   bool batch_refused_ = false;

@@ -773,6 +773,7 @@ PgClient::Relayed PgClient::relay_finish() {
 
   if (!next && (R.client_gone || !R.lost.empty())) {
     // The backend's stream is mid-answer: nobody can use it again.
+    const bool had_transaction = session_->in_transaction() || R.status == 'T' || R.status == 'E';
     b.conn.impl()->relay_done(db::TxState::idle, true);
     if (!R.lost.empty()) {
       spdlog::warn("client {}: backend of database \"{}\" lost: {}", peer_,
@@ -783,8 +784,16 @@ PgClient::Relayed PgClient::relay_finish() {
     }
     session_->statement_end();
     if (R.client_gone || mid_row) return Relayed::closed;
-    // The client gets an error and its ReadyForQuery; its transaction, if it
-    // had one, is gone with the backend.
+    if (had_transaction) {
+      // Its transaction is gone with the backend: as PostgreSQL and PgBouncer,
+      // the client is told (FATAL) and disconnected.
+      if (!R.tracker.failed()) {
+        send_error("08006", "server connection lost: " + R.lost, "FATAL");
+      }
+      backend_gone_ = true;
+      return Relayed::yes;
+    }
+    // Between transactions: an error and its ReadyForQuery, nothing was lost.
     if (!R.tracker.failed()) {
       send_error("08006", "server connection lost: " + R.lost);
     }

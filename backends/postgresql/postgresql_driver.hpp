@@ -4,8 +4,9 @@
 // `connection` is a libpq conninfo, key=value ("host=db port=5432 dbname=app
 // user=app") or URI ("postgresql://app@db/app"); the password comes from the
 // entry's password_env / password_file. The driver adds keepalives (a vanished
-// server is noticed in about a minute), connect_timeout=10, application_name=
-// wirepool and client_encoding=UTF8 unless the conninfo sets them. TLS comes
+// server is noticed in about a minute), connect_timeout=10 and
+// client_encoding=UTF8 unless the conninfo sets them (no application_name:
+// clients without one see the server's default, ''). TLS comes
 // only from the entry's tls block: none = sslmode=disable; a CA =
 // sslmode=verify-full against it (TLS 1.3), optionally pinned by the SHA-256 of
 // the server's public key. It takes no `options` yet.

@@ -34,6 +34,25 @@ std::string trim_message(std::string_view m) {
   return std::string(m);
 }
 
+std::string other_fields(const PGresult* r) {
+  std::string out;
+  if (!r) return out;
+  static constexpr int kCodes[] = {PG_DIAG_STATEMENT_POSITION, PG_DIAG_INTERNAL_POSITION,
+                                   PG_DIAG_INTERNAL_QUERY,     PG_DIAG_CONTEXT,
+                                   PG_DIAG_SCHEMA_NAME,        PG_DIAG_TABLE_NAME,
+                                   PG_DIAG_COLUMN_NAME,        PG_DIAG_DATATYPE_NAME,
+                                   PG_DIAG_CONSTRAINT_NAME,    PG_DIAG_SOURCE_FILE,
+                                   PG_DIAG_SOURCE_LINE,        PG_DIAG_SOURCE_FUNCTION};
+  for (int code : kCodes) {
+    const char* v = PQresultErrorField(r, code);
+    if (!v || !*v) continue;
+    out.push_back(static_cast<char>(code));
+    out.append(v);
+    out.push_back('\0');
+  }
+  return out;
+}
+
 db::Error error_from_result(const PGresult* r, bool connection_bad,
                             std::string_view connection_message) {
   auto field = [&](int code) -> std::string {
@@ -55,6 +74,7 @@ db::Error error_from_result(const PGresult* r, bool connection_bad,
   }
   db::Error e = make_error(std::move(sqlstate), std::move(message), field(PG_DIAG_MESSAGE_DETAIL),
                            field(PG_DIAG_MESSAGE_HINT));
+  e.fields = other_fields(r);
   // The severity says whether the session survives: FATAL and PANIC end it
   // (whatever the class); an ERROR of class 08 (08P01, a malformed parameter)
   // leaves it usable.

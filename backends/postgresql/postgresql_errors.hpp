@@ -18,6 +18,9 @@ namespace wirepool::postgresql {
 db::Errc errc_for_sqlstate(std::string_view sqlstate);
 
 /// An error with PostgreSQL's fields; the Errc from the SQLSTATE.
+/// The fields of `r` beyond severity, SQLSTATE, message, detail and hint, as
+/// db::Error::fields has them.
+std::string other_fields(const PGresult* r);
 db::Error make_error(std::string sqlstate, std::string message, std::string detail = {},
                      std::string hint = {});
 

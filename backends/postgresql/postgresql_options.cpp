@@ -169,7 +169,6 @@ ConnectParams connect_params(const db::OpenOptions& o) {
   if (!set("keepalives_interval")) add("keepalives_interval", "10");
   if (!set("keepalives_count")) add("keepalives_count", "3");
   if (!set("connect_timeout")) add("connect_timeout", "10");
-  if (!set("application_name")) add("application_name", "wirepool");
   // The contract's Text is UTF-8.
   if (!set("client_encoding")) add("client_encoding", "UTF8");
   if (o.tls_ca.empty()) {

@@ -295,6 +295,7 @@ void Session::notice_receiver(void* arg, const PGresult* r) {
   n.message = field(PG_DIAG_MESSAGE_PRIMARY);
   n.detail = field(PG_DIAG_MESSAGE_DETAIL);
   n.hint = field(PG_DIAG_MESSAGE_HINT);
+  n.fields = other_fields(r);
   self->sink_->on_notice(n);
 }
 

@@ -638,6 +638,7 @@ void put_error_fields(std::string& out, const ErrorFields& e) {
     auto r = std::to_chars(buf, buf + sizeof buf, e.position);
     field('P', std::string_view(buf, size_t(r.ptr - buf)));
   }
+  out.append(e.more);
   out.push_back('\0');
 }
 }  // namespace

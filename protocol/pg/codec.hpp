@@ -150,6 +150,8 @@ struct ErrorFields {
   std::string_view detail;
   std::string_view hint;
   int32_t position = 0;  ///< 1-based character position in the query, 0 = none
+  /// More fields as the server sent them (code byte, text, NUL each), appended.
+  std::string_view more;
 };
 
 /// Appends backend messages to `out`. Every call appends one complete message.

@@ -101,7 +101,8 @@ std::string quote(std::string_view s) {
 }
 
 db::Error make_error(std::string_view sqlstate, std::string message) {
-  return db::Error{db::Errc::invalid_query, std::string(sqlstate), 0, std::move(message), {}, {}};
+  return db::Error{
+      db::Errc::invalid_query, std::string(sqlstate), 0, std::move(message), {}, {}, {}};
 }
 
 /// Well-formed UTF-8 without NUL (PostgreSQL stores no NUL in text). On failure

@@ -33,8 +33,9 @@ class Target:
         self.table = table
         self.sockets = []
 
-    def connect(self):
-        s = raw_login(self.port, user=self.user, password=self.password, database=self.database)
+    def connect(self, params=()):
+        s = raw_login(self.port, user=self.user, password=self.password, database=self.database,
+                      params=params)
         self.sockets.append(s)
         return s, Reader(s)
 

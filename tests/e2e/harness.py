@@ -179,17 +179,17 @@ class Wirepool:
         return 0
 
 
-def startup_packet(user="alice", database="app"):
-    """A protocol 3.0 StartupMessage."""
+def startup_packet(user="alice", database="app", params=()):
+    """A protocol 3.0 StartupMessage; `params`: more (name, value) pairs."""
     body = struct.pack("!I", 196608)
-    for k, v in (("user", user), ("database", database)):
+    for k, v in (("user", user), ("database", database), *params):
         body += k.encode() + b"\0" + v.encode() + b"\0"
     body += b"\0"
     return struct.pack("!I", len(body) + 4) + body
 
 
 def raw_login(port, user="alice", password="wonderland", database="app", timeout=10,
-              tls_ca=None, key=None):
+              tls_ca=None, key=None, params=()):
     """A socket past SCRAM-SHA-256 authentication and the first ReadyForQuery,
     done by hand (no client library), for tests that then send raw bytes.
     With `tls_ca`, TLS is negotiated first (SSLRequest) against that root; with a
@@ -205,7 +205,7 @@ def raw_login(port, user="alice", password="wonderland", database="app", timeout
             raise AssertionError("the server refused TLS")
         ctx = ssl.create_default_context(cafile=tls_ca)
         s = ctx.wrap_socket(s, server_hostname="localhost")
-    s.sendall(startup_packet(user, database))
+    s.sendall(startup_packet(user, database, params))
     buf = b""
 
     def read_msg():

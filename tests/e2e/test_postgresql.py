@@ -7,8 +7,8 @@ text and binary; ParameterStatus comes from the backend; errors carry the
 backend's SQLSTATE and message; COMMIT of a failed transaction answers
 ROLLBACK; a 100 KB value; a 200,000-row SELECT streams without growing
 wirepool's memory; SELECT ... FOR UPDATE NOWAIT on a locked row answers 55P03;
-pg_sleep(30) cancelled within a second; pg_terminate_backend on wirepool's
-backend gives that client an error and its next transaction succeeds; a
+pg_sleep(30) cancelled within a second; pg_terminate_backend on a session-mode
+client's backend ends that client (57P01, then closed) as PostgreSQL would; a
 PostgreSQL restart is survived without restarting wirepool; SET follows the
 client across backends in transaction mode (and a rolled-back SET does not);
 named prepared statements in transaction mode from many clients, the same name
@@ -187,7 +187,7 @@ class PostgresTest(WirepoolTestCase):
         self.assertEqual(cur.fetchone()[0], 1)
         c.close()
 
-    def test_terminated_backend_error_then_next_transaction_succeeds(self):
+    def test_terminated_backend_ends_its_session_mode_client(self):
         c = psycopg2.connect(self.wp.kv(database="pgsession"))
         c.autocommit = True
         cur = c.cursor()
@@ -195,9 +195,13 @@ class PostgresTest(WirepoolTestCase):
         pid = cur.fetchone()[0]
         psql(self.direct(), "-c", f"SELECT pg_terminate_backend({pid})")
         time.sleep(0.2)
-        with self.assertRaises(psycopg2.Error):
+        # As PostgreSQL: the session (temp tables, prepared statements) is gone,
+        # so is the client's connection; it does not go on elsewhere unawares.
+        with self.assertRaises(psycopg2.OperationalError):
             cur.execute("SELECT 1")
-        # Same client, next transaction: a fresh backend.
+        self.assertNotEqual(c.closed, 0)
+        c = psycopg2.connect(self.wp.kv(database="pgsession"))
+        cur = c.cursor()
         cur.execute("SELECT pg_backend_pid()")
         self.assertNotEqual(cur.fetchone()[0], pid)
         c.close()

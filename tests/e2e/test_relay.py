@@ -9,8 +9,8 @@ re-executed on other backends, a Parse the server refuses leaves no statement
 (26000 after it), a duplicate name is 42P05, Close drops the name, an unnamed
 statement, Describe of a statement, ReadyForQuery I/T/E through a transaction
 with a failed statement; a backend terminated in the middle of a transaction
-gives the client an error (not a closed connection) and its next transaction
-succeeds on another backend; a client that vanishes in the middle of a large
+ends the client (FATAL, then closed, as PostgreSQL and PgBouncer) and a new
+connection is served by another backend; a client that vanishes in the middle of a large
 result leaves the pool whole; statement_timeout cancels a relayed statement;
 a batch that waits for the only backend is refused 53300 at acquire_timeout
 and the connection stays usable (a pipelined second batch then runs once the
@@ -212,10 +212,13 @@ class RelayTest(RawClients, WirepoolTestCase):
         pid = cur.fetchone()[0]
         psql(self.direct(), "-c", f"SELECT pg_terminate_backend({pid})")
         time.sleep(0.2)
-        with self.assertRaises(psycopg2.Error):
+        with self.assertRaises(psycopg2.OperationalError):
             cur.execute("SELECT 1")
-        self.assertEqual(c.closed, 0)  # the client's connection to wirepool stays
-        c.rollback()
+        # Its transaction is gone: as PostgreSQL and PgBouncer, the client is
+        # disconnected rather than left to go on outside it.
+        self.assertNotEqual(c.closed, 0)
+        c = psycopg2.connect(self.wp.kv(database="pg"))
+        cur = c.cursor()
         cur.execute("SELECT pg_backend_pid()")
         self.assertNotEqual(cur.fetchone()[0], pid)
         c.commit()

@@ -384,6 +384,15 @@ TEST(Conninfo, ValidateRefusesTlsKeysOptionsAndBadPins) {
   EXPECT_EQ(normalize_pin("AB:cd:0F"), "abcd0f");
 }
 
+TEST(Conninfo, DriverAddsNoApplicationName) {
+  // Clients without one see the server's default (''), as directly.
+  db::OpenOptions o;
+  o.connection = "host=h";
+  auto params = connect_params(o);
+  for (const auto& [k, v] : params.pairs)
+    EXPECT_NE(k, "application_name");
+}
+
 TEST(Conninfo, DriverAddsKeepalivesTimeoutNameAndTls) {
   db::OpenOptions o;
   o.connection = "host=h application_name=mine";

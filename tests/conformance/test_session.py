@@ -1,0 +1,59 @@
+"""What a session shows of itself is what PostgreSQL shows: checked
+differentially (differential.py) against PostgreSQL directly, through
+wirepool in session mode and in transaction mode.
+
+Covers: application_name without one in the startup packet is '' (not a
+name of wirepool's); an error keeps every field the server sent (position, schema, table,
+column, constraint, data type, context, source file, line and routine) and a
+notice too.
+"""
+
+import unittest
+
+from differential import DifferentialCase
+from wire import SYNC, bind, execute, fields, parse, query, summary
+
+
+def all_fields(messages, table):
+    """Every field of every ErrorResponse and NoticeResponse, by code (each
+    target's table name made the same)."""
+    out = []
+    for t, body in messages:
+        if t in ("E", "N"):
+            out.append((t, sorted((k, v.replace(table, "T")) for k, v in fields(body).items())))
+    return out
+
+
+class SessionTest(DifferentialCase):
+
+    def test_application_name_defaults_to_empty(self):
+        def scenario(t):
+            s, rd = t.connect()
+            s.sendall(query("SHOW application_name"))
+            return [summary(*rd.until_ready())]
+        self.assertIn(("D", ("",)), self.differ(scenario)[0])
+
+    def test_errors_and_notices_keep_every_field(self):
+        def scenario(t):
+            s, rd = t.connect()
+            out = []
+            for q in (f"INSERT INTO {t.table} VALUES (1, 'a')",
+                      f"INSERT INTO {t.table} VALUES (1, 'b')",          # unique: constraint
+                      f"INSERT INTO {t.table} VALUES (NULL, 'c')",       # not null: column
+                      f"SELECT nosuchcolumn FROM {t.table}",             # position
+                      "DO $$BEGIN RAISE NOTICE 'hello' USING DETAIL = 'd', HINT = 'h', "
+                      "SCHEMA = 'sc', TABLE = 'tb', COLUMN = 'co', CONSTRAINT = 'cn', "
+                      "DATATYPE = 'dt'; END$$",
+                      "DO $$BEGIN PERFORM 1/0; END$$"):                   # context
+                s.sendall(query(q))
+                out.append(all_fields(rd.until_ready()[0], t.table))
+            s.sendall(parse("", "SELECT 1/0") + bind("") + execute() + SYNC)
+            out.append(all_fields(rd.until_ready()[0], t.table))
+            return out
+        seen = self.differ(scenario)
+        codes = {c for _, fs in seen[1] for c, _ in fs}
+        self.assertTrue({"s", "t", "n", "F", "L", "R"} <= codes, codes)
+
+
+if __name__ == "__main__":
+    unittest.main()
