@@ -199,7 +199,7 @@ TdsClient::TdsClient(Server& server, Loop& loop, ClientSocket socket,
     : ClientConnection(loop, std::move(socket), ProtocolIndex::tds),
       server_(server),
       listener_(listener),
-      assembler_(tds::AssemblerLimits{server.config().server.max_message_size, false}) {}
+      assembler_(tds::AssemblerLimits{tds::kMaxLoginMessage, false}) {}
 
 TdsClient::~TdsClient() {
   if (counted_) server_.client_gone();
@@ -491,7 +491,16 @@ awaitable<bool> TdsClient::login() {
     tds::Message pre;
     for (;;) {
       auto header = tds::peek_header(in_.view());
-      if (header && in_.size() >= header->length && header->length >= tds::kHeaderSize) {
+      if (header && (header->type != static_cast<uint8_t>(tds::PacketType::prelogin) ||
+                     header->length < tds::kHeaderSize ||
+                     header->length > tds::kMaxLoginMessage)) {
+        // A length below the header's own 8 bytes never completes a packet.
+        spdlog::warn("client {}: refused: malformed PRELOGIN packet header (type {}, length {})",
+                     peer_, header->type, header->length);
+        metrics().error(ErrorReason::protocol_error);
+        co_return false;
+      }
+      if (header && in_.size() >= header->length) {
         pre.type = header->type;
         pre.payload.assign(reinterpret_cast<const char*>(in_.view().data()) + tds::kHeaderSize,
                            header->length - tds::kHeaderSize);
@@ -671,6 +680,7 @@ awaitable<bool> TdsClient::login() {
   end_response();
   packet_size_ = psize;
   assembler_.set_packet_size(psize);
+  assembler_.set_max_message(scfg.max_message_size);
   io_deadline_.reset();
   spdlog::info("client {}: user \"{}\" connected to database \"{}\" over TDS ({})", peer_, user,
                database, lg.app_name.empty() ? lg.client_interface : lg.app_name);
