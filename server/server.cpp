@@ -172,7 +172,9 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
     throw std::runtime_error("cannot create state_dir " + cfg_.server.state_dir + ": " +
                              ec.message());
   }
-  users_ = std::make_shared<const UserStore>(cfg_.users);
+  auth_secret_ =
+      load_auth_secret((std::filesystem::path(cfg_.server.state_dir) / kAuthSecretFile).string());
+  users_ = std::make_shared<const UserStore>(cfg_.users, auth_secret_);
   metrics().set_config_hash(file_sha256(cfg_.path));
   cancels_.set_peer_id(cfg_.server.peer_id);
   spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -742,7 +744,7 @@ void Server::apply(config::Config next) {
         "next restart (databases and users are reloaded now)");
   }
   // Build everything that can fail before changing anything.
-  auto users = std::make_shared<const UserStore>(next.users);
+  auto users = std::make_shared<const UserStore>(next.users, auth_secret_);
   std::map<std::string, DatabaseEntry, std::less<>> fresh;  // entries of changed databases
   {
     std::lock_guard lock(state_mu_);

@@ -253,6 +253,7 @@ class Server {
   mutable std::mutex state_mu_;  ///< guards current_, users_ and databases_ (reload swaps them)
   std::shared_ptr<const config::Config> current_;
   std::shared_ptr<const UserStore> users_;
+  AuthSecret auth_secret_{};  ///< state_dir/auth.secret: fake verifiers' salts
   CancelRegistry cancels_;
   std::unique_ptr<tls::ServerContextHolder> pg_tls_;
   std::unique_ptr<tls::ServerContextHolder> tds_tls_;

@@ -23,6 +23,9 @@ Covers:
   certificate (right password), a database the user may not use (right
   password), the admin console for a non-admin: one message, 28P01, and the
   same answer-time distribution.
+- Fake SCRAM salts for unknown users survive restarts and reloads
+  (state_dir/auth.secret, mode 0600); unknown users' iteration counts are
+  drawn from the real users' counts.
 - TDS password hashes run on the hashing threads ("wp-hash"), not on the
   event loops ("wp-loop").
 """
@@ -495,6 +498,33 @@ class UniformRefusalTest(WirepoolTestCase):
         log = self.wp.log()
         self.assertIn('authentication failed for user "carol": certificate refused', log)
         self.assertIn('authentication failed for user "bob": may not use database "other"', log)
+
+
+class FakeSaltTest(unittest.TestCase):
+    def test_unknown_users_keep_their_salt_and_share_real_iteration_counts(self):
+        users = f"""
+          - {{ name: alice, password: wonderland }}
+          - {{ name: dave, scram: "{scram_verifier('x', 100000)}" }}
+        """
+        wp = Wirepool(name="fakesalt", users=users).start()
+        try:
+            first = server_first_of(wp.port, "nobody")
+            secret = os.path.join(wp.dir, "state", "auth.secret")
+            self.assertEqual(os.stat(secret).st_mode & 0o777, 0o600)
+            wp.proc.send_signal(1)  # SIGHUP: reload
+            time.sleep(1)
+            self.assertEqual(server_first_of(wp.port, "nobody"), first)
+            wp.stop()
+            wp.start()
+            self.assertEqual(server_first_of(wp.port, "nobody"), first)
+            counts = [server_first_of(wp.port, f"user{i}")[1] for i in range(200)]
+            share = counts.count(100000) / len(counts)
+            print(f"\n  unknown names showing 100000 iterations: {share:.2f} (1 user of 2)")
+            self.assertEqual(set(counts), {4096, 100000})
+            self.assertGreater(share, 0.3)
+            self.assertLess(share, 0.7)
+        finally:
+            wp.cleanup()
 
 
 class HashingThreadsTest(WirepoolTestCase):
