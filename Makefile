@@ -20,7 +20,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # What building and running need.
 BUILD_PKGS := cmake ninja-build g++ pkg-config libboost1.81-dev libssl-dev libspdlog-dev \
   libfmt-dev libyaml-cpp-dev libsqlite3-dev libpq-dev default-libmysqlclient-dev unixodbc-dev \
-  libgtest-dev libgmock-dev libsystemd-dev
+  libgtest-dev libgmock-dev libsystemd-dev libunistring-dev
 # What the tests add: real clients, real servers, the fuzzer's compiler.
 # (pgbench ships in postgresql-15, the server package.)
 TEST_PKGS := clang-14 libclang-rt-14-dev clang-format postgresql-client-15 postgresql-15 \

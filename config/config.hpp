@@ -42,7 +42,21 @@ struct Server {
   std::string state_dir = "var";   ///< resolved: absolute path
   std::string log_level = "info";  ///< trace debug info warn error critical off
   LogFormat log_format = LogFormat::text;
+  /// Logged-in clients at once (admins may go beyond it by admin_reserved_clients).
   int64_t max_clients = 10000;
+  /// Slots beyond max_clients that only admin users get (docs/security.md).
+  int64_t admin_reserved_clients = 3;
+  /// Connections not logged in yet (TLS, startup, authentication; HTTP
+  /// requests too), counted from accept: at most this many at once, and at
+  /// most max_pending_logins_per_address from one address (an IPv6 /64).
+  int64_t max_pending_logins = 1024;
+  int64_t max_pending_logins_per_address = 256;
+  /// Failed logins per source address and per user allowed at full speed;
+  /// beyond them one attempt per login_failure_interval (the table that
+  /// counts them holds at most login_throttle_entries keys, oldest evicted).
+  int64_t login_failure_burst = 10;
+  Duration login_failure_interval = std::chrono::seconds(1);
+  int64_t login_throttle_entries = 65536;
   uint64_t max_message_size = 64ull << 20;
   Duration login_timeout = std::chrono::seconds(30);
   Duration client_idle_timeout{0};          ///< 0 = none

@@ -27,6 +27,9 @@ constexpr int kDefaultPostgresPort = 6432;
 constexpr int kDefaultTdsPort = 11433;
 constexpr int kDefaultHttpPort = 9930;
 constexpr int kMaxThreads = 1024;
+/// Bound of the connection and table counts under `server` (beyond any file
+/// descriptor limit, and small enough for their arithmetic).
+constexpr int64_t kMaxCount = 1'000'000'000;
 /// Peer ids fill 8 bits of a cancel key's process id (server/server.cpp).
 constexpr int kMaxPeerId = 255;
 constexpr std::string_view kNeedsCertificate =
@@ -172,6 +175,7 @@ class Loader : Reader {
   void check_databases(Config& c, DatabaseValidator validator);
   void check_users(const Config& c);
   void check_peers(const Config& c);
+  void check_server(Config& c);
 
   fs::path dir_;
   Location root_;
@@ -182,6 +186,7 @@ class Loader : Reader {
   std::vector<UserMarks> users_;
   std::vector<Location> peers_;  ///< where each peer entry starts
   std::optional<Location> peer_id_;
+  std::optional<Location> pending_per_address_;
 };
 
 /// Assigns an optional value read from the file, keeping the default on nullopt.
@@ -291,6 +296,29 @@ void Loader::read_server(const Entry& e, Server& s) {
        [&](const Entry& v) {
          set(s.max_clients, read_int(v, 1, std::numeric_limits<int64_t>::max()));
        }},
+      {"admin_reserved_clients",
+       [&](const Entry& v) { set(s.admin_reserved_clients, read_int(v, 0, kMaxCount)); }},
+      {"max_pending_logins",
+       [&](const Entry& v) { set(s.max_pending_logins, read_int(v, 1, kMaxCount)); }},
+      {"max_pending_logins_per_address",
+       [&](const Entry& v) {
+         pending_per_address_ = location_of(v.value);
+         set(s.max_pending_logins_per_address, read_int(v, 1, kMaxCount));
+       }},
+      {"login_failure_burst",
+       [&](const Entry& v) { set(s.login_failure_burst, read_int(v, 1, kMaxCount)); }},
+      {"login_failure_interval",
+       [&](const Entry& v) {
+         auto d = read_duration(v);
+         if (d && d->count() == 0) {
+           problem(location_of(v.value),
+                   v.path + " must be greater than 0: failed logins are always throttled");
+         } else {
+           set(s.login_failure_interval, d);
+         }
+       }},
+      {"login_throttle_entries",
+       [&](const Entry& v) { set(s.login_throttle_entries, read_int(v, 16, kMaxCount)); }},
       {"max_message_size",
        [&](const Entry& v) {
          auto n = read_size(v);
@@ -774,6 +802,19 @@ void Loader::check_peers(const Config& c) {
   }
 }
 
+void Loader::check_server(Config& c) {
+  Server& s = c.server;
+  if (!pending_per_address_) {
+    s.max_pending_logins_per_address =
+        std::min(s.max_pending_logins_per_address, s.max_pending_logins);
+  } else if (s.max_pending_logins_per_address > s.max_pending_logins) {
+    problem(*pending_per_address_, "server.max_pending_logins_per_address (" +
+                                       std::to_string(s.max_pending_logins_per_address) +
+                                       ") is greater than server.max_pending_logins (" +
+                                       std::to_string(s.max_pending_logins) + ")");
+  }
+}
+
 void Loader::check_users(const Config& c) {
   std::map<std::string, int> names;  // -> line
   for (size_t i = 0; i < c.users.size(); ++i) {
@@ -816,6 +857,7 @@ std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValid
   check_listeners(c);
   check_databases(c, validator);
   check_users(c);
+  check_server(c);
   check_peers(c);
   return std::move(problems());
 }

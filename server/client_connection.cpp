@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -51,13 +53,20 @@ void InBuffer::release() {
 // ---------------------------------------------------------------------------
 // ClientConnection
 
-ClientConnection::ClientConnection(Loop& loop, ClientSocket socket, ProtocolIndex protocol)
-    : loop_(loop), counters_(metrics().protocol(protocol)), socket_(std::move(socket)) {
+ClientConnection::ClientConnection(Loop& loop, ClientSocket socket, ProtocolIndex protocol,
+                                   Admission::TicketPtr ticket)
+    : loop_(loop),
+      counters_(metrics().protocol(protocol)),
+      socket_(std::move(socket)),
+      ticket_(std::move(ticket)) {
   counters_.accepted.fetch_add(1, std::memory_order_relaxed);
   counters_.connected.fetch_add(1, std::memory_order_relaxed);
   boost::system::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
-  if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  if (!ec) {
+    peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+    address_ = address_key(ep.address());
+  }
   socket_.non_blocking(true, ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   loop_.clients.push_back(*this);
@@ -347,7 +356,7 @@ void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool ho
 }
 
 void ClientConnection::expire_io(TimePoint now) {
-  if (io_deadline_ && now >= *io_deadline_) {
+  if (now == TimePoint::max() || (io_deadline_ && now >= *io_deadline_)) {
     timed_out_ = true;
     io_deadline_.reset();
     boost::system::error_code ec;
@@ -355,12 +364,28 @@ void ClientConnection::expire_io(TimePoint now) {
   }
 }
 
-bool ClientConnection::allowed_by(const config::Listener& listener) const {
-  if (listener.allow.empty()) return true;
+void ClientConnection::watch_displacement(const std::shared_ptr<ClientConnection>& self) {
+  if (!ticket_) return;
+  ticket_->on_displaced([&io = loop_.io, weak = std::weak_ptr<ClientConnection>(self)] {
+    asio::post(io, [weak] {
+      auto c = weak.lock();
+      if (!c || !c->ticket_ || c->ticket_->logged_in()) return;
+      metrics().refused(RefusedReason::displaced);
+      spdlog::info(
+          "client {}: closed before logging in: it took more than 1 s and a newer connection "
+          "needed its slot (max_pending_logins)",
+          c->peer_);
+      c->expire_io(TimePoint::max());
+    });
+  });
+}
+
+awaitable<void> ClientConnection::wait_until(TimePoint t) {
+  const auto now = std::chrono::steady_clock::now();
+  if (t <= now) co_return;
+  asio::steady_timer timer(socket_.get_executor(), std::min<TimePoint>(t, now + kIoTimeout));
   boost::system::error_code ec;
-  auto addr = socket_.remote_endpoint(ec).address();
-  if (ec) return false;
-  return address_allowed(listener, addr);
+  co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
 }
 
 bool address_allowed(const config::Listener& listener, const asio::ip::address& addr) {

@@ -68,8 +68,10 @@ class ClientConnection : public Client {
   void terminate() override;
 
  protected:
-  /// `protocol`: where its connection, byte and TLS counts go (/metrics).
-  ClientConnection(Loop& loop, ClientSocket socket, ProtocolIndex protocol);
+  /// `protocol`: where its connection, byte and TLS counts go (/metrics);
+  /// `ticket`: its place among the connections (pending until it logs in).
+  ClientConnection(Loop& loop, ClientSocket socket, ProtocolIndex protocol,
+                   Admission::TicketPtr ticket);
   ~ClientConnection() override;
 
   /// The client's bytes, through TLS once negotiated; never waits: on
@@ -109,8 +111,14 @@ class ClientConnection : public Client {
   bool tls_pending() const;
   /// The deadline passed: cancels the socket's waits and sets timed_out_.
   void expire_io(TimePoint now);
-  /// Whether the client's address is in the listener's allow-list (an empty list allows all).
-  bool allowed_by(const config::Listener& listener) const;
+  /// Arranges for a newer connection taking this one's pending slot
+  /// (Admission) to close it on its own loop, as a login timeout would.
+  void watch_displacement(const std::shared_ptr<ClientConnection>& self);
+  /// Waits until `t` (bounded by kIoTimeout); a refusal's answer waits for
+  /// its moment this way.
+  boost::asio::awaitable<void> wait_until(TimePoint t);
+  /// The client's address as the login limits count it.
+  const AddressKey& address() const { return address_; }
   /// Why `user`'s certificate requirement refuses this client (nullopt: it does
   /// not, or the user needs none): a certificate whose public key is pinned for
   /// the user, or one signed by tls.client_ca whose common name is the user.
@@ -165,6 +173,8 @@ class ClientConnection : public Client {
   const std::chrono::system_clock::time_point connected_at_ = std::chrono::system_clock::now();
   ClientSocket socket_;
   std::string peer_;  ///< "address:port", for log lines
+  AddressKey address_{};
+  Admission::TicketPtr ticket_;
   InBuffer in_;
   std::string out_;
   tls::ServerContextPtr tls_ctx_;  ///< the context ssl_ was made from (outlives ssl_)

@@ -154,18 +154,22 @@ void add_line(std::string& out, std::string_view name, std::string_view labels, 
 
 }  // namespace
 
-void start_http(Server& server, ClientSocket socket, const config::Listener& listener) {
-  boost::system::error_code ec;
-  auto peer = socket.remote_endpoint(ec);
-  if (ec || !address_allowed(listener, peer.address())) {
-    spdlog::warn("http: connection from {} refused by the listener's allow-list",
-                 ec ? std::string("an unknown address") : peer.address().to_string());
-    socket.close(ec);
-    return;
-  }
+void start_http(Server& server, ClientSocket socket, Admission::TicketPtr ticket) {
   auto sock = std::make_shared<ClientSocket>(std::move(socket));
   auto executor = sock->get_executor();
-  asio::co_spawn(executor, serve(server, std::move(sock)), asio::detached);
+  // A request still unanswered when a newer connection needs its slot is cut.
+  ticket->on_displaced([executor, weak = std::weak_ptr<ClientSocket>(sock)] {
+    asio::post(executor, [weak] {
+      if (auto s = weak.lock()) {
+        metrics().refused(RefusedReason::displaced);
+        boost::system::error_code ignored;
+        s->close(ignored);
+      }
+    });
+  });
+  auto job = [&server, sock, t = std::shared_ptr<Admission::Ticket>(std::move(ticket))]()
+      -> asio::awaitable<void> { co_await serve(server, sock); };
+  asio::co_spawn(executor, std::move(job), asio::detached);
 }
 
 bool is_ready(const Server& server, std::string* reason) {
@@ -267,6 +271,19 @@ std::string render_metrics(const Server& server) {
     add_line(out, "wirepool_error_reasons_total",
              "reason=\"" + std::string(to_string(reason)) + "\"", mx.errors(reason));
   }
+  metric_header(out, "wirepool_connections_refused_total", "counter",
+                "Connections closed before logging in, by reason: allow_list, pending "
+                "(max_pending_logins), pending_per_address, displaced (a newer connection took "
+                "the slot of one still logging in after 1 s), descriptors (EMFILE), throttled "
+                "(too many failed logins).");
+  for (size_t r = 0; r < kRefusedReasons; ++r) {
+    auto reason = static_cast<RefusedReason>(r);
+    add_line(out, "wirepool_connections_refused_total",
+             "reason=\"" + std::string(to_string(reason)) + "\"", mx.refused_count(reason));
+  }
+  metric_header(out, "wirepool_pending_logins", "gauge",
+                "Connections accepted and not logged in yet (HTTP requests included).");
+  add_line(out, "wirepool_pending_logins", "", static_cast<uint64_t>(server.pending_logins()));
 
   // ---- databases: the last attempt of any pool, or the readiness probe, to open a backend
   metric_header(out, "wirepool_database_reachable", "gauge",

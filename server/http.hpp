@@ -20,9 +20,10 @@ inline constexpr size_t kHttpHeaderLimit = 8 * 1024;
 /// From accept to the last byte of the answer.
 inline constexpr auto kHttpTimeout = std::chrono::seconds(10);
 
-/// Serves one HTTP connection on `socket`'s event loop. A peer outside the
-/// listener's allow-list is closed without an answer.
-void start_http(Server& server, ClientSocket socket, const config::Listener& listener);
+/// Serves one HTTP connection on `socket`'s event loop; `ticket` (its place
+/// among the pending connections) is given back when it ends. The listener's
+/// allow-list was checked at accept.
+void start_http(Server& server, ClientSocket socket, Admission::TicketPtr ticket);
 
 /// The /metrics body.
 std::string render_metrics(const Server& server);

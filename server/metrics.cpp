@@ -112,6 +112,24 @@ std::string_view to_string(ErrorReason r) {
   return "unknown";
 }
 
+std::string_view to_string(RefusedReason r) {
+  switch (r) {
+    case RefusedReason::allow_list:
+      return "allow_list";
+    case RefusedReason::pending:
+      return "pending";
+    case RefusedReason::pending_per_address:
+      return "pending_per_address";
+    case RefusedReason::displaced:
+      return "displaced";
+    case RefusedReason::descriptors:
+      return "descriptors";
+    case RefusedReason::throttled:
+      return "throttled";
+  }
+  return "unknown";
+}
+
 void Metrics::sqlstate(std::string_view sqlstate) {
   std::string cls = sqlstate.size() >= 2 ? std::string(sqlstate.substr(0, 2)) : "XX";
   for (char& c : cls) {

@@ -98,6 +98,18 @@ enum class ErrorReason : uint8_t { auth_failed, pool_timeout, backend_lost, prot
 inline constexpr size_t kErrorReasons = 4;
 std::string_view to_string(ErrorReason r);
 
+/// Why a connection was closed before it logged in (docs/security.md).
+enum class RefusedReason : uint8_t {
+  allow_list,           ///< its address is in none of the listener's networks
+  pending,              ///< max_pending_logins connections were logging in
+  pending_per_address,  ///< max_pending_logins_per_address from its address were
+  displaced,            ///< it had not logged in after 1 s and a newer one took its slot
+  descriptors,          ///< accept failed with EMFILE: closed through the spare descriptor
+  throttled,            ///< its address and user failed too often: refused unchecked
+};
+inline constexpr size_t kRefusedReasons = 6;
+std::string_view to_string(RefusedReason r);
+
 /// The process-wide counters (one per process, like Prometheus's default registry).
 class Metrics {
  public:
@@ -107,6 +119,10 @@ class Metrics {
     reasons_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
   }
   uint64_t errors(ErrorReason r) const { return reasons_[static_cast<size_t>(r)].load(); }
+  void refused(RefusedReason r) {
+    refused_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t refused_count(RefusedReason r) const { return refused_[static_cast<size_t>(r)].load(); }
   /// An error sent to a client with this SQLSTATE (counted by its class, the
   /// first two characters; errors are rare enough for a mutex).
   void sqlstate(std::string_view sqlstate);
@@ -124,6 +140,7 @@ class Metrics {
  private:
   std::array<ProtocolMetrics, kProtocols> protocols_{};
   std::array<std::atomic<uint64_t>, kErrorReasons> reasons_{};
+  std::array<std::atomic<uint64_t>, kRefusedReasons> refused_{};
   std::atomic<uint64_t> reloads_ok_{0}, reloads_failed_{0};
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> classes_;

@@ -202,17 +202,17 @@ PgClient::Extended& PgClient::ext() {
 // ---------------------------------------------------------------------------
 
 PgClient::PgClient(Server& server, Loop& loop, ClientSocket socket,
-                   const config::Listener& listener)
-    : ClientConnection(loop, std::move(socket), ProtocolIndex::postgres),
+                   const config::Listener& listener, Admission::TicketPtr ticket)
+    : ClientConnection(loop, std::move(socket), ProtocolIndex::postgres, std::move(ticket)),
       server_(server),
       listener_(listener) {}
 
 PgClient::~PgClient() {
   if (pid_) server_.cancels().remove(pid_);
-  if (counted_) server_.client_gone();
 }
 
 void PgClient::start(std::shared_ptr<PgClient> client) {
+  client->watch_displacement(client);
   auto& io = client->loop_.io;
   asio::co_spawn(io, client->begin(), asio::detached);  // begin() keeps the client alive
 }
@@ -402,12 +402,6 @@ awaitable<bool> PgClient::login() {
     break;
   }
 
-  if (!server_.admit_client()) {
-    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
-    co_await fatal("53300", "sorry, too many clients already");
-    co_return false;
-  }
-  counted_ = true;
   if (server_.draining()) {
     co_await fatal("57P03", "the database system is shutting down");
     co_return false;
@@ -445,37 +439,41 @@ awaitable<bool> PgClient::login() {
     pg::Encoder(out_).negotiate_protocol_version(0, unrecognized);
   }
 
-  // The listener's allow-list.
-  if (!allowed_by(listener_)) {
-    spdlog::warn("client {}: refused by the listener's allow-list (user \"{}\")", peer_, user);
-    std::string msg = "connection from " + peer_ + " is not allowed";
-    co_await fatal("28000", msg);
-    co_return false;
-  }
-
-  if (!co_await authenticate(user)) co_return false;
-
+  users_ = server_.users();  // kept: the session refers to its UserRecord
   const UserRecord* record = users_->find(user);
   const bool known = server_.has_database(database);
-  if (!known && database == kAdminDatabase) co_return co_await admin_login(*record);
+  const bool admin_console = !known && database == kAdminDatabase;
+  // A full server refuses before the exchange; admin users may use the reserve.
+  if (!server_.admission().has_room(record && record->admin)) {
+    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
+    co_await fatal("53300", "sorry, too many clients already");
+    co_return false;
+  }
+  // What refuses this login whatever the password is decided now and
+  // answered after the exchange exactly as a wrong password: the proof is
+  // never checked for it, so no answer tells a right password from a wrong one.
+  std::optional<std::string> refusal;
+  if (!record) {
+    refusal = "no such user";
+  } else if (auto why = certificate_refusal(*record, server_.config().tls)) {
+    refusal = "certificate refused: " + *why;
+  } else if (admin_console && !record->admin) {
+    refusal = "not an admin user, asked for the admin console";
+  } else if (known && !record->may_use(database)) {
+    refusal = "may not use database \"" + database + "\"";
+  }
+  if (!co_await authenticate(user, refusal)) co_return false;
+
+  if (!ticket_->promote(record->admin)) {
+    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
+    co_await fatal("53300", "sorry, too many clients already");
+    co_return false;
+  }
+  if (admin_console) co_return co_await admin_login(*record);
   if (!known) {
     spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user, database);
     std::string msg = "database \"" + database + "\" does not exist";
     co_await fatal("3D000", msg);
-    co_return false;
-  }
-  if (auto why = certificate_refusal(*record, server_.config().tls)) {
-    server_.login_failed();
-    spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, user, *why);
-    std::string msg = "certificate authentication failed for user \"" + user + "\"";
-    co_await fatal("28000", msg);
-    co_return false;
-  }
-  if (!record->may_use(database)) {
-    spdlog::warn("client {}: user \"{}\" may not use database \"{}\"", peer_, user, database);
-    std::string msg =
-        "user \"" + user + "\" is not allowed to connect to database \"" + database + "\"";
-    co_await fatal("28000", msg);
     co_return false;
   }
 
@@ -613,21 +611,6 @@ awaitable<bool> PgClient::forward_cancel(const config::Peer& peer, int32_t pid, 
 }
 
 awaitable<bool> PgClient::admin_login(const UserRecord& record) {
-  if (!record.admin) {
-    spdlog::warn("client {}: user \"{}\" refused on the admin console: not an admin user", peer_,
-                 record.name);
-    std::string msg = "permission denied for the admin console: user \"" + record.name +
-                      "\" is not an admin user";
-    co_await fatal("42501", msg);
-    co_return false;
-  }
-  if (auto why = certificate_refusal(record, server_.config().tls)) {
-    server_.login_failed();
-    spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, record.name, *why);
-    std::string msg = "certificate authentication failed for user \"" + record.name + "\"";
-    co_await fatal("28000", msg);
-    co_return false;
-  }
   admin_user_ = record.name;
   pg::Encoder enc(out_);
   enc.auth_ok();
@@ -774,7 +757,8 @@ std::string_view PgClient::database() const {
   return admin_user_.empty() ? std::string_view() : kAdminDatabase;
 }
 
-awaitable<bool> PgClient::authenticate(const std::string& user) {
+awaitable<bool> PgClient::authenticate(const std::string& user,
+                                       const std::optional<std::string>& refusal) {
   // Over TLS, SCRAM-SHA-256-PLUS binds the exchange to this TLS session
   // (tls-server-end-point), so a man in the middle cannot relay it.
   std::string binding = ssl_ && tls_ctx_ ? tls_ctx_->channel_binding_data() : std::string();
@@ -784,16 +768,16 @@ awaitable<bool> PgClient::authenticate(const std::string& user) {
   pg::Encoder(out_).auth_sasl(mechs);
   if (!co_await flush()) co_return false;
 
-  users_ = server_.users();  // kept: the session refers to its UserRecord
   pg::scram::ServerExchange exchange(users_->verifier_for(user), binding);
+  auto answer_at = std::chrono::steady_clock::now();
   auto fail = [&](std::string_view why) -> awaitable<bool> {
-    // Logged without the password; the same answer for an unknown user and a
-    // wrong password, after the same small delay (it slows guessing down).
+    // Logged with the real reason, without the password; answered with one
+    // message for every reason, kLoginFailureDelay after the client's last
+    // message (it slows guessing down and hides which check refused).
     server_.login_failed();
+    server_.throttle().failed(address(), user);
     spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, why);
-    asio::steady_timer delay(socket_.get_executor(), kLoginFailureDelay);
-    boost::system::error_code ec;
-    co_await delay.async_wait(asio::redirect_error(use_awaitable, ec));
+    co_await wait_until(answer_at + kLoginFailureDelay);
     std::string msg = "password authentication failed for user \"" + user + "\"";
     co_await fatal("28P01", msg);
     co_return false;
@@ -802,6 +786,7 @@ awaitable<bool> PgClient::authenticate(const std::string& user) {
   {
     auto body = co_await read_password_message();
     if (!body) co_return false;
+    answer_at = std::chrono::steady_clock::now();
     auto init = pg::parse_sasl_initial(*body);
     std::string mechanism = init ? std::string(init->mechanism) : "";
     std::string data = init && init->data ? std::string(*init->data) : "";
@@ -820,10 +805,31 @@ awaitable<bool> PgClient::authenticate(const std::string& user) {
   {
     auto body = co_await read_password_message();
     if (!body) co_return false;
+    answer_at = std::chrono::steady_clock::now();
+    // Failed logins from this address (and for this user) wait their turn
+    // before the proof is looked at, up to the login deadline.
+    if (auto wait = server_.throttle().delay(address(), user); wait.count() > 0) {
+      if (io_deadline_ && answer_at + wait >= *io_deadline_) {
+        metrics().refused(RefusedReason::throttled);
+        spdlog::warn(
+            "client {}: authentication refused for user \"{}\" without checking it: too many "
+            "failed logins from {} (the next check in {} ms, after login_timeout)",
+            peer_, user, to_string(address()),
+            std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+        server_.login_failed();
+        co_await wait_until(answer_at + kLoginFailureDelay);
+        std::string msg = "password authentication failed for user \"" + user + "\"";
+        co_await fatal("28P01", msg);
+        co_return false;
+      }
+      co_await wait_until(answer_at + wait);
+      if (timed_out_) co_return false;
+      answer_at = std::chrono::steady_clock::now();
+    }
     auto answer = exchange.client_final(*body);
-    if (answer.outcome != pg::scram::ServerExchange::Outcome::success || !users_->find(user)) {
-      std::string why = users_->find(user) ? answer.message : "no such user";
-      co_return co_await fail(why);
+    if (refusal) co_return co_await fail(*refusal);
+    if (answer.outcome != pg::scram::ServerExchange::Outcome::success) {
+      co_return co_await fail(answer.message);
     }
     pg::Encoder(out_).auth_sasl_final(answer.message);
   }

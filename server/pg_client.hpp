@@ -29,7 +29,8 @@ class PgClient final : public ClientConnection,
                        public CancelTarget,
                        public std::enable_shared_from_this<PgClient> {
  public:
-  PgClient(Server& server, Loop& loop, ClientSocket socket, const config::Listener& listener);
+  PgClient(Server& server, Loop& loop, ClientSocket socket, const config::Listener& listener,
+           Admission::TicketPtr ticket);
   ~PgClient() override;
 
   /// Spawns the client's coroutine on its loop.
@@ -78,11 +79,15 @@ class PgClient final : public ClientConnection,
   boost::asio::awaitable<void> end();
   void arm_idle_deadline();
   boost::asio::awaitable<bool> login();
-  boost::asio::awaitable<bool> authenticate(const std::string& user);
+  /// The SCRAM exchange. `refusal`: why this login fails whatever the proof
+  /// (unknown user, certificate, database), decided before the exchange.
+  boost::asio::awaitable<bool> authenticate(const std::string& user,
+                                            const std::optional<std::string>& refusal);
   /// Sends a CancelRequest to the peer that issued its key (bounded by kPeerCancelTimeout).
   static boost::asio::awaitable<bool> forward_cancel(const config::Peer& peer, int32_t pid,
                                                      int32_t secret);
-  /// After authentication, for the admin console's database: admin users only (42501).
+  /// After authentication, for the admin console's database (admin users
+  /// only: others were refused as a wrong password).
   boost::asio::awaitable<bool> admin_login(const UserRecord& record);
   /// TLS after SSLRequest, or `direct` (a ClientHello first, ALPN required).
   boost::asio::awaitable<bool> tls_handshake(bool direct);
@@ -300,7 +305,6 @@ class PgClient final : public ClientConnection,
 
   Server& server_;
   const config::Listener& listener_;
-  bool counted_ = false;
   int32_t pid_ = 0;
   /// Set for an admin console client (no session): the admin user's name.
   std::string admin_user_;

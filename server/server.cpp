@@ -4,6 +4,12 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/signal_set.hpp>
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -85,6 +91,50 @@ size_t loop_count(const config::Config& cfg) {
   return usable_cores();
 }
 
+/// Raises the soft RLIMIT_NOFILE to the hard one; answers the limit in force.
+uint64_t raise_descriptor_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return 1024;
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit raised = r;
+    raised.rlim_cur = r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
+  }
+  return r.rlim_cur == RLIM_INFINITY ? uint64_t{1} << 20 : static_cast<uint64_t>(r.rlim_cur);
+}
+
+/// Descriptors that are not clients': backends (libpq's socket and the
+/// watcher's duplicate), listeners, and a margin for epoll, eventfds, timers,
+/// the log, the spare descriptor and files.
+uint64_t reserved_descriptors(const config::Config& cfg) {
+  uint64_t n = 64 + cfg.listeners.size();
+  for (const auto& d : cfg.databases)
+    n += 2 * static_cast<uint64_t>(d.pool.max);
+  return n;
+}
+
+/// The configured limits, with pending connections held to a quarter of the
+/// descriptors left for clients: the rest stays for logged-in clients and the
+/// admin console, whatever unauthenticated peers open.
+Admission::Limits admission_limits(const config::Config& cfg, uint64_t fd_limit) {
+  const auto& s = cfg.server;
+  const uint64_t reserved = reserved_descriptors(cfg);
+  const uint64_t for_clients = fd_limit > reserved + 64 ? fd_limit - reserved : 64;
+  Admission::Limits l;
+  l.max_clients = s.max_clients;
+  l.admin_reserved = s.admin_reserved_clients;
+  l.max_pending = std::min<int64_t>(s.max_pending_logins,
+                                    std::max<int64_t>(16, static_cast<int64_t>(for_clients / 4)));
+  l.max_pending_per_address = std::min(s.max_pending_logins_per_address, l.max_pending);
+  return l;
+}
+
+/// Threads for password hashing: half the cores (a hash is pure CPU; the
+/// event loops keep the rest).
+size_t hashing_threads() {
+  return std::max<size_t>(1, usable_cores() / 2);
+}
+
 size_t blocking_threads(const config::Config& cfg) {
   // One thread per backend connection that can be busy at once (each user
   // that may use a database has a pool of its own), plus a few for opening and
@@ -109,16 +159,42 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
     : cfg_(std::move(cfg)),
       validator_(validator),
       current_(std::make_shared<const config::Config>(cfg_)),
-      users_(std::make_shared<const UserStore>(cfg_.users)),
-      blocking_(blocking_threads(cfg_)) {
+      blocking_(blocking_threads(cfg_)),
+      fd_limit_(raise_descriptor_limit()),
+      admission_(admission_limits(cfg_, fd_limit_)),
+      throttle_(LoginThrottle::Limits{cfg_.server.login_failure_burst,
+                                      cfg_.server.login_failure_interval,
+                                      static_cast<size_t>(cfg_.server.login_throttle_entries)}),
+      hashing_(hashing_threads()) {
   std::error_code ec;
   std::filesystem::create_directories(cfg_.server.state_dir, ec);
   if (ec) {
     throw std::runtime_error("cannot create state_dir " + cfg_.server.state_dir + ": " +
                              ec.message());
   }
+  auth_secret_ =
+      load_auth_secret((std::filesystem::path(cfg_.server.state_dir) / kAuthSecretFile).string());
+  users_ = std::make_shared<const UserStore>(cfg_.users, auth_secret_);
   metrics().set_config_hash(file_sha256(cfg_.path));
   cancels_.set_peer_id(cfg_.server.peer_id);
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const auto& limits = admission_.limits();
+  if (limits.max_pending < cfg_.server.max_pending_logins) {
+    spdlog::warn(
+        "server.max_pending_logins {} lowered to {}: a quarter of the {} descriptors this process "
+        "may open (RLIMIT_NOFILE) after its backends'; raise LimitNOFILE or ulimit -n",
+        cfg_.server.max_pending_logins, limits.max_pending, fd_limit_);
+  }
+  const uint64_t wanted =
+      reserved_descriptors(cfg_) +
+      static_cast<uint64_t>(limits.max_clients + limits.admin_reserved + limits.max_pending);
+  if (wanted > fd_limit_) {
+    spdlog::warn(
+        "server.max_clients {} (+{} for admins, +{} logging in) and the backends need about {} "
+        "descriptors, more than the {} this process may open (RLIMIT_NOFILE): accept will fail "
+        "before max_clients is reached; raise LimitNOFILE or ulimit -n",
+        limits.max_clients, limits.admin_reserved, limits.max_pending, wanted, fd_limit_);
+  }
   setup_tls();
   for (size_t i = 0; i < loop_count(cfg_); ++i)
     loops_.push_back(std::make_unique<Loop>());
@@ -288,19 +364,6 @@ void Server::sweep_unused_pools() {
     pool->shutdown();
 }
 
-bool Server::admit_client() {
-  auto n = clients_.fetch_add(1) + 1;
-  if (n > cfg_.server.max_clients) {
-    clients_.fetch_sub(1);
-    return false;
-  }
-  return true;
-}
-
-void Server::client_gone() {
-  clients_.fetch_sub(1);
-}
-
 std::vector<uint16_t> Server::bound_ports() const {
   std::vector<uint16_t> out;
   for (const auto& a : acceptors_) {
@@ -386,28 +449,117 @@ void Server::accept_loop(size_t index) {
   auto sock = std::make_shared<ClientSocket>(loop.io.get_executor());
   acceptors_[index]->async_accept(*sock, [this, index, &loop, sock](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted || draining_) return;
-    if (ec) {
-      spdlog::warn("accept failed: {}", ec.message());
-      if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
-        // Out of file descriptors: back off a little instead of spinning.
+    if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
+      // Out of descriptors: tell one waiting client at once (the spare
+      // descriptor), then go on; when even that fails, wait a little
+      // instead of spinning. One log line per interval, with a count.
+      const bool shed = shed_one(index);
+      emfile_log_.warn("accept failed: " + ec.message() + " (RLIMIT_NOFILE " +
+                       std::to_string(fd_limit_) + ", " + std::to_string(process_open_fds()) +
+                       " open); " +
+                       (shed ? "a waiting connection was closed" : "accepting again in 100 ms"));
+      if (!shed) {
         auto t = std::make_shared<asio::steady_timer>(main_, std::chrono::milliseconds(100));
         t->async_wait([this, index, t](boost::system::error_code) { accept_loop(index); });
         return;
       }
+    } else if (ec) {
+      spdlog::warn("accept failed: {}", ec.message());
     } else {
-      const auto& l = cfg_.listeners[index];
-      asio::post(loop.io, [this, &loop, &l, sock] {
-        if (l.protocol == config::Protocol::http) {
-          start_http(*this, std::move(*sock), l);
-        } else if (l.protocol == config::Protocol::tds) {
-          TdsClient::start(std::make_shared<TdsClient>(*this, loop, std::move(*sock), l));
-        } else {
-          PgClient::start(std::make_shared<PgClient>(*this, loop, std::move(*sock), l));
-        }
-      });
+      admit(index, loop, sock);
     }
     accept_loop(index);
   });
+}
+
+namespace {
+/// PostgreSQL's answer to a connection it cannot take, sent before the
+/// startup packet as the postmaster does: libpq shows the message.
+void refuse_postgres(int fd, std::string_view message) {
+  std::string body = "SFATAL";
+  body.push_back('\0');
+  body += "C53300";
+  body.push_back('\0');
+  body += "M";
+  body += message;
+  body.push_back('\0');
+  body.push_back('\0');
+  const uint32_t n = static_cast<uint32_t>(body.size() + 4);
+  std::string msg = "E";
+  for (int shift = 24; shift >= 0; shift -= 8)
+    msg.push_back(static_cast<char>((n >> shift) & 0xff));
+  msg += body;
+  (void)::send(fd, msg.data(), msg.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+}  // namespace
+
+void Server::admit(size_t index, Loop& loop, std::shared_ptr<ClientSocket> sock) {
+  const auto& l = cfg_.listeners[index];
+  boost::system::error_code ec;
+  const auto remote = sock->remote_endpoint(ec);
+  if (ec) {
+    sock->close(ec);
+    return;
+  }
+  const auto address = remote.address();
+  if (!address_allowed(l, address)) {
+    // Before any byte is read or sent: no TLS handshake, no startup.
+    metrics().refused(RefusedReason::allow_list);
+    refused_log_.warn("client " + address.to_string() + ":" + std::to_string(remote.port()) +
+                      ": refused by the " + std::string(config::to_string(l.protocol)) +
+                      " listener's allow-list");
+    sock->close(ec);
+    return;
+  }
+  Admission::Refusal why = Admission::Refusal::none;
+  auto ticket = admission_.admit(address, &why);
+  if (!ticket) {
+    const bool per_address = why == Admission::Refusal::pending_per_address;
+    metrics().refused(per_address ? RefusedReason::pending_per_address : RefusedReason::pending);
+    refused_log_.warn(
+        "client " + address.to_string() + ":" + std::to_string(remote.port()) + ": refused: " +
+        (per_address
+             ? "max_pending_logins_per_address (" +
+                   std::to_string(admission_.limits().max_pending_per_address) +
+                   ") connections from " + to_string(address_key(address)) + " are logging in"
+             : "max_pending_logins (" + std::to_string(admission_.limits().max_pending) +
+                   ") connections are logging in") +
+        " and none has taken 1 s yet");
+    if (l.protocol == config::Protocol::postgres) {
+      refuse_postgres(sock->native_handle(), "sorry, too many clients are logging in");
+    }
+    sock->close(ec);
+    return;
+  }
+  asio::post(loop.io, [this, &loop, &l, sock, ticket = std::move(ticket)]() mutable {
+    if (l.protocol == config::Protocol::http) {
+      start_http(*this, std::move(*sock), std::move(ticket));
+    } else if (l.protocol == config::Protocol::tds) {
+      TdsClient::start(
+          std::make_shared<TdsClient>(*this, loop, std::move(*sock), l, std::move(ticket)));
+    } else {
+      PgClient::start(
+          std::make_shared<PgClient>(*this, loop, std::move(*sock), l, std::move(ticket)));
+    }
+  });
+}
+
+bool Server::shed_one(size_t index) {
+  if (spare_fd_ < 0) return false;
+  ::close(spare_fd_);
+  spare_fd_ = -1;
+  const int fd =
+      ::accept4(acceptors_[index]->native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  const bool shed = fd >= 0;
+  if (shed) {
+    if (cfg_.listeners[index].protocol == config::Protocol::postgres) {
+      refuse_postgres(fd, "sorry, too many clients already");
+    }
+    ::close(fd);
+    metrics().refused(RefusedReason::descriptors);
+  }
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return shed;
 }
 
 void Server::start_sweep(Loop& loop) {
@@ -439,6 +591,7 @@ int Server::run() {
   for (auto& loop : loops_) {
     start_sweep(*loop);
     loop->thread = std::thread([l = loop.get()] {
+      pthread_setname_np(pthread_self(), "wp-loop");
       try {
         l->io.run();
       } catch (const std::exception& e) {
@@ -591,7 +744,7 @@ void Server::apply(config::Config next) {
         "next restart (databases and users are reloaded now)");
   }
   // Build everything that can fail before changing anything.
-  auto users = std::make_shared<const UserStore>(next.users);
+  auto users = std::make_shared<const UserStore>(next.users, auth_secret_);
   std::map<std::string, DatabaseEntry, std::less<>> fresh;  // entries of changed databases
   {
     std::lock_guard lock(state_mu_);
@@ -711,7 +864,7 @@ void Server::begin_drain() {
 }
 
 void Server::check_drained() {
-  auto remaining = clients_.load();
+  auto remaining = admission_.clients();
   auto now = std::chrono::steady_clock::now();
   if (remaining == 0) {
     // Every client left: close the backends cleanly, then stop (at most ~5 s).
@@ -754,6 +907,12 @@ void Server::stop_all() {
   }
   blocking_.stop();
   blocking_.join();
+  hashing_.stop();
+  hashing_.join();
+  if (spare_fd_ >= 0) {
+    ::close(spare_fd_);
+    spare_fd_ = -1;
+  }
 }
 
 }  // namespace wirepool::server

@@ -19,9 +19,12 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "server/admission.hpp"
 #include "server/auth.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
+#include "server/log_limiter.hpp"
+#include "server/login_throttle.hpp"
 #include "server/metrics.hpp"
 #include "tls/tls.hpp"
 
@@ -160,16 +163,25 @@ class Server {
   /// The TDS listeners' TLS context (ALPN tds/8.0), or nullptr without a certificate.
   tls::ServerContextPtr tds_tls() const { return tds_tls_ ? tds_tls_->current() : nullptr; }
   bool draining() const { return draining_.load(std::memory_order_relaxed); }
-  /// Counts clients; false (and nothing counted) beyond max_clients.
-  bool admit_client();
-  void client_gone();
+  /// Connections counted from accept: pending ones, logged-in ones, the admin reserve.
+  Admission& admission() { return admission_; }
+  /// Failed logins per source address and per user.
+  LoginThrottle& throttle() { return throttle_; }
+  /// Where password hashes are derived (TDS LOGIN7): a few threads of their
+  /// own at a lower priority, so a login storm neither blocks an event loop
+  /// nor takes the drivers' threads.
+  BlockingExecutor& hashing() { return hashing_; }
   /// A login failed (wrong password, unknown user, refused certificate).
   void login_failed() {
     failed_logins_.fetch_add(1, std::memory_order_relaxed);
     metrics().error(ErrorReason::auth_failed);
   }
   uint64_t failed_logins() const { return failed_logins_.load(); }
-  int64_t client_count() const { return clients_.load(); }
+  int64_t client_count() const { return admission_.clients(); }
+  int64_t pending_logins() const { return admission_.pending(); }
+  /// Descriptors the process may open (RLIMIT_NOFILE after raising the soft
+  /// limit to the hard one at start).
+  uint64_t descriptor_limit() const { return fd_limit_; }
   /// The ports actually bound, in listener order (port 0 resolves here).
   std::vector<uint16_t> bound_ports() const;
 
@@ -189,6 +201,13 @@ class Server {
   void reload_tls();
   void start_listeners();
   void accept_loop(size_t listener_index);
+  /// Hands an accepted connection to its loop, or refuses it (allow-list,
+  /// pending limits) with a log line and, for PostgreSQL, an error message.
+  void admit(size_t listener_index, Loop& loop, std::shared_ptr<ClientSocket> sock);
+  /// accept failed for lack of descriptors: the spare descriptor is given up
+  /// to accept one waiting connection and close it, so that it is told at
+  /// once instead of waiting in the backlog (true when one was).
+  bool shed_one(size_t listener_index);
   void start_sweep(Loop& loop);
   void on_signal(int signo);
   /// SIGHUP and RELOAD. On the main context.
@@ -234,12 +253,18 @@ class Server {
   mutable std::mutex state_mu_;  ///< guards current_, users_ and databases_ (reload swaps them)
   std::shared_ptr<const config::Config> current_;
   std::shared_ptr<const UserStore> users_;
+  AuthSecret auth_secret_{};  ///< state_dir/auth.secret: fake verifiers' salts
   CancelRegistry cancels_;
   std::unique_ptr<tls::ServerContextHolder> pg_tls_;
   std::unique_ptr<tls::ServerContextHolder> tds_tls_;
   asio::io_context main_{1};
   BlockingExecutor blocking_;
   std::map<std::string, DatabaseEntry, std::less<>> databases_;
+  // Before the loops: their clients hold tickets and await hashes.
+  uint64_t fd_limit_ = 0;
+  Admission admission_;
+  LoginThrottle throttle_;
+  BlockingExecutor hashing_;
   /// Pools removed (or replaced) by a reload, draining: still serving the
   /// sessions that use them, closed when the last one ends. Main context only.
   std::vector<DatabasePoolPtr> retired_;
@@ -247,7 +272,10 @@ class Server {
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> listening_{false};
-  std::atomic<int64_t> clients_{0};
+  /// A descriptor (/dev/null) kept open to be given up when accept fails
+  /// with EMFILE (shed_one); -1 while given up.
+  int spare_fd_ = -1;
+  LogLimiter refused_log_, emfile_log_;
   std::atomic<uint64_t> failed_logins_{0};
   std::atomic<size_t> next_loop_{0};
   asio::steady_timer drain_timer_{main_};

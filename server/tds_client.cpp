@@ -8,7 +8,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -34,6 +37,17 @@ constexpr auto kLoginFailureDelay = std::chrono::milliseconds(250);
 constexpr int32_t kLoginFailed = 18456;
 /// "Could not find stored procedure".
 constexpr int32_t kNoSuchProcedure = 2812;
+
+/// Runs first in every hash job: the thread gets a name (top, /proc) and a
+/// lower priority, once, so that the event loops win the CPU from hashes.
+void as_hashing_thread() {
+  static thread_local const bool marked = [] {
+    pthread_setname_np(pthread_self(), "wp-hash");
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+    return true;
+  }();
+  (void)marked;
+}
 
 /// Thrown when the client's socket fails while a result is being sent.
 struct ClientGone {};
@@ -195,15 +209,13 @@ struct TdsClient::Result {
 };
 
 TdsClient::TdsClient(Server& server, Loop& loop, ClientSocket socket,
-                     const config::Listener& listener)
-    : ClientConnection(loop, std::move(socket), ProtocolIndex::tds),
+                     const config::Listener& listener, Admission::TicketPtr ticket)
+    : ClientConnection(loop, std::move(socket), ProtocolIndex::tds, std::move(ticket)),
       server_(server),
       listener_(listener),
-      assembler_(tds::AssemblerLimits{server.config().server.max_message_size, false}) {}
+      assembler_(tds::AssemblerLimits{tds::kMaxLoginMessage, false}) {}
 
-TdsClient::~TdsClient() {
-  if (counted_) server_.client_gone();
-}
+TdsClient::~TdsClient() = default;
 
 bool TdsClient::describe(ClientInfo& out) const {
   if (!session_) return false;
@@ -217,6 +229,7 @@ std::string_view TdsClient::database() const {
 }
 
 void TdsClient::start(std::shared_ptr<TdsClient> client) {
+  client->watch_displacement(client);
   auto& io = client->loop_.io;
   asio::co_spawn(io, client->begin(), asio::detached);
 }
@@ -491,7 +504,15 @@ awaitable<bool> TdsClient::login() {
     tds::Message pre;
     for (;;) {
       auto header = tds::peek_header(in_.view());
-      if (header && in_.size() >= header->length && header->length >= tds::kHeaderSize) {
+      if (header && (header->type != static_cast<uint8_t>(tds::PacketType::prelogin) ||
+                     header->length < tds::kHeaderSize || header->length > tds::kMaxLoginMessage)) {
+        // A length below the header's own 8 bytes never completes a packet.
+        spdlog::warn("client {}: refused: malformed PRELOGIN packet header (type {}, length {})",
+                     peer_, header->type, header->length);
+        metrics().error(ErrorReason::protocol_error);
+        co_return false;
+      }
+      if (header && in_.size() >= header->length) {
         pre.type = header->type;
         pre.payload.assign(reinterpret_cast<const char*>(in_.view().data()) + tds::kHeaderSize,
                            header->length - tds::kHeaderSize);
@@ -555,22 +576,8 @@ awaitable<bool> TdsClient::login() {
   uint32_t psize = lg.packet_size == 0 ? tds::kDefaultPacketSize : lg.packet_size;
   psize = std::clamp<uint32_t>(psize, tds::kMinPacketSize, tds::kMaxPacketSize);
 
-  if (!server_.admit_client()) {
-    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
-    co_await login_error(17809, 20,
-                         "Could not connect because the maximum number of user connections "
-                         "has already been reached.");
-    co_return false;
-  }
-  counted_ = true;
   if (server_.draining()) {
     co_await login_error(6005, 14, "SHUTDOWN is in progress.");
-    co_return false;
-  }
-  if (!allowed_by(listener_)) {
-    spdlog::warn("client {}: refused by the listener's allow-list (user \"{}\")", peer_, user);
-    std::string m = "connection from " + peer_ + " is not allowed";
-    co_await login_error(kLoginFailed, 14, m);
     co_return false;
   }
   if (lg.integrated_security()) {
@@ -587,32 +594,19 @@ awaitable<bool> TdsClient::login() {
                          "(Azure AD tokens); use a user name and password.");
     co_return false;
   }
-  // The password, checked against the user's SCRAM verifier (an unknown user
-  // is checked against a fake one, so both take the same time).
   users_ = server_.users();  // kept: the session refers to its UserRecord
   const UserRecord* record = users_->find(user);
-  bool password_ok = pg::scram::verify_password(users_->verifier_for(user), lg.password);
-  if (!password_ok || !record) {
-    server_.login_failed();
-    spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user,
-                 record ? "wrong password" : "no such user");
-    asio::steady_timer delay(socket_.get_executor(), kLoginFailureDelay);
-    boost::system::error_code ignored;
-    co_await delay.async_wait(asio::redirect_error(use_awaitable, ignored));
-    std::string m = "Login failed for user '" + user + "'.";
-    co_await login_error(kLoginFailed, 14, m);
-    co_return false;
-  }
-  if (auto why = certificate_refusal(*record, server_.config().tls)) {
-    server_.login_failed();
-    spdlog::warn("client {}: certificate refused for user \"{}\": {}", peer_, user, *why);
-    std::string m = "Login failed for user '" + user + "': a client certificate is required.";
-    co_await login_error(kLoginFailed, 14, m);
+  // A full server refuses before the password; admin users may use the reserve.
+  if (!server_.admission().has_room(record && record->admin)) {
+    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
+    co_await login_error(17809, 20,
+                         "Could not connect because the maximum number of user connections "
+                         "has already been reached.");
     co_return false;
   }
   // The database: LOGIN7's, else the user's first allowed one, else the first configured.
   std::string database = lg.database;
-  if (database.empty()) {
+  if (database.empty() && record) {
     const auto& dbs = server_.config().databases;
     for (const auto& d : dbs)
       if (record->may_use(d.name)) {
@@ -620,18 +614,74 @@ awaitable<bool> TdsClient::login() {
         break;
       }
   }
-  if (!server_.has_database(database)) {
+  const bool known = server_.has_database(database);
+  // What refuses this login whatever the password is decided before it is
+  // looked at, and answered exactly as a wrong password (18456, after the
+  // same delay): no answer tells a right password from a wrong one.
+  std::optional<std::string> refusal;
+  if (!record) {
+    refusal = "no such user";
+  } else if (auto why = certificate_refusal(*record, server_.config().tls)) {
+    refusal = "certificate refused: " + *why;
+  } else if (known && !record->may_use(database)) {
+    refusal = "may not use database \"" + database + "\"";
+  }
+  auto answer_at = std::chrono::steady_clock::now();
+  // Failed logins from this address (and for this user) wait their turn
+  // before the password is looked at, up to the login deadline.
+  if (auto wait = server_.throttle().delay(address(), user); wait.count() > 0) {
+    if (io_deadline_ && answer_at + wait >= *io_deadline_) {
+      metrics().refused(RefusedReason::throttled);
+      spdlog::warn(
+          "client {}: authentication refused for user \"{}\" without checking it: too many "
+          "failed logins from {} (the next check in {} ms, after login_timeout)",
+          peer_, user, to_string(address()),
+          std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+      server_.login_failed();
+      co_await wait_until(answer_at + kLoginFailureDelay);
+      std::string m = "Login failed for user '" + user + "'.";
+      co_await login_error(kLoginFailed, 14, m);
+      co_return false;
+    }
+    co_await wait_until(answer_at + wait);
+    if (timed_out_) co_return false;
+    answer_at = std::chrono::steady_clock::now();
+  }
+  // The password, checked against the user's SCRAM verifier (an unknown
+  // user's against a fake one, a refused user's too, so that all take the
+  // same time) on the hashing threads: PBKDF2 with a verifier's iteration
+  // count takes milliseconds to seconds, never on an event loop.
+  // (By reference only: GCC 12 may destroy a lambda's owning captures twice
+  // across a co_await; the verifier and lg.password live in this frame.)
+  const pg::scram::Verifier verifier = users_->verifier_for(user);
+  auto check = [&verifier, &lg] {
+    as_hashing_thread();
+    return pg::scram::verify_password(verifier, lg.password);
+  };
+  const bool password_ok = co_await server_.hashing().run(check);
+  if (timed_out_) co_return false;
+  if (refusal || !password_ok) {
+    server_.login_failed();
+    server_.throttle().failed(address(), user);
+    spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user,
+                 refusal ? *refusal : std::string("wrong password"));
+    co_await wait_until(answer_at + kLoginFailureDelay);
+    std::string m = "Login failed for user '" + user + "'.";
+    co_await login_error(kLoginFailed, 14, m);
+    co_return false;
+  }
+  if (!ticket_->promote(record->admin)) {
+    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
+    co_await login_error(17809, 20,
+                         "Could not connect because the maximum number of user connections "
+                         "has already been reached.");
+    co_return false;
+  }
+  if (!known) {
     spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user, database);
     std::string m =
         "Cannot open database \"" + database + "\" requested by the login. The login failed.";
     co_await login_error(4060, 11, m);
-    co_return false;
-  }
-  if (!record->may_use(database)) {
-    spdlog::warn("client {}: user \"{}\" may not use database \"{}\"", peer_, user, database);
-    std::string m = "The server principal \"" + user + "\" is not able to access the database \"" +
-                    database + "\" under the current security context.";
-    co_await login_error(916, 14, m);
     co_return false;
   }
   // The user's own pool: its backend connections serve no other user.
@@ -671,6 +721,7 @@ awaitable<bool> TdsClient::login() {
   end_response();
   packet_size_ = psize;
   assembler_.set_packet_size(psize);
+  assembler_.set_max_message(scfg.max_message_size);
   io_deadline_.reset();
   spdlog::info("client {}: user \"{}\" connected to database \"{}\" over TDS ({})", peer_, user,
                database, lg.app_name.empty() ? lg.client_interface : lg.app_name);

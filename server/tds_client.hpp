@@ -24,7 +24,8 @@ namespace wirepool::server {
 
 class TdsClient final : public ClientConnection, public std::enable_shared_from_this<TdsClient> {
  public:
-  TdsClient(Server& server, Loop& loop, ClientSocket socket, const config::Listener& listener);
+  TdsClient(Server& server, Loop& loop, ClientSocket socket, const config::Listener& listener,
+            Admission::TicketPtr ticket);
   ~TdsClient() override;
 
   /// Spawns the client's coroutine on its loop.
@@ -116,10 +117,9 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   uint8_t packet_id_ = 1;  ///< of the next packet of the current response
   uint32_t packet_size_ = tds::kDefaultPacketSize;
   std::vector<tds::Message> pending_;  ///< requests that arrived while one ran
-  bool counted_ = false;
-  bool running_ = false;    ///< a request is being answered (ATTENTION is watched)
-  bool attention_ = false;  ///< an ATTENTION arrived for it
-  bool gone_ = false;       ///< the client closed while a request ran
+  bool running_ = false;               ///< a request is being answered (ATTENTION is watched)
+  bool attention_ = false;             ///< an ATTENTION arrived for it
+  bool gone_ = false;                  ///< the client closed while a request ran
   bool protocol_error_ = false;
   uint64_t generation_ = 0;     ///< counts requests (stale ATTENTION watches see a newer one)
   bool nocount_ = false;        ///< SET NOCOUNT ON

@@ -17,6 +17,8 @@
 
 #include "protocol/pg/scram.hpp"
 
+#include "protocol/pg/saslprep.hpp"
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -196,10 +198,11 @@ std::string format_verifier(const Verifier& v) {
 }
 
 Verifier make_verifier(std::string_view password, std::string_view salt, int iterations) {
-  // SASLprep of an ASCII password is the password itself; PostgreSQL also uses
-  // the raw bytes when SASLprep fails, and so do we for any non-ASCII input.
+  // As PostgreSQL and libpq: the SASLprep'd password, or the raw bytes when
+  // SASLprep refuses it.
+  std::string prepared = prepare_password(password);
   Key salted{};
-  PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
+  PKCS5_PBKDF2_HMAC(prepared.data(), static_cast<int>(prepared.size()),
                     reinterpret_cast<const unsigned char*>(salt.data()),
                     static_cast<int>(salt.size()), iterations, EVP_sha256(),
                     static_cast<int>(salted.size()), salted.data());
@@ -209,6 +212,7 @@ Verifier make_verifier(std::string_view password, std::string_view salt, int ite
   v.stored_key = sha256(hmac(salted, "Client Key"));
   v.server_key = hmac(salted, "Server Key");
   OPENSSL_cleanse(salted.data(), salted.size());
+  OPENSSL_cleanse(prepared.data(), prepared.size());
   return v;
 }
 

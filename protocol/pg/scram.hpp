@@ -27,9 +27,8 @@ struct Verifier {
 
 std::optional<Verifier> parse_verifier(std::string_view text);
 std::string format_verifier(const Verifier& v);
-/// PBKDF2-HMAC-SHA-256 over the SASLprep'd password (ASCII passwords pass through
-/// unchanged; others are used as their UTF-8 bytes, as PostgreSQL does when
-/// SASLprep fails).
+/// PBKDF2-HMAC-SHA-256 over the SASLprep'd password (protocol/pg/saslprep.hpp:
+/// the raw bytes when SASLprep refuses it, as PostgreSQL).
 Verifier make_verifier(std::string_view password, std::string_view salt,
                        int iterations = kDefaultIterations);
 /// A random 16-byte salt.

@@ -80,6 +80,13 @@ inline constexpr uint32_t kMaxPacketSize = 32767;
 /// to kMaxPacketSize: PRELOGIN and LOGIN7 come before the negotiation and a
 /// client may already use its own packet size for LOGIN7.
 inline constexpr uint32_t kDefaultPacketSize = 4096;
+/// The largest PRELOGIN or LOGIN7 message a server takes before login. [MS-TDS]
+/// 2.2.6.4 allows a LOGIN7 of up to 128K-1 bytes, room for long SSPI blobs;
+/// without them a LOGIN7 is its 94-byte fixed part, its names at their
+/// [MS-TDS] maxima (128 characters each, 260 for AtchDBFile: 2,824 bytes in
+/// UCS-2), the SSPI data decode_login7 still reads to refuse it clearly (8,000
+/// bytes) and a few feature extensions: under 16 KiB. A PRELOGIN is smaller still.
+inline constexpr size_t kMaxLoginMessage = 16 * 1024;
 
 struct PacketHeader {
   uint8_t type = 0;
@@ -127,6 +134,8 @@ class MessageAssembler {
   /// The negotiated packet size (after LOGIN7 / ENVCHANGE 4), 512..32767.
   void set_packet_size(uint32_t size);
   uint32_t packet_size() const { return packet_size_; }
+  /// Changes max_message (a server raises it from kMaxLoginMessage after login).
+  void set_max_message(size_t bytes) { limits_.max_message = bytes; }
 
   /// Appends received bytes (any split). Nothing is parsed until next().
   void feed(Bytes in);

@@ -42,11 +42,13 @@ class Wirepool:
     """
 
     def __init__(self, databases=None, users=None, server="", name="wirepool", tls=None,
-                 listener="", tds=False, http=False):
+                 listener="", tds=False, http=False, nofile=None):
         """`tls`: YAML for the top-level tls section (e.g. "{ generate: true }");
         `listener`: extra fields for the PostgreSQL listener (e.g. "tls: required");
         `tds`: also listen for TDS clients on `tds_port` (needs `tls`);
-        `http`: also listen for HTTP (/metrics /healthz /readyz) on `http_port`."""
+        `http`: also listen for HTTP (/metrics /healthz /readyz) on `http_port`;
+        `nofile`: the process's RLIMIT_NOFILE (soft and hard), as `ulimit -n`."""
+        self.nofile = nofile
         self.dir = tempfile.mkdtemp(prefix=f"{name}-")
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "wirepool.log")
@@ -93,8 +95,14 @@ class Wirepool:
         # measure wirepool, not the quarantine. No effect on other builds.
         env = dict(os.environ)
         env.setdefault("ASAN_OPTIONS", "quarantine_size_mb=16")
+        limit = None
+        if self.nofile:
+            import resource
+            limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE,  # noqa: E731
+                                               (self.nofile, self.nofile))
         self.proc = subprocess.Popen([WIREPOOL, "--config", self.config_path],
-                                     stdout=self._log, stderr=subprocess.STDOUT, env=env)
+                                     stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     preexec_fn=limit)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -171,6 +179,9 @@ class Wirepool:
         """The generated certificate (tls: { generate: true })."""
         return os.path.join(self.dir, "state", "tls", "server.crt")
 
+    def open_fds(self):
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
     def rss_kib(self):
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
@@ -189,12 +200,14 @@ def startup_packet(user="alice", database="app", params=()):
 
 
 def raw_login(port, user="alice", password="wonderland", database="app", timeout=10,
-              tls_ca=None, key=None, params=()):
+              tls_ca=None, key=None, params=(), source=None):
     """A socket past SCRAM-SHA-256 authentication and the first ReadyForQuery,
     done by hand (no client library), for tests that then send raw bytes.
     With `tls_ca`, TLS is negotiated first (SSLRequest) against that root; with a
-    dict `key`, its "pid" and "secret" are set from BackendKeyData."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    dict `key`, its "pid" and "secret" are set from BackendKeyData; `source`:
+    the loopback address to connect from (127.0.0.2, ...)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                 source_address=(source, 0) if source else None)
     # As libpq, PgJDBC and node-postgres do: without it the first message after
     # the TLS handshake waits for the server's delayed ACK (~40 ms, Nagle).
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -1,7 +1,8 @@
 """The admin console: the virtual database `wirepool`, through psql.
 
-Covers: a non-admin user is refused with 42501 (and an admin user may not use
-it to reach a real database it is not allowed to); every SHOW command answers
+Covers: a non-admin user is refused as a wrong password is (28P01, the log
+says why) (and an admin user may not use it to reach a real database it is
+not allowed to); every SHOW command answers
 PgBouncer 1.18's columns in its order, then wirepool's own; SHOW POOLS, CLIENTS,
 SERVERS, STATS and DATABASES reflect a client holding a transaction; PAUSE waits
 for the transaction to end and makes new work wait until RESUME; RECONNECT
@@ -64,14 +65,14 @@ class AdminConsoleTest(WirepoolTestCase):
         rows = [dict(zip(header.split("|"), l.split("|"))) for l in lines[1:] if l]
         return header, rows
 
-    def test_non_admin_is_refused_with_42501(self):
+    def test_non_admin_is_refused_as_a_wrong_password(self):
         with self.assertRaises(AssertionError) as cm:
             raw_login(self.wp.port, "alice", "wonderland", "wirepool")
-        self.assertIn("C42501", str(cm.exception))
+        self.assertIn("C28P01", str(cm.exception))
         r = psql(self.wp.dsn("alice", "wonderland", "wirepool"), "-c", "SHOW POOLS", check=False)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("not an admin user", r.stderr)
-        # A wrong password is still an authentication failure, not a 42501.
+        self.assertIn('password authentication failed for user "alice"', r.stderr)
+        self.assertIn("not an admin user, asked for the admin console", self.wp.log())
         r = psql(self.wp.dsn("ops", "wrong", "wirepool"), "-c", "SHOW POOLS", check=False)
         self.assertIn("password authentication failed", r.stderr)
 

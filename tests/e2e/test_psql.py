@@ -6,7 +6,8 @@ under ON_ERROR_STOP (unique violation 23505 with SQLite's message, syntax error
 42601, missing table 42P01), and the session staying usable after each;
 several statements in one query run as one implicit transaction; SET/SHOW kept
 by wirepool (SET LOCAL undone at COMMIT); empty queries; wrong password, unknown user (same message),
-unknown database (3D000), a user not allowed to a database; transaction
+unknown database (3D000), a user not allowed to a database (the same message
+as a wrong password); transaction
 warnings; a pool of 1 shared by sequential clients.
 """
 
@@ -136,7 +137,9 @@ class PsqlTest(WirepoolTestCase):
     def test_user_restricted_to_databases(self):
         r = psql(self.wp.dsn(user="bob", password="builder", database="other"), "-c", "SELECT 1",
                  check=False)
-        self.assertIn("not allowed", r.stderr)
+        # The answer of a wrong password (docs/security.md); the log says why.
+        self.assertIn('password authentication failed for user "bob"', r.stderr)
+        self.assertIn('user "bob": may not use database "other"', self.wp.log())
         self.assertEqual(psql(self.wp.dsn(user="bob", password="builder"), "-c",
                               "SELECT 7").stdout.strip(), "7")
 

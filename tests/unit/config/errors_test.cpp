@@ -157,6 +157,23 @@ TEST(ConfigErrors, IntegersOutsideTheirRangeAreRefused) {
                           "server.max_clients must be between 1 and 9223372036854775807"));
 }
 
+TEST(ConfigErrors, PreAuthenticationLimitsAreChecked) {
+  EXPECT_TRUE(one_problem("server: {max_pending_logins: 0}\n" + kTail, 1, 30,
+                          "server.max_pending_logins must be between 1 and 1000000000"));
+  EXPECT_TRUE(one_problem("server: {admin_reserved_clients: -1}\n" + kTail, 1, 34,
+                          "server.admin_reserved_clients must be between 0 and"));
+  EXPECT_TRUE(one_problem("server: {login_throttle_entries: 15}\n" + kTail, 1, 34,
+                          "server.login_throttle_entries must be between 16 and"));
+  EXPECT_TRUE(one_problem("server: {login_failure_burst: 0}\n" + kTail, 1, 31,
+                          "server.login_failure_burst must be between 1 and"));
+  EXPECT_TRUE(one_problem("server: {login_failure_interval: 0}\n" + kTail, 1, 34,
+                          "server.login_failure_interval must be greater than 0"));
+  // The per-address cap cannot exceed the global one.
+  EXPECT_TRUE(one_problem(
+      "server:\n  max_pending_logins: 10\n  max_pending_logins_per_address: 11\n" + kTail, 3, 35,
+      "server.max_pending_logins_per_address (11) is greater than server.max_pending_logins"));
+}
+
 TEST(ConfigErrors, BooleanMustBeTrueOrFalse) {
   for (const char* value : {"yes", "on", "True", "1", "\"true\""}) {
     EXPECT_TRUE(one_problem(

@@ -61,6 +61,12 @@ TEST(ConfigLoad, MinimalFileGetsEveryDefault) {
   EXPECT_EQ(c.server.log_level, "info");
   EXPECT_EQ(c.server.log_format, LogFormat::text);
   EXPECT_EQ(c.server.max_clients, 10000);
+  EXPECT_EQ(c.server.admin_reserved_clients, 3);
+  EXPECT_EQ(c.server.max_pending_logins, 1024);
+  EXPECT_EQ(c.server.max_pending_logins_per_address, 256);
+  EXPECT_EQ(c.server.login_failure_burst, 10);
+  EXPECT_EQ(c.server.login_failure_interval, seconds(1));
+  EXPECT_EQ(c.server.login_throttle_entries, 65536);
   EXPECT_EQ(c.server.max_message_size, 64ull << 20);
   EXPECT_EQ(c.server.login_timeout, seconds(30));
   EXPECT_EQ(c.server.client_idle_timeout, milliseconds(0));
@@ -169,12 +175,24 @@ databases:
   EXPECT_EQ(demo->pool.idle_timeout, minutes(10));
 }
 
+TEST(ConfigLoad, PerAddressPendingCapFollowsALowerGlobalOne) {
+  const Config c = load_string("server: {max_pending_logins: 100}\n" + kTail, kFile);
+  EXPECT_EQ(c.server.max_pending_logins, 100);
+  EXPECT_EQ(c.server.max_pending_logins_per_address, 100);
+}
+
 TEST(ConfigLoad, EveryValueIsReadAsWritten) {
   const Config c = load_string(R"(server:
   threads: 3
   state_dir: /srv/wirepool
   log: { level: debug, format: json }
   max_clients: 500
+  admin_reserved_clients: 0
+  max_pending_logins: 100
+  max_pending_logins_per_address: 7
+  login_failure_burst: 3
+  login_failure_interval: 500ms
+  login_throttle_entries: 1000
   max_message_size: 1048576
   login_timeout: 250ms
   client_idle_timeout: 10m
@@ -199,6 +217,12 @@ databases:
   EXPECT_EQ(c.server.log_level, "debug");
   EXPECT_EQ(c.server.log_format, LogFormat::json);
   EXPECT_EQ(c.server.max_clients, 500);
+  EXPECT_EQ(c.server.admin_reserved_clients, 0);
+  EXPECT_EQ(c.server.max_pending_logins, 100);
+  EXPECT_EQ(c.server.max_pending_logins_per_address, 7);
+  EXPECT_EQ(c.server.login_failure_burst, 3);
+  EXPECT_EQ(c.server.login_failure_interval, milliseconds(500));
+  EXPECT_EQ(c.server.login_throttle_entries, 1000);
   EXPECT_EQ(c.server.max_message_size, 1048576u);
   EXPECT_EQ(c.server.login_timeout, milliseconds(250));
   EXPECT_EQ(c.server.client_idle_timeout, minutes(10));

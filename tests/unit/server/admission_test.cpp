@@ -1,0 +1,149 @@
+// Admission (pending and logged-in connections) and LoginThrottle (failed
+// logins per address and per user).
+//
+// Cases: the per-address pending cap refuses the next connection from that
+// address only; the global cap refuses when every pending connection is
+// younger than 1 s and otherwise displaces the oldest (its callback runs, its
+// ticket then counts nothing); IPv6 addresses count by /64 and IPv4-mapped
+// ones as IPv4; promote() honours max_clients and lets admins use the
+// reserve; tickets give their place back when destroyed. The throttle lets a
+// burst through, then spaces attempts by the interval whatever the number of
+// callers, decays, applies a user's score only from an address that failed,
+// and holds at most max_entries keys (least recently used evicted).
+
+#include <gtest/gtest.h>
+
+#include "server/admission.hpp"
+#include "server/login_throttle.hpp"
+
+namespace wirepool::server {
+namespace {
+
+namespace ip = boost::asio::ip;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+Admission::Limits limits(int64_t clients, int64_t reserved, int64_t pending, int64_t per_address) {
+  Admission::Limits l;
+  l.max_clients = clients;
+  l.admin_reserved = reserved;
+  l.max_pending = pending;
+  l.max_pending_per_address = per_address;
+  return l;
+}
+
+TEST(Admission, PerAddressCapRefusesThatAddressOnly) {
+  Admission a(limits(100, 0, 10, 2));
+  const auto t0 = Admission::Clock::now();
+  Admission::Refusal why{};
+  auto x1 = a.admit(ip::make_address("10.0.0.1"), &why, t0);
+  auto x2 = a.admit(ip::make_address("10.0.0.1"), &why, t0);
+  ASSERT_TRUE(x1 && x2);
+  EXPECT_EQ(a.admit(ip::make_address("10.0.0.1"), &why, t0), nullptr);
+  EXPECT_EQ(why, Admission::Refusal::pending_per_address);
+  EXPECT_NE(a.admit(ip::make_address("10.0.0.2"), &why, t0), nullptr);
+  EXPECT_EQ(why, Admission::Refusal::none);
+  x1.reset();  // gives its place back
+  EXPECT_NE(a.admit(ip::make_address("10.0.0.1"), &why, t0), nullptr);
+}
+
+TEST(Admission, FullPendingTableDisplacesOnlyConnectionsOlderThanASecond) {
+  Admission a(limits(100, 0, 2, 2));
+  const auto t0 = Admission::Clock::now();
+  Admission::Refusal why{};
+  auto old1 = a.admit(ip::make_address("10.0.0.1"), &why, t0);
+  auto old2 = a.admit(ip::make_address("10.0.0.2"), &why, t0 + milliseconds(10));
+  int displaced = 0;
+  old1->on_displaced([&] { ++displaced; });
+  EXPECT_EQ(a.admit(ip::make_address("10.0.0.3"), &why, t0 + milliseconds(500)), nullptr);
+  EXPECT_EQ(why, Admission::Refusal::pending);
+  auto fresh = a.admit(ip::make_address("10.0.0.3"), &why, t0 + milliseconds(1005));
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(displaced, 1);  // the oldest made way
+  EXPECT_EQ(a.pending(), 2);
+  EXPECT_EQ(a.displaced(), 1u);
+  EXPECT_FALSE(old1->promote(false));  // a displaced connection cannot log in
+  int late = 0;
+  old1->on_displaced([&] { ++late; });  // registered after the fact: runs at once
+  EXPECT_EQ(late, 1);
+  old1.reset();
+  EXPECT_EQ(a.pending(), 2);
+}
+
+TEST(Admission, Ipv6CountsBySlash64AndMappedIpv4AsIpv4) {
+  EXPECT_EQ(address_key(ip::make_address("2001:db8::1")),
+            address_key(ip::make_address("2001:db8::ffff:2")));
+  EXPECT_NE(address_key(ip::make_address("2001:db8::1")),
+            address_key(ip::make_address("2001:db8:0:1::1")));
+  EXPECT_EQ(address_key(ip::make_address("::ffff:10.1.2.3")),
+            address_key(ip::make_address("10.1.2.3")));
+  EXPECT_EQ(to_string(address_key(ip::make_address("2001:db8::1"))), "2001:db8::/64");
+  EXPECT_EQ(to_string(address_key(ip::make_address("::ffff:10.1.2.3"))), "10.1.2.3");
+}
+
+TEST(Admission, AdminsMayUseTheReserveBeyondMaxClients) {
+  Admission a(limits(1, 1, 10, 10));
+  Admission::Refusal why{};
+  auto c1 = a.admit(ip::make_address("10.0.0.1"), &why);
+  auto c2 = a.admit(ip::make_address("10.0.0.1"), &why);
+  auto c3 = a.admit(ip::make_address("10.0.0.1"), &why);
+  EXPECT_TRUE(a.has_room(false));
+  EXPECT_TRUE(c1->promote(false));
+  EXPECT_FALSE(a.has_room(false));
+  EXPECT_TRUE(a.has_room(true));
+  EXPECT_FALSE(c2->promote(false));
+  EXPECT_TRUE(c2->promote(true));
+  EXPECT_FALSE(c3->promote(true));
+  EXPECT_EQ(a.clients(), 2);
+  EXPECT_EQ(a.pending(), 1);
+  c1.reset();
+  EXPECT_EQ(a.clients(), 1);
+  EXPECT_FALSE(a.has_room(false));  // the admin holds the only ordinary slot now
+}
+
+AddressKey addr(const char* a) {
+  return address_key(ip::make_address(a));
+}
+
+TEST(LoginThrottle, BurstThenOneAttemptPerInterval) {
+  LoginThrottle t({3, seconds(1), 100});
+  const auto t0 = LoginThrottle::Clock::now();
+  for (int i = 0; i < 2; ++i)
+    t.failed(addr("10.0.0.1"), "alice", t0);
+  EXPECT_EQ(t.delay(addr("10.0.0.1"), "alice", t0), LoginThrottle::Clock::duration::zero());
+  t.failed(addr("10.0.0.1"), "alice", t0);
+  EXPECT_EQ(t.delay(addr("10.0.0.1"), "alice", t0), seconds(1));
+  // 40 more failures at once (40 parallel connections): the wait grows with them.
+  for (int i = 0; i < 40; ++i)
+    t.failed(addr("10.0.0.1"), "alice", t0);
+  EXPECT_EQ(t.delay(addr("10.0.0.1"), "alice", t0), seconds(41));
+  // The score decays by one per interval.
+  EXPECT_EQ(t.delay(addr("10.0.0.1"), "alice", t0 + seconds(40)), seconds(1));
+  EXPECT_EQ(t.delay(addr("10.0.0.1"), "alice", t0 + seconds(100)),
+            LoginThrottle::Clock::duration::zero());
+}
+
+TEST(LoginThrottle, UserScoreAppliesOnlyFromAnAddressThatFailed) {
+  LoginThrottle t({2, seconds(1), 100});
+  const auto t0 = LoginThrottle::Clock::now();
+  for (int i = 0; i < 10; ++i)
+    t.failed(addr(("10.0.1." + std::to_string(i)).c_str()), "alice", t0);
+  EXPECT_EQ(t.delay(addr("10.0.2.1"), "alice", t0), LoginThrottle::Clock::duration::zero());
+  EXPECT_EQ(t.delay(addr("10.0.1.1"), "alice", t0), seconds(9));
+  EXPECT_EQ(t.delay(addr("10.0.1.1"), "bob", t0), LoginThrottle::Clock::duration::zero());
+}
+
+TEST(LoginThrottle, TableIsBoundedAndEvictsTheLeastRecentlyUsed) {
+  LoginThrottle t({1, seconds(10), 16});
+  const auto t0 = LoginThrottle::Clock::now();
+  t.failed(addr("10.0.0.1"), "u", t0);
+  for (int i = 0; i < 1000; ++i)
+    t.failed(addr(("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250)).c_str()),
+             "user" + std::to_string(i), t0);
+  EXPECT_LE(t.size(), 16u);
+  EXPECT_EQ(t.delay(addr("10.0.0.1"), "u", t0), LoginThrottle::Clock::duration::zero());
+  EXPECT_GT(t.delay(addr("10.1.3.249"), "user999", t0), LoginThrottle::Clock::duration::zero());
+}
+
+}  // namespace
+}  // namespace wirepool::server
