@@ -24,8 +24,9 @@ BUILD_PKGS := cmake ninja-build g++ pkg-config libboost1.81-dev libssl-dev libsp
 # What the tests add: real clients, real servers, the fuzzer's compiler.
 # (pgbench ships in postgresql-15, the server package.)
 TEST_PKGS := clang-14 libclang-rt-14-dev clang-format postgresql-client-15 postgresql-15 \
-  python3-psycopg2 libpostgresql-jdbc-java procps mariadb-server mariadb-client \
-  odbc-postgresql odbc-mariadb libsqliteodbc freetds-bin python3-tds pgbouncer prometheus
+  python3-psycopg2 python3-psycopg python3-asyncpg python3-sqlalchemy libpostgresql-jdbc-java \
+  procps mariadb-server mariadb-client odbc-postgresql odbc-mariadb libsqliteodbc freetds-bin \
+  python3-tds pgbouncer prometheus
 # What `make bench` adds: gnuplot for the charts of docs/performance.md.
 BENCH_PKGS := gnuplot-nox
 # `make bench QUICK=1`: the short run (under 10 minutes).

@@ -83,6 +83,9 @@ struct Backend {
   /// arrive from elsewhere: checked and acted on under the mutex.
   std::mutex cancel_mu;
   uint64_t running_session = 0;
+  /// A cancel is on its way to the running statement: no other client's batch
+  /// may be pipelined behind it until the statement's answer is in.
+  bool cancelling = false;
 
   /// Non-blocking drivers: the backend socket, watched on the event loop of the
   /// session that holds the backend (re-made when another loop leases it).

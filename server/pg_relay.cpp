@@ -939,7 +939,7 @@ uint32_t train_limit(DatabasePool& pool) {
 /// batch began: no need to look at the clock).
 bool train_has_room(const Backend& b, uint32_t limit,
                     std::optional<std::chrono::steady_clock::time_point> now) {
-  return b.train_open && b.train.size() < kMaxFollowers &&
+  return b.train_open && !b.cancelling && b.train.size() < kMaxFollowers &&
          (!now || *now - b.train_since <= kJoinWithin) &&
          b.train_batches + b.train.size() + 1 < limit;
 }

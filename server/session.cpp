@@ -392,16 +392,28 @@ CancelReason Session::cancel_reason() const {
 void Session::set_running(Backend& b, bool running) {
   std::lock_guard lock(b.cancel_mu);
   b.running_session = running ? id_ : 0;
+  b.cancelling = false;
 }
 
 void Session::interrupt(Backend& b) {
-  interrupted_ = true;
   if (b.caps.blocking) {
+    interrupted_ = true;
     // sqlite3_interrupt and the like return at once: do it here.
     std::lock_guard lock(b.cancel_mu);
     if (b.running_session == id_) b.conn.cancel();
     return;
   }
+  // PostgreSQL's cancel names the connection, not the statement: with other
+  // clients' batches pipelined behind this one (pg_relay.cpp's train), the
+  // server may be on theirs when it lands. Not sent then; the statement ends
+  // as if the cancel came too late.
+  if (!b.train.empty()) {
+    spdlog::debug("session {}: cancel not sent: other clients' batches follow on backend {}", id_,
+                  b.id);
+    return;
+  }
+  interrupted_ = true;
+  b.cancelling = true;  // and none joins behind it until its answer is in
   // PQcancel opens a connection to the server: off the event loop. The backend
   // outlives the job: the pool closes backends on the same executor, after
   // this job, and never while a session holds them.

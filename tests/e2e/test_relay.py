@@ -24,7 +24,9 @@ the pool whole; `pipeline: false` pipelines nothing; a client's idle wait
 after an answer (hot: a receive into its buffer) and after 1 s (cold: a peek)
 each take the next request whole, also one larger than the buffer; clients
 queued in the pool's queue behind a long statement are sent behind the next
-batch without the pool (one event loop: two batches pipelined).
+batch without the pool (one event loop: two batches pipelined); a cancel for a
+client whose turn comes with another client's batch pipelined behind it never
+cancels that other client's statement (20 tries over the race's window).
 `pool.pipeline_max`: twelve clients of plain batches on a pool of 6 with
 pipeline_max 2 open at most 2 connections (one more if the machine stalls the
 queue for the patience) and get their own answers, where the same load with
@@ -463,6 +465,40 @@ class TrainOrderTest(OneLoopCase):
             for s, _ in clients:
                 s.close()
 
+
+    def test_a_cancel_never_reaches_the_batch_pipelined_behind(self):
+        # #28 item 17: X runs while B, A and C queue; when X ends, B gets the
+        # backend and A and C board its train (sent behind B's batch). A
+        # cancels while B runs: PostgreSQL's cancel names the connection, so
+        # sent when A's turn comes it can land on C's statement instead.
+        hits, cancelled = [], 0
+        for trial in range(20):  # A's statement sweeps the race's window: 0 to 1.2 ms
+            key = {}
+            (xs, xr), (bs, br), (cs, cr) = [self.raw_to("pipe") for _ in range(3)]
+            as_ = raw_login(self.wp.port, database="pipe", key=key)
+            ar = Reader(as_)
+            try:
+                xs.sendall(query("SELECT pg_sleep(0.1)"))
+                time.sleep(0.02)
+                a_sql = f"SELECT pg_sleep({trial % 5 * 0.0003}), 'a'"
+                for s_, sql in ((bs, "SELECT pg_sleep(0.05)"), (as_, a_sql),
+                                (cs, "SELECT pg_sleep(0.05), 'c'")):
+                    s_.sendall(query(sql))
+                    time.sleep(0.01)
+                xr.until_ready()
+                time.sleep(0.01)  # B runs, A and C follow it
+                with socket.create_connection(("127.0.0.1", self.wp.port), timeout=5) as k:
+                    k.sendall(struct.pack("!IIii", 16, 80877102, key["pid"], key["secret"]))
+                    k.recv(1)
+                br.until_ready()
+                amsgs, _ = ar.until_ready()
+                cancelled += any(t == "E" and sqlstate(b) == "57014" for t, b in amsgs)
+                cmsgs, _ = cr.until_ready()
+                hits += [trial for t, b in cmsgs if t == "E"]
+            finally:
+                for s_ in (xs, bs, as_, cs):
+                    s_.close()
+        self.assertEqual(hits, [], f"C's statement was cancelled (A's cancels took {cancelled})")
 
     def test_a_statement_seen_slow_gets_nobody_behind_it(self):
         import threading
