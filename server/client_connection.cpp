@@ -13,6 +13,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 
 namespace wirepool::server {
 
@@ -291,7 +292,19 @@ void ClientConnection::sweep(TimePoint now) {
     if (auto d = session_->statement_deadline(); d && now >= *d) {
       session_->cancel(CancelReason::timeout);
     }
+    if (session_->statement_running() && session_->cancel_reason() == CancelReason::none &&
+        hung_up()) {
+      // Nobody will read the answer: the backend is freed now, not when the
+      // statement ends (PostgreSQL's client_connection_check_interval does the same).
+      spdlog::info("client {}: left while its statement ran: cancelling it", peer_);
+      session_->cancel(CancelReason::client_gone);
+    }
   }
+}
+
+bool ClientConnection::hung_up() {
+  pollfd p{socket_.native_handle(), POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 void ClientConnection::drain() {

@@ -59,7 +59,8 @@ bool address_allowed(const config::Listener& listener, const boost::asio::ip::ad
 class ClientConnection : public Client {
  public:
   /// The loop's sweep: the I/O deadline, and the statement deadline of the
-  /// session's running statement (cancelled as a timeout).
+  /// session's running statement (cancelled as a timeout); a statement whose
+  /// client left is cancelled too.
   void sweep(TimePoint now) override;
   /// Stop taking work: an idle client outside a transaction is closed at once
   /// (the protocol's resume sees draining_), others after their transaction.
@@ -171,6 +172,9 @@ class ClientConnection : public Client {
   DatabaseMetrics* db_counters_ = nullptr;
   /// When it connected (SHOW CLIENTS' connect_time).
   const std::chrono::system_clock::time_point connected_at_ = std::chrono::system_clock::now();
+  /// The client closed its end (or the connection broke), seen without a read.
+  bool hung_up();
+
   ClientSocket socket_;
   std::string peer_;  ///< "address:port", for log lines
   AddressKey address_{};

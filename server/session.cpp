@@ -472,6 +472,7 @@ void Session::explain_cancel(db::Error& e) const {
       e.message = "canceling statement due to statement timeout";
       break;
     case CancelReason::user:
+    case CancelReason::client_gone:
       e.message = "canceling statement due to user request";
       break;
     case CancelReason::none:

@@ -62,7 +62,7 @@ struct Classified {
 /// (PostgreSQL) receive SET/SHOW/DISCARD/DEALLOCATE/LISTEN themselves.
 Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings);
 
-enum class CancelReason : uint8_t { none, user, timeout };
+enum class CancelReason : uint8_t { none, user, timeout, client_gone };
 
 class Session : public db::EventSink {
  public:
@@ -246,6 +246,8 @@ class Session : public db::EventSink {
   std::optional<std::chrono::steady_clock::time_point> statement_deadline() const {
     return deadline_;
   }
+  /// Between statement_begin and statement_end.
+  bool statement_running() const { return statement_started_.has_value(); }
   /// Rewrites a 57014 error with PostgreSQL's message for the cancel's reason.
   void explain_cancel(db::Error& e) const;
 

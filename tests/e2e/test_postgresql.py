@@ -8,7 +8,8 @@ backend's SQLSTATE and message; COMMIT of a failed transaction answers
 ROLLBACK; a 100 KB value; a 200,000-row SELECT streams without growing
 wirepool's memory; SELECT ... FOR UPDATE NOWAIT on a locked row answers 55P03;
 pg_sleep(30) cancelled within a second; pg_terminate_backend on a session-mode
-client's backend ends that client (57P01, then closed) as PostgreSQL would; a
+client's backend ends that client (an error, then closed) as PostgreSQL would;
+a client that hangs up mid-statement has it cancelled in both modes; a
 PostgreSQL restart is survived without restarting wirepool; SET follows the
 client across backends in transaction mode (and a rolled-back SET does not);
 named prepared statements in transaction mode from many clients, the same name
@@ -30,7 +31,8 @@ import psycopg2
 import psycopg2.errors
 import psycopg2.extensions
 
-from harness import NODE_PATH, PGBENCH, WirepoolTestCase, psql
+from harness import NODE_PATH, PGBENCH, WirepoolTestCase, psql, raw_login
+from wire import query
 
 INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
 
@@ -205,6 +207,29 @@ class PostgresTest(WirepoolTestCase):
         cur.execute("SELECT pg_backend_pid()")
         self.assertNotEqual(cur.fetchone()[0], pid)
         c.close()
+
+    def test_a_client_that_leaves_mid_statement_frees_its_backend(self):
+        # #28 item 12: the statement is cancelled when its client goes away,
+        # so the backend comes back at once, not when the statement ends.
+        for database in ("pg", "pgsession"):
+            tag = f"left-{database}-{os.getpid()}-{time.time_ns()}"
+            s = raw_login(self.wp.port, database=database)
+            s.sendall(query(f"SELECT pg_sleep(60), '{tag}'"))
+            running = f"SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%{tag}%' " \
+                      "AND pid <> pg_backend_pid()"
+            deadline = time.time() + 10
+            while psql(self.direct(), "-Atc", running).stdout.strip() != "1":
+                self.assertLess(time.time(), deadline, "the statement never started")
+                time.sleep(0.05)
+            s.close()
+            # PostgreSQL alone would keep it running (client_connection_check_interval
+            # is off by default); wirepool's sweep sees the hang-up within 250 ms.
+            deadline = time.time() + 10
+            while psql(self.direct(), "-Atc", running + " AND state = 'active'"
+                       ).stdout.strip() != "0":
+                self.assertLess(time.time(), deadline, f"{database}: still running")
+                time.sleep(0.05)
+            self.assertIn("left while its statement ran", self.wp.log())
 
     def test_server_restart_is_survived(self):
         self.assertEqual(self.q("SELECT 1"), "1")
