@@ -242,11 +242,13 @@ ClientConnection::Flushed ClientConnection::write_out(size_t& off) {
     }
     if (ec != asio::error::would_block && ec != asio::error::try_again) {
       out_.clear();
+      answered_ = false;
       return Flushed::gone;
     }
     return Flushed::blocked;
   }
   out_.clear();
+  answered_ = false;
   return Flushed::all;
 }
 

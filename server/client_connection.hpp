@@ -181,6 +181,9 @@ class ClientConnection : public Client {
   Admission::TicketPtr ticket_;
   InBuffer in_;
   std::string out_;
+  /// out_ holds a complete answer (up to a ReadyForQuery): it goes out before
+  /// any wait for more work, as PostgreSQL flushes at each ReadyForQuery.
+  bool answered_ = false;
   tls::ServerContextPtr tls_ctx_;  ///< the context ssl_ was made from (outlives ssl_)
   tls::SslPtr ssl_;                ///< the client's TLS session, when it has one
   bool want_write_ = false;        ///< what the last would_block waits for

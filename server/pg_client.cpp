@@ -310,6 +310,7 @@ void PgClient::send_parameter_changes() {
 void PgClient::ready_for_query() {
   if (backend_gone_) return;  // a FATAL went out: nothing follows it
   pg::Encoder(out_).ready_for_query(rfq_status(session_->tx_state()));
+  answered_ = true;
 }
 
 awaitable<void> PgClient::fatal(std::string_view sqlstate, std::string_view message) {
@@ -1115,6 +1116,12 @@ awaitable<void> PgClient::serve(bool readable) {
         in_.consume(unconsumed_);  // zero if the handler consumed it (COPY)
         unconsumed_ = 0;
         if (!open || backend_gone_) break;
+        // An answer is complete and more messages wait: it goes out before
+        // they run, so a slow one after it does not hold it back.
+        if (answered_ && !in_.empty() && !out_.empty() && !co_await flush()) {
+          open = false;
+          break;
+        }
       }
       if (!open) break;
       if (!out_.empty() && !co_await flush()) break;

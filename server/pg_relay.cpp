@@ -654,7 +654,10 @@ PgClient::RelayWait PgClient::relay_pump() {
           }
           out_.append(msg);
         } else {
-          if (type == 'Z') R.status = body.empty() ? 'I' : body[0];
+          if (type == 'Z') {
+            R.status = body.empty() ? 'I' : body[0];
+            answered_ = answered_ || step.forward;
+          }
           if (step.forward) out_.append(msg);
         }
         in.consume(whole);
@@ -682,6 +685,8 @@ PgClient::RelayWait PgClient::relay_pump() {
       relay_took(0, space, asio::error::eof);
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       session_->relay_interrupt_if_cancelled();
+      // An earlier batch's whole answer goes out before this one waits.
+      if (answered_ && !out_.empty()) return RelayWait::flush;
       return RelayWait::read;
     } else if (errno != EINTR) {
       relay_took(0, space, boost::system::error_code(errno, boost::system::system_category()));
