@@ -147,6 +147,13 @@ Result<std::unique_ptr<CopyStreamImpl>> ConnectionImpl::copy(std::string_view) {
   return Error::unsupported("COPY is not supported by this backend");
 }
 
+Result<std::vector<Column>> ConnectionImpl::describe_portal(std::string_view name) {
+  Error e;
+  e.sqlstate = "34000";  // invalid_cursor_name
+  e.message = "portal \"" + std::string(name) + "\" does not exist";
+  return e;
+}
+
 // ---- Rows -------------------------------------------------------------------
 
 namespace {

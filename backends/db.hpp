@@ -451,6 +451,10 @@ class ConnectionImpl {
   virtual bool alive() const { return true; }
   virtual Status set_event_sink(EventSink* sink);
   virtual Result<std::unique_ptr<CopyStreamImpl>> copy(std::string_view sql);
+  /// The columns of a portal the client opened with SQL (DECLARE … CURSOR),
+  /// each with the format its values come in (NativeType::pg_format).
+  /// Backends without such portals answer 34000.
+  virtual Result<std::vector<Column>> describe_portal(std::string_view name);
   virtual Status close() = 0;
 
   // Protocol relay: a PostgreSQL front end over a PostgreSQL backend may send

@@ -2462,6 +2462,27 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
     enc.parameter_description(oids);
   } else {
     auto it = ext().portals.find(std::string(m.name));
+    if (it == ext().portals.end() && session_->pool().pg_native() && session_->backend()) {
+      // Not bound through wirepool: a portal the client opened with SQL
+      // (DECLARE … CURSOR) lives on its backend, which describes it.
+      const std::string name(m.name);
+      auto described = co_await session_->run(
+          [&name](Backend& b) { return b.conn.impl()->describe_portal(name); });
+      if (!described.ok()) {
+        co_await backend_error(described.take_error());
+        skip_until_sync_ = true;
+        co_return;
+      }
+      std::vector<int16_t> cursor_formats;
+      for (const auto& c : described.value())
+        cursor_formats.push_back(c.native.pg_format);
+      if (described->empty()) {
+        enc.no_data();
+      } else {
+        describe_columns(described.value(), cursor_formats, true, out_);
+      }
+      co_return;
+    }
     if (it == ext().portals.end()) {
       send_error("34000", "portal \"" + std::string(m.name) + "\" does not exist");
       skip_until_sync_ = true;

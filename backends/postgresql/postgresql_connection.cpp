@@ -780,6 +780,36 @@ class PgConnection final : public db::ConnectionImpl {
     return std::unique_ptr<db::StatementImpl>(std::move(stmt));
   }
 
+  Result<std::vector<db::Column>> describe_portal(std::string_view name) override {
+    Session& s = *session_;
+    if (auto e = s.enter()) return *e;
+    const std::string key(name);
+    CommandOp& op = resume<CommandOp>(s, OpKind::describe_portal, key);
+    if (op.stage == CommandOp::Stage::settle) {
+      if (auto e = s.settle()) return end_call(s, *e);
+      op.stage = CommandOp::Stage::send;
+    }
+    if (op.stage == CommandOp::Stage::send) {
+      if (PQsendDescribePortal(s.conn(), key.c_str()) == 0) return end_call(s, s.send_failed());
+      s.sent();
+      op.x.keep = true;
+      op.stage = CommandOp::Stage::collect;
+    }
+    if (auto e = s.collect(op.x)) return end_call(s, *e);
+    if (op.x.error) return end_call(s, std::move(*op.x.error));
+    std::vector<db::Column> columns;
+    if (const PGresult* d = op.x.kept) {
+      for (int i = 0; i < PQnfields(d); ++i) {
+        columns.push_back(make_column(PQfname(d, i), PQftype(d, i), PQfmod(d, i), PQftable(d, i),
+                                      static_cast<int16_t>(PQftablecol(d, i)),
+                                      static_cast<int16_t>(PQfsize(d, i)),
+                                      static_cast<int16_t>(PQfformat(d, i))));
+      }
+    }
+    s.op.reset();
+    return columns;
+  }
+
   Status begin(const db::BeginOptions& options) override {
     const std::string text = is_pg_begin(options.native_sql) ? options.native_sql : "BEGIN";
     auto r = run_command(*session_, OpKind::begin, text, false);

@@ -86,6 +86,7 @@ enum class OpKind : uint8_t {
   reset,
   copy,
   statement_close,
+  describe_portal,
 };
 
 /// State of a connection-level call that answered would_block (defined by the

@@ -7,16 +7,42 @@ Sync with the portal suspended) followed by another statement, COMMIT and
 ROLLBACK, which must not fail with 55000; a named portal read in steps with
 other statements run between the steps, its last step reporting the rows
 left and PostgreSQL's tag (the rows of the last step); an unnamed portal suspended outside a
-transaction block and a simple Query after it.
+transaction block and a simple Query after it; a cursor opened with SQL
+(DECLARE, as psycopg 3's server-side cursors do) described by Describe Portal
+(text and BINARY, each column's format) and fetched, and a Describe of a
+portal that does not exist (34000).
 """
 
 import unittest
 
 from differential import DifferentialCase
-from wire import SYNC, bind, execute, parse, query, summary
+from wire import SYNC, bind, describe, execute, parse, query, summary
 
 
 class PortalTest(DifferentialCase):
+
+    def test_a_declared_cursor_is_described_and_fetched(self):
+        def scenario(t):
+            s, rd = t.connect()
+            out = []
+            s.sendall(query("BEGIN"))
+            out.append(summary(*rd.until_ready()))
+            for name, binary in (("c_text", ""), ("c_bin", "BINARY")):
+                s.sendall(parse("", f"DECLARE {name} {binary} CURSOR FOR "
+                                    "SELECT g, g::text AS t FROM generate_series(1, 5) g") +
+                          bind("") + execute() + SYNC)
+                out.append(summary(*rd.until_ready()))
+                s.sendall(describe(b"P", name) + SYNC)
+                msgs, status = rd.until_ready()
+                out.append([(t_, b) for t_, b in msgs])  # RowDescription bytes, formats included
+                s.sendall(parse("", f"FETCH 2 FROM {name}") + bind("") + execute() + SYNC)
+                out.append(summary(*rd.until_ready()))
+            s.sendall(describe(b"P", "nope") + SYNC)
+            out.append(summary(*rd.until_ready()))
+            s.sendall(query("COMMIT"))
+            out.append(summary(*rd.until_ready()))
+            return out
+        self.differ(scenario)
 
     def test_a_row_limited_fetch_in_a_transaction_leaves_the_connection_usable(self):
         def scenario(t):
