@@ -447,8 +447,12 @@ class ConnectionImpl {
   /// Bring the session back to a clean state before another client uses it.
   /// `reset_query` is the configured one (may be empty).
   virtual Status reset(std::string_view reset_query);
-  /// A cheap liveness check (no round trip where the library can tell).
+  /// A cheap liveness check (no round trip where the library can tell). It
+  /// also takes what the backend sent unasked (notifications) to the event sink.
   virtual bool alive() const { return true; }
+  /// The socket on which the backend may speak unasked while idle (PostgreSQL's
+  /// NotificationResponse), to be watched for readability; -1 if none.
+  virtual int event_socket() const { return -1; }
   virtual Status set_event_sink(EventSink* sink);
   virtual Result<std::unique_ptr<CopyStreamImpl>> copy(std::string_view sql);
   /// The columns of a portal the client opened with SQL (DECLARE … CURSOR),

@@ -901,6 +901,31 @@ void PgClient::go_idle(bool hot) {
   arm_idle_deadline();
   // Readability: everything was written, so TLS wants nothing else.
   wait_idle(shared_from_this(), hot);
+  if (listening_) watch_notifications();
+}
+
+void PgClient::watch_notifications() {
+  Backend* b = session_ ? session_->backend() : nullptr;
+  if (!b || watching_backend_) return;
+  const int fd = b->conn.impl()->event_socket();
+  if (fd < 0) return;
+  watching_backend_ = true;
+  b->watch(fd, loop_.io.get_executor())
+      .async_wait(asio::socket_base::wait_read,
+                  [self = shared_from_this()](boost::system::error_code ec) {
+                    self->on_backend_readable(ec);
+                  });
+}
+
+void PgClient::on_backend_readable(boost::system::error_code ec) {
+  watching_backend_ = false;
+  // Not idle: the client's own statement reads the backend now.
+  if (ec || !idle_wait_ || !session_ || !session_->backend()) return;
+  // A backend gone while idle is told to the client at its next statement.
+  if (!session_->backend()->conn.alive()) return;
+  forward_events();
+  if (!out_.empty() && try_flush() == Flushed::gone) return;  // the idle wait sees the end
+  watch_notifications();
 }
 
 bool PgClient::resume_now(boost::system::error_code ec) {
@@ -1321,6 +1346,7 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   bool begins = false;
   for (const auto& c : cls)
     begins = begins || c.kind == StatementKind::begin;
+  listening_ = listening_ || (listens && session_->mode() == config::PoolMode::session);
   if (begins && session_->implicit()) session_->make_explicit();
   bool failed = false;
   if (stmts.empty()) {
@@ -2107,6 +2133,9 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
   p->nparams = p->param_oids.size();
   if (session_->pool().pg_native() && session_->mode() != config::PoolMode::session) {
     p->effects = sql::session_effects(p->sql, session_->settings().backslash_quotes());
+  } else if (session_->pool().pg_native()) {
+    auto w = sql::leading_words(p->sql, sql::Dialect::postgres, 1);
+    listening_ = listening_ || (!w.empty() && w[0] == "LISTEN");
   }
   if (p->cls.kind == StatementKind::setting) {
     if (auto parsed = parse_setting_command(p->sql)) {

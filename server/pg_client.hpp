@@ -175,6 +175,8 @@ class PgClient final : public ClientConnection,
   /// A client with nothing left to do: buffers go, the idle wait starts
   /// (`hot`: it has just been answered; ClientConnection::wait_idle).
   void go_idle(bool hot);
+  void watch_notifications();
+  void on_backend_readable(boost::system::error_code ec);
   /// The relay's per-batch scratch, allocated while the client is busy.
   struct RelayState {
     std::vector<pg::relay::Frame> frames;
@@ -326,7 +328,12 @@ class PgClient final : public ClientConnection,
   /// Set when an extended-query message fails. Per the protocol the server then
   /// sends one ErrorResponse and ignores all further messages until the next Sync.
   bool skip_until_sync_ = false;
-  bool backend_gone_ = false;  ///< the session's state was lost with its backend: end the client
+  bool backend_gone_ = false;
+  /// Session mode: the client ran LISTEN, so its backend is watched while the
+  /// client idles and notifications go out at once, as PostgreSQL sends them.
+  bool listening_ = false;
+  bool watching_backend_ = false;  ///< such a watch is pending  ///< the session's state was lost
+                                   ///< with its backend: end the client
   /// A batch failed (and ran again one execution at a time): no other batch
   /// until Sync, so a bad row costs one failed batch, not one per row.
   bool batch_refused_ = false;

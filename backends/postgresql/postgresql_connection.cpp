@@ -848,6 +848,7 @@ class PgConnection final : public db::ConnectionImpl {
   db::TxState tx_state() const override { return session_->tx_state(); }
 
   int relay_socket() override { return session_->relay_socket(); }
+  int event_socket() const override { return session_->usable() ? PQsocket(session_->conn()) : -1; }
   void relay_done(db::TxState state, bool broken) override { session_->relay_done(state, broken); }
 
   void cancel() noexcept override { session_->cancel(); }

@@ -317,6 +317,7 @@ bool Session::probe() {
     if (PQconsumeInput(conn_) == 0) return false;
     (void)PQisBusy(conn_);  // parses what was read
   }
+  deliver();  // notifications that came while idle go to the sink now
   return PQstatus(conn_) == CONNECTION_OK;
 }
 

@@ -22,6 +22,7 @@ failed transactions.
 import json
 import os
 import re
+import select
 import subprocess
 import threading
 import time
@@ -32,7 +33,7 @@ import psycopg2.errors
 import psycopg2.extensions
 
 from harness import NODE_PATH, PGBENCH, WirepoolTestCase, psql, raw_login
-from wire import query
+from wire import SYNC, Reader, bind, execute, parse, query
 
 INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
 
@@ -309,15 +310,26 @@ class PostgresTest(WirepoolTestCase):
         r = psql(self.wp.dsn(database="pg"), "-c", "LISTEN ch", check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("session mode", r.stderr)
+        # As from PostgreSQL, a notification reaches an idle listener at once,
+        # without a statement of its own (#28 item 10).
         listener = self.conn("pgsession")
         listener.cursor().execute("LISTEN ch")
         self.conn().cursor().execute("NOTIFY ch, 'hello'")
-        deadline = time.time() + 5
-        while not listener.notifies and time.time() < deadline:
-            listener.cursor().execute("SELECT 1")  # notifications arrive with the next result
-            time.sleep(0.1)
+        self.assertTrue(select.select([listener], [], [], 5)[0], "no notification while idle")
+        listener.poll()
         self.assertEqual([n.payload for n in listener.notifies], ["hello"])
         listener.close()
+        # LISTEN by the extended protocol (psycopg 3 sends it so).
+        s = raw_login(self.wp.port, database="pgsession")
+        s.sendall(parse("", "LISTEN ch2") + bind("") + execute() + SYNC)
+        rd = Reader(s)
+        rd.until_ready()
+        self.conn().cursor().execute("NOTIFY ch2, 'again'")
+        s.settimeout(5)
+        t, body = rd.one()
+        self.assertEqual(t, "A")
+        self.assertIn(b"again", body)
+        s.close()
 
     def test_psql_describe_commands(self):
         psql(self.direct(), "-c", "CREATE TABLE IF NOT EXISTS notes (id int)")
