@@ -240,6 +240,8 @@ PgClient::RelayCheck PgClient::relay_check() {
   // Open portals, or an implicit transaction of messages before this batch
   // (the ordinary path ends it at their Sync).
   if (portals_open() || session_->implicit()) return RelayCheck::no;
+  // Settings SET in the transaction are read back at its end (settle_settings).
+  if (session_->settings_noted()) return RelayCheck::no;
   const size_t max_msg = server_.config().server.max_message_size;
   if (!relay_) relay_ = take_relay_state();
   RelayState& R = *relay_;

@@ -286,6 +286,12 @@ void Session::give_back(bool healthy) {
   }
   spdlog::trace("session {}: gives backend {} back{}", id_, backend_->id,
                 healthy ? "" : " (unusable)");
+  if (!noted_.empty()) {
+    // Settings the client changed and nobody read back: the next client's
+    // sync starts with RESET ALL.
+    backend_->settings_unknown = true;
+    noted_.clear();
+  }
   (void)backend_->conn.set_event_sink(nullptr);
   settings_pending_ = false;
   tx_ = db::Transaction();

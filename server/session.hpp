@@ -145,6 +145,8 @@ class Session : public db::EventSink {
   /// PostgreSQL backends: the client ran SET or RESET for `names`; read what the
   /// backend now holds once its transaction is over (a rolled-back SET is undone).
   void note_set(std::vector<std::string> names);
+  /// Settings were noted and not yet read back.
+  bool settings_noted() const { return !noted_.empty(); }
   /// Re-reads the noted settings if the backend is idle. Call after statements.
   boost::asio::awaitable<void> settle_settings();
   /// The client's statement left session state on the backend that the

@@ -5,9 +5,14 @@ wirepool in session mode and in transaction mode.
 Covers: application_name without one in the startup packet is '' (not a
 name of wirepool's); an error keeps every field the server sent (position, schema, table,
 column, constraint, data type, context, source file, line and routine) and a
-notice too.
+notice too; a SET inside a committed transaction follows its client, does
+not keep a backend pinned while the client idles (two other clients open
+transactions on a pool of two), and does not reach the next client after the
+first leaves, also when the SET came by the extended protocol and the client
+dropped mid-transaction.
 """
 
+import socket
 import unittest
 
 from differential import DifferentialCase
@@ -53,6 +58,49 @@ class SessionTest(DifferentialCase):
         seen = self.differ(scenario)
         codes = {c for _, fs in seen[1] for c, _ in fs}
         self.assertTrue({"s", "t", "n", "F", "L", "R"} <= codes, codes)
+
+    def test_a_set_in_a_transaction_stays_with_its_client(self):
+        def show(t):
+            s, rd = t.connect()
+            s.sendall(query("SHOW search_path"))
+            got = summary(*rd.until_ready())
+            s.close()
+            return got
+
+        def scenario(t):
+            out = []
+            a, ar = t.connect()
+            for q in ("BEGIN", "SET search_path TO evil, public", "COMMIT",
+                      "SELECT current_setting('search_path')"):
+                a.sendall(query(q))
+                out.append(summary(*ar.until_ready()))
+            # A idles; as many others as the pool has backends hold transactions
+            # (in session mode A keeps its own, as it should): all are served.
+            held, served = [], True
+            for _ in range(self.pool_max - (t.name == "session")):
+                s, rd = t.connect()
+                s.settimeout(5)
+                try:
+                    s.sendall(query("BEGIN; SELECT 1"))
+                    rd.until_ready()
+                except socket.timeout:
+                    served = False  # the idle client kept a backend
+                held.append(s)
+            out.append(("others served", served))
+            for s in held:
+                s.close()
+            a.close()
+            out.append(show(t))
+            # A SET by the extended protocol, then the client drops mid-transaction.
+            b, br = t.connect()
+            b.sendall(query("BEGIN"))
+            br.until_ready()
+            b.sendall(parse("", "SET search_path TO evil2, public") + bind("") + execute() + SYNC)
+            out.append(summary(*br.until_ready()))
+            b.close()
+            out.append(show(t))
+            return out
+        self.differ(scenario, settle=0.2)
 
 
 if __name__ == "__main__":
