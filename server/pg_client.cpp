@@ -1852,6 +1852,9 @@ awaitable<void> PgClient::backend_error(db::Error err) {
     backend_gone_ = true;
   }
   send_error(err, backend_gone_ ? "FATAL" : "ERROR");
+  if (err.sqlstate == "0A000" && err.message == kCachedPlanChanged) {
+    session_->mark_dirty();  // its statements predate DDL: DISCARD ALL before reuse
+  }
   if (err.sqlstate == "26000" && session_->backend()) {
     // A statement wirepool prepared is gone (DEALLOCATE inside a function, say):
     // none of the cache is trusted, each is prepared again on next use.

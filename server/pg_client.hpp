@@ -24,6 +24,9 @@ namespace wirepool::server {
 
 /// How long forwarding a CancelRequest to a peer may take (connect and write).
 inline constexpr auto kPeerCancelTimeout = std::chrono::seconds(2);
+/// PostgreSQL's message when a prepared statement's result columns changed
+/// under it (0A000): the backend's statements predate DDL.
+inline constexpr std::string_view kCachedPlanChanged = "cached plan must not change result type";
 
 class PgClient final : public ClientConnection,
                        public CancelTarget,

@@ -635,6 +635,9 @@ PgClient::RelayWait PgClient::relay_pump() {
           auto state = relay::error_field(body, 'C');
           metrics().sqlstate(state.size() == 5 ? state : std::string_view("XX000"));
           if (state == "26000") R.stale = true;
+          if (state == "0A000" && relay::error_field(body, 'M') == kCachedPlanChanged) {
+            session_->mark_dirty();  // its statements predate DDL: DISCARD ALL before reuse
+          }
           auto severity = relay::error_field(body, 'V');
           if (severity.empty()) severity = relay::error_field(body, 'S');
           db::Error e;

@@ -500,6 +500,31 @@ class TrainOrderTest(OneLoopCase):
                     s_.close()
         self.assertEqual(hits, [], f"C's statement was cancelled (A's cancels took {cancelled})")
 
+    def test_statements_prepared_before_ddl_are_prepared_again(self):
+        # #28 item 3: clients share the server's statements; after ALTER TABLE
+        # the shared one fails with 0A000 "cached plan must not change result
+        # type" where each client's own PostgreSQL session would plan afresh.
+        # The backend that answered it is reset: one failure, not one per client.
+        i = pg_info()
+        direct = (f"postgresql://{i['user']}:{i['password']}@{i['host']}:{i['port']}/"
+                  f"{i['database']}")
+        psql(direct, "-c", "DROP TABLE IF EXISTS ddl_t", "-c", "CREATE TABLE ddl_t (id int)",
+             "-c", "INSERT INTO ddl_t VALUES (1)")
+        batch = parse("", "SELECT * FROM ddl_t") + bind("") + execute() + SYNC
+        s, rd = self.raw_to("pipe")
+        s.sendall(batch)
+        rd.until_ready()
+        s.close()
+        psql(direct, "-c", "ALTER TABLE ddl_t ADD COLUMN w int")
+        failed = []
+        for k in range(5):
+            s, rd = self.raw_to("pipe")
+            s.sendall(batch)
+            msgs, _ = rd.until_ready()
+            failed += [k for t, b in msgs if t == "E"]
+            s.close()
+        self.assertLessEqual(len(failed), 1, failed)  # the one backend of "pipe"
+
     def test_a_statement_seen_slow_gets_nobody_behind_it(self):
         import threading
         slow = "SELECT pg_sleep(0.5)"
