@@ -283,6 +283,37 @@ awaitable<bool> ClientConnection::flush() {
   }
 }
 
+awaitable<ClientConnection::Flushed> ClientConnection::flush_for(
+    std::chrono::milliseconds patience) {
+  size_t off = 0;
+  const auto until = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    const Flushed f = write_out(off);
+    if (f != Flushed::blocked) co_return f;
+    if (std::chrono::steady_clock::now() >= until) break;
+    boost::system::error_code ec;
+    auto saved = io_deadline_;
+    io_deadline_ = until;  // the loop's sweep ends the wait
+    co_await socket_.async_wait(want_write_ ? ClientSocket::wait_write : ClientSocket::wait_read,
+                                asio::redirect_error(use_awaitable, ec));
+    io_deadline_ = saved;
+    if (timed_out_) {
+      if (terminating_) {
+        out_.clear();
+        co_return Flushed::gone;
+      }
+      timed_out_ = false;  // only the patience ran out
+      break;
+    }
+    if (ec && ec != asio::error::operation_aborted) {
+      out_.clear();
+      co_return Flushed::gone;
+    }
+  }
+  out_.erase(0, off);
+  co_return Flushed::blocked;
+}
+
 void ClientConnection::sweep(TimePoint now) {
   expire_io(now);
   if (hot_wait_ && !cooling_ && ++hot_sweeps_ >= kHotSweeps) {

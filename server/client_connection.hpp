@@ -96,6 +96,9 @@ class ClientConnection : public Client {
   /// was written is gone from out_; flush() writes the rest), or `gone`.
   enum class Flushed : uint8_t { all, blocked, gone };
   Flushed try_flush();
+  /// flush() that waits at most `patience`: `blocked` when the client has not
+  /// taken all of out_ by then (what it took is gone from out_).
+  boost::asio::awaitable<Flushed> flush_for(std::chrono::milliseconds patience);
   /// Writes out_ from `off` on until it would block (`off` advanced), all is
   /// written (out_ cleared) or the client is gone (out_ cleared): the one
   /// write loop of flush() and try_flush().

@@ -125,6 +125,9 @@ class PgClient final : public ClientConnection,
   /// The rest of a started batch, waiting where relay_pump would (after a
   /// flush of out_ when `flush_first`).
   boost::asio::awaitable<Relayed> relay_rest(bool flush_first);
+  /// Writes out_ for the relay: with others' batches behind, a client that
+  /// does not take it within kHeadPatience gets its answer read ahead.
+  boost::asio::awaitable<void> relay_flush();
   Relayed relay_finish();
   /// The relay's pipeline: sends the checked batch at in_'s front behind the
   /// one running on another client's backend, when one may take it (false:
@@ -215,6 +218,9 @@ class PgClient final : public ClientConnection,
     bool discard = false;
     bool opened = false;  ///< train_may_open was done for it
     bool stale = false;   ///< the server said a statement does not exist (26000)
+    /// Its client stopped taking its answer while others' batches wait behind:
+    /// the answer is read ahead into out_ (up to kMaxReadAhead).
+    bool reading_ahead = false;
     /// When its turn on the backend began (relay_start, or the hand-over).
     std::chrono::steady_clock::time_point turn_started{};
     uint64_t relayed_before = 0;  ///< the pool's relayed batches then

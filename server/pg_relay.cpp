@@ -137,6 +137,11 @@ constexpr size_t kRelayKeepBytes = 16 * 1024;
 // The pipeline (relay_join).
 /// At most this many batches wait behind the running one.
 constexpr size_t kMaxFollowers = 3;
+/// A client that takes nothing of its answer for this long while others'
+/// batches wait behind it has the rest read ahead into memory, up to
+/// kMaxReadAhead; past that it is disconnected.
+constexpr auto kHeadPatience = std::chrono::milliseconds(1000);
+constexpr size_t kMaxReadAhead = 16 * 1024 * 1024;
 /// A running batch older than this may be a long one: nobody joins it.
 constexpr auto kJoinWithin = std::chrono::milliseconds(1);
 /// After this many batches in a row the backend goes back to the pool, so that
@@ -574,6 +579,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
   R.relayed_before = session_->pool().metrics().relayed.load(std::memory_order_relaxed);
   R.opened = false;
   R.stale = false;
+  R.reading_ahead = false;
   R.status = 'I';
   R.done = false;
   R.passthrough = 0;
@@ -670,12 +676,12 @@ PgClient::RelayWait PgClient::relay_pump() {
       R.tracker.emit_due(out_);
       R.done = step.done;
       if (R.discard) out_.clear();  // its client left; the followers' answers come next
-      if (out_.size() >= kFlushBytes) return RelayWait::flush;
+      if (out_.size() >= (R.reading_ahead ? kMaxReadAhead : kFlushBytes)) return RelayWait::flush;
     }
     if (R.done || !R.lost.empty()) break;
     // The last read emptied the socket, so the next one may wait: the rows
     // so far go to the client while the server works on the rest.
-    if (R.drained && !out_.empty()) {
+    if (R.drained && !out_.empty() && !R.reading_ahead) {
       R.drained = false;
       return RelayWait::flush;
     }
@@ -691,7 +697,7 @@ PgClient::RelayWait PgClient::relay_pump() {
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       session_->relay_interrupt_if_cancelled();
       // An earlier batch's whole answer goes out before this one waits.
-      if (answered_ && !out_.empty()) return RelayWait::flush;
+      if (answered_ && !out_.empty() && !R.reading_ahead) return RelayWait::flush;
       return RelayWait::read;
     } else if (errno != EINTR) {
       relay_took(0, space, boost::system::error_code(errno, boost::system::system_category()));
@@ -714,12 +720,12 @@ void PgClient::relay_took(size_t n, size_t space, boost::system::error_code ec) 
 
 awaitable<PgClient::Relayed> PgClient::relay_rest(bool flush_first) {
   RelayState& R = *relay_;
-  if (flush_first && !co_await flush()) relay_client_left();
+  if (flush_first) co_await relay_flush();
   while (!R.client_gone || R.discard) {
     const RelayWait wait = relay_pump();
     if (wait == RelayWait::none) break;
     if (wait == RelayWait::flush) {
-      if (!co_await flush()) relay_client_left();
+      co_await relay_flush();
     } else if (wait == RelayWait::write) {
       co_await session_->relay_wait(R.fd, true);
     } else {
@@ -731,6 +737,35 @@ awaitable<PgClient::Relayed> PgClient::relay_rest(bool flush_first) {
     }
   }
   co_return relay_finish();
+}
+
+awaitable<void> PgClient::relay_flush() {
+  RelayState& R = *relay_;
+  Backend* b = session_->backend();
+  const bool others_behind = b && !b->train.empty();
+  if (R.reading_ahead && out_.size() >= kMaxReadAhead && others_behind) {
+    spdlog::warn(
+        "client {}: disconnected: it stopped reading its result while {} other "
+        "client(s) waited behind it",
+        peer_, b->train.size());
+    relay_client_left();
+    co_return;
+  }
+  if (R.reading_ahead || !others_behind) {
+    if (!co_await flush()) relay_client_left();
+    co_return;
+  }
+  switch (co_await flush_for(kHeadPatience)) {
+    case Flushed::all:
+      break;
+    case Flushed::gone:
+      relay_client_left();
+      break;
+    case Flushed::blocked:
+      R.reading_ahead = true;  // the rest comes into memory; the followers go on
+      spdlog::debug("client {}: slow to read: its answer is read ahead for those behind it", peer_);
+      break;
+  }
 }
 
 void PgClient::relay_client_left() {

@@ -26,7 +26,10 @@ each take the next request whole, also one larger than the buffer; clients
 queued in the pool's queue behind a long statement are sent behind the next
 batch without the pool (one event loop: two batches pipelined); a cancel for a
 client whose turn comes with another client's batch pipelined behind it never
-cancels that other client's statement (20 tries over the race's window).
+cancels that other client's statement (20 tries over the race's window); a
+client that stops reading a large answer holds the batch sent behind it for
+at most a second (its answer is read ahead, and it still gets every row);
+after ALTER TABLE a shared statement fails once per backend, not per client.
 `pool.pipeline_max`: twelve clients of plain batches on a pool of 6 with
 pipeline_max 2 open at most 2 connections (one more if the machine stalls the
 queue for the patience) and get their own answers, where the same load with
@@ -524,6 +527,30 @@ class TrainOrderTest(OneLoopCase):
             failed += [k for t, b in msgs if t == "E"]
             s.close()
         self.assertLessEqual(len(failed), 1, failed)  # the one backend of "pipe"
+
+    def test_a_client_that_stops_reading_holds_nobody_long(self):
+        # #28 item 18: H's large answer goes unread; W's batch was sent behind
+        # it on the one backend. W gets its answer (after at most a second's
+        # patience: H's answer is read ahead), and H still gets all its rows.
+        (xs, xr), (ws, wr) = self.raw_to("pipe"), self.raw_to("pipe")
+        hs = raw_login(self.wp.port, database="pipe")
+        hs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+        try:
+            xs.sendall(query("SELECT pg_sleep(0.2)"))
+            time.sleep(0.05)
+            hs.sendall(query("SELECT g, repeat('x', 1000) FROM generate_series(1, 6000) g"))
+            time.sleep(0.02)
+            ws.sendall(query("SELECT 'w'"))
+            xr.until_ready()
+            ws.settimeout(10)  # without read-ahead: until H reads (never, here)
+            msgs, _ = wr.until_ready()
+            self.assertIn(("D", b"\x00\x01\x00\x00\x00\x01w"), [(t, b) for t, b in msgs])
+            hs.settimeout(10)
+            msgs, _ = Reader(hs).until_ready()
+            self.assertEqual(sum(t == "D" for t, _ in msgs), 6000)
+        finally:
+            for s_ in (xs, ws, hs):
+                s_.close()
 
     def test_a_statement_seen_slow_gets_nobody_behind_it(self):
         import threading
