@@ -2154,7 +2154,11 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
   // open transactions, waiting for one would deadlock with them until
   // acquire_timeout; so it is answered at once and prepared on first use.
   p->described = !to_backend(p->cls) || p->blank;
-  bool defer = !session_->backend() && next_is_sync();
+  bool defer = false;
+  if (!p->described && !session_->backend() && next_is_sync()) {
+    (void)session_->try_backend_now();  // an idle backend: prepared now, errors at Parse
+    defer = !session_->backend();
+  }
   if (!p->described && !defer && !co_await describe(*p)) co_return;
   ext().statements[name] = std::move(p);
   pg::Encoder(out_).parse_complete();
@@ -2180,6 +2184,11 @@ awaitable<bool> PgClient::describe(Prepared& p) {
   }
   auto stmt = co_await session_->backend_statement(p.key, p.sql, hints);
   if (!stmt.ok()) {
+    if (stmt.error().code != db::Errc::connection) {
+      // A statement whose Parse was answered before it was prepared: the
+      // server refused it, so, as in PostgreSQL, it does not exist.
+      std::erase_if(ext().statements, [&p](const auto& e) { return e.second.get() == &p; });
+    }
     co_await backend_error(stmt.take_error());
     skip_until_sync_ = true;
     co_return false;
