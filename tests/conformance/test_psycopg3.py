@@ -9,7 +9,10 @@ time, timestamp, timestamptz, interval, uuid, json, jsonb, inet, int and text
 arrays, NULLs); server-side named cursors in a transaction (50,000 rows
 fetched in batches, a scrollable one moved back and forth, three open at
 once); COPY in text and binary format, to and from the server; prepared
-statements (prepare_threshold=0) used across transactions.
+statements (prepare_threshold=0) used across transactions. Faults: the
+backend terminated mid-pipeline (the rows before it are gone, the session
+ends) and mid-COPY; the client gone mid-COPY (nothing stays, the next client
+works).
 
 Run with /usr/bin/python3 (Debian's psycopg). A watchdog shuts the client's
 socket after `DEADLINE` seconds, so a hang fails the check instead of stalling.
@@ -20,6 +23,7 @@ import decimal
 import ipaddress
 import socket
 import threading
+import time
 import unittest
 import uuid
 
@@ -61,6 +65,14 @@ def connect(t, **kw):
 
 def error(e):
     return ("error", type(e).__name__, e.sqlstate)
+
+
+def lost(e):
+    """A lost session as a client sees it: 57P01 (terminated) or the 08 class
+    (connection failure, which libpq reports without a SQLSTATE) count the same."""
+    if e.sqlstate == "57P01" or e.sqlstate is None or e.sqlstate.startswith("08"):
+        return ("connection lost", isinstance(e, psycopg.OperationalError))
+    return error(e)
 
 
 class Psycopg3Test(DifferentialCase):
@@ -216,6 +228,72 @@ class Psycopg3Test(DifferentialCase):
                                      (1000,)).fetchone())
             return out
         self.assertEqual(self.differ(scenario)[-1], ("rows", 5))
+
+    @known_difference("transaction", "#28 faults: a backend terminated inside a pipeline's "
+                      "implicit transaction leaves the client connected (its next statement "
+                      "runs); docs/protocol-postgres.md 'Limits of transaction pooling' ends a "
+                      "client whose backend dies inside a transaction")
+    def test_backend_terminated_mid_pipeline(self):
+        def scenario(t):
+            out = []
+            with connect(t, autocommit=True) as c, watchdog(c):
+                try:
+                    with c.pipeline():
+                        c.execute(f"INSERT INTO {t.table} VALUES (1, 'a')")
+                        c.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+                        c.execute(f"INSERT INTO {t.table} VALUES (2, 'b')")
+                except psycopg.Error as e:
+                    out.append(lost(e))
+                # The session is gone: its next statement fails too.
+                try:
+                    out.append(c.execute("SELECT 1").fetchone())
+                except psycopg.Error as e:
+                    out.append(lost(e))
+            with connect(t) as c, watchdog(c):
+                out.append(c.execute("SELECT 2").fetchone())
+            return out
+        self.assertEqual(self.differ(scenario)[-1], ("rows", 0))
+
+    def test_backend_terminated_mid_copy(self):
+        def scenario(t):
+            out = []
+            with connect(t) as c, watchdog(c):
+                pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+                try:
+                    with c.cursor().copy(f"COPY {t.table} (id, v) FROM STDIN") as cp:
+                        for i in range(100):
+                            cp.write_row((i, "c"))
+                        with psycopg.connect(self.direct(), autocommit=True) as k:
+                            k.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                        for i in range(100, 200):
+                            cp.write_row((i, "c"))
+                except psycopg.Error as e:
+                    out.append(lost(e))
+            with connect(t) as c, watchdog(c):
+                out.append(c.execute("SELECT 3").fetchone())
+            return out
+        self.assertEqual(self.differ(scenario)[-1], ("rows", 0))
+
+    def test_client_gone_mid_copy(self):
+        def scenario(t):
+            out = []
+            c = connect(t)
+            cp_ctx = c.cursor().copy(f"COPY {t.table} (id, v) FROM STDIN")
+            cp = cp_ctx.__enter__()
+            for i in range(1000):
+                cp.write_row((i, "g"))
+            # Leaves without CopyDone: the socket shut down under psycopg.
+            socket.socket(fileno=socket.dup(c.fileno())).shutdown(socket.SHUT_RDWR)
+            try:
+                cp_ctx.__exit__(None, None, None)
+            except psycopg.Error as e:
+                out.append(lost(e))
+            c.close()
+            time.sleep(0.3)
+            with connect(t) as c2, watchdog(c2):
+                out.append(c2.execute("SELECT 4").fetchone())
+            return out
+        self.assertEqual(self.differ(scenario, settle=0.5)[-1], ("rows", 0))
 
 
 if __name__ == "__main__":
