@@ -10,7 +10,9 @@ copy_records_to_table and copy_from_query; the statement cache after
 `ALTER TABLE … ADD COLUMN` (asyncpg retries after InvalidCachedStatementError
 on a connection that cached it; ten new connections plan afresh); cursors in
 transactions (iterated with prefetch, and fetch/forward/fetchrow); executemany,
-and an executemany with a failing row (nothing of it stays).
+and an executemany with a failing row (nothing of it stays); the backend
+terminated during a cursor fetch in a transaction (the session ends, its row
+is gone, the next connection works).
 
 Run with /usr/bin/python3 (Debian's asyncpg). Every scenario runs under
 asyncio.wait_for(`DEADLINE`), so a hang fails the check.
@@ -27,6 +29,9 @@ from differential import DifferentialCase, known_difference
 DEADLINE = 40
 ITEM3 = ("#28 item 3: after ALTER TABLE ADD COLUMN asyncpg's re-Parse under a new name still "
          "gets 0A000 (shared backend statement); in transaction mode new connections too")
+TERMINATED = ("#28 faults: after pg_terminate_backend (waited for) the next Execute on the "
+              "transaction's open portal still returns rows through wirepool; PostgreSQL has "
+              "closed the session")
 ITEM4 = ("#28 item 4: a protocol portal is not reachable by SQL under the client's name "
          "(asyncpg Cursor.forward: MOVE FORWARD n __asyncpg_portal_N__ gives 34000)")
 
@@ -42,6 +47,17 @@ def connect(t):
 
 def error(e):
     return ("error", type(e).__name__, getattr(e, "sqlstate", None))
+
+
+def lost(e):
+    """A lost session: 57P01, the 08 class, asyncpg's own
+    ConnectionDoesNotExistError or "connection is closed" count the same."""
+    code = getattr(e, "sqlstate", None)
+    if code == "57P01" or (code or "").startswith("08") or \
+            isinstance(e, (asyncpg.ConnectionDoesNotExistError, ConnectionError)) or \
+            (isinstance(e, asyncpg.InterfaceError) and "closed" in str(e)):
+        return "connection lost"
+    return error(e)
 
 
 async def step(out, coro, shape=lambda v: v):
@@ -206,6 +222,35 @@ class AsyncpgTest(DifferentialCase):
                 await c.close()
             return out
         self.assertEqual(self.differ_async(body)[-1], ("rows", 1000))
+
+    @known_difference("session", TERMINATED)
+    @known_difference("transaction", TERMINATED)
+    def test_backend_terminated_mid_cursor_fetch(self):
+        async def body(t):
+            out = []
+            c = await connect(t)
+            try:
+                async with c.transaction():
+                    await c.execute(f"INSERT INTO {t.table} VALUES (1, 'a')")
+                    pid = await c.fetchval("SELECT pg_backend_pid()")
+                    cur = await c.cursor("SELECT g FROM generate_series(1, 1000) g")
+                    out.append(len(await cur.fetch(10)))
+                    k = await asyncpg.connect(self.direct(), ssl=False, timeout=10)
+                    await k.fetchval("SELECT pg_terminate_backend($1, 5000)", pid)
+                    await k.close()
+                    rows = await cur.fetch(10)
+                    out.append(("fetched after terminate", [r[0] for r in rows]))
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as e:
+                out.append(lost(e))
+            finally:
+                await c.close()
+            n = await connect(t)
+            try:
+                out.append(await n.fetchval("SELECT 5"))
+            finally:
+                await n.close()
+            return out
+        self.assertEqual(self.differ_async(body)[-1], ("rows", 0))
 
 
 if __name__ == "__main__":
