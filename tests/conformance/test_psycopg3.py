@@ -12,7 +12,7 @@ once); COPY in text and binary format, to and from the server; prepared
 statements (prepare_threshold=0) used across transactions. Faults: the
 backend terminated mid-pipeline (the rows before it are gone, the session
 ends) and mid-COPY; the client gone mid-COPY (nothing stays, the next client
-works).
+works). SCRAM with a password that SASLprep changes (U+2168, U+00AD).
 
 Run with /usr/bin/python3 (Debian's psycopg). A watchdog shuts the client's
 socket after `DEADLINE` seconds, so a hang fails the check instead of stalling.
@@ -75,7 +75,13 @@ def lost(e):
     return error(e)
 
 
+SASL_USER = "saslprep_user"
+SASL_PASSWORD = "\u2168\u00adpw"  # SASLprep (RFC 4013) makes it "IXpw"
+
+
 class Psycopg3Test(DifferentialCase):
+    users = ("- { name: alice, password: wonderland }\n"
+             f"- {{ name: {SASL_USER}, password: \"{SASL_PASSWORD}\" }}")
 
     def test_pipeline_error_rolls_back_the_rows_before_it(self):
         def scenario(t):
@@ -294,6 +300,31 @@ class Psycopg3Test(DifferentialCase):
                 out.append(c2.execute("SELECT 4").fetchone())
             return out
         self.assertEqual(self.differ(scenario, settle=0.5)[-1], ("rows", 0))
+
+    def test_scram_with_a_password_saslprep_changes(self):
+        i = self.info
+        su = f"host={i['socket_dir']} port={i['port']} user={i['superuser']} dbname={i['database']}"
+        with psycopg.connect(su, autocommit=True) as c:
+            c.execute(f"DROP ROLE IF EXISTS {SASL_USER}")
+            c.execute(f"CREATE ROLE {SASL_USER} LOGIN PASSWORD '{SASL_PASSWORD}'")
+
+        def drop():
+            with psycopg.connect(su, autocommit=True) as c:
+                c.execute(f"DROP ROLE IF EXISTS {SASL_USER}")
+        self.addCleanup(drop)
+
+        def scenario(t):
+            user = SASL_USER
+            kw = dict(host=t.host, port=t.port, dbname=t.database, user=user,
+                      password=SASL_PASSWORD, sslmode="disable", connect_timeout=10)
+            out = []
+            try:
+                with psycopg.connect(**kw) as c, watchdog(c):
+                    out.append(c.execute("SELECT 1").fetchone())
+            except psycopg.OperationalError as e:
+                out.append(("refused", str(e).strip().splitlines()[-1][-80:]))
+            return out
+        self.assertEqual(self.differ(scenario)[0], (1,))
 
 
 if __name__ == "__main__":
