@@ -12,7 +12,8 @@ on a connection that cached it; ten new connections plan afresh); cursors in
 transactions (iterated with prefetch, and fetch/forward/fetchrow); executemany,
 and an executemany with a failing row (nothing of it stays); the backend
 terminated during a cursor fetch in a transaction (the session ends, its row
-is gone, the next connection works).
+is gone, the next connection works); the client gone mid-cursor in a
+transaction (its row is gone, the next client works).
 
 Run with /usr/bin/python3 (Debian's asyncpg). Every scenario runs under
 asyncio.wait_for(`DEADLINE`), so a hang fails the check.
@@ -251,6 +252,25 @@ class AsyncpgTest(DifferentialCase):
                 await n.close()
             return out
         self.assertEqual(self.differ_async(body)[-1], ("rows", 0))
+
+    def test_client_gone_mid_cursor(self):
+        async def body(t):
+            c = await connect(t)
+            tr = c.transaction()
+            await tr.start()
+            await c.execute(f"INSERT INTO {t.table} VALUES (1, 'a')")
+            cur = await c.cursor("SELECT g FROM generate_series(1, 100000) g")
+            out = [len(await cur.fetch(100))]
+            c.terminate()  # the socket closed, no Terminate, the transaction open
+            await asyncio.sleep(0.3)
+            n = await connect(t)
+            try:
+                out.append(await n.fetchval("SELECT 7"))
+                out.append(await n.fetchval(f"SELECT count(*) FROM {t.table}"))
+            finally:
+                await n.close()
+            return out
+        self.assertEqual(self.differ_async(body), [100, 7, 0, ("rows", 0)])
 
 
 if __name__ == "__main__":

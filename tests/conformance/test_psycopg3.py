@@ -11,8 +11,9 @@ fetched in batches, a scrollable one moved back and forth, three open at
 once); COPY in text and binary format, to and from the server; prepared
 statements (prepare_threshold=0) used across transactions. Faults: the
 backend terminated mid-pipeline (the rows before it are gone, the session
-ends) and mid-COPY; the client gone mid-COPY (nothing stays, the next client
-works). NOTIFY delivered to an idle LISTEN client. SCRAM with a password that SASLprep changes (U+2168, U+00AD).
+ends) and mid-COPY; the client gone mid-COPY and mid-pipeline (nothing
+stays, the next client works). NOTIFY delivered to an idle LISTEN client.
+SCRAM with a password that SASLprep changes (U+2168, U+00AD).
 
 Run with /usr/bin/python3 (Debian's psycopg). A watchdog shuts the client's
 socket after `DEADLINE` seconds, so a hang fails the check instead of stalling.
@@ -299,6 +300,28 @@ class Psycopg3Test(DifferentialCase):
             time.sleep(0.3)
             with connect(t) as c2, watchdog(c2):
                 out.append(c2.execute("SELECT 4").fetchone())
+            return out
+        self.assertEqual(self.differ(scenario, settle=0.5)[-1], ("rows", 0))
+
+    def test_client_gone_mid_pipeline(self):
+        def scenario(t):
+            out = []
+            c = connect(t, autocommit=True)
+            p = c.pipeline()
+            p.__enter__()
+            for i in range(50):
+                c.execute(f"INSERT INTO {t.table} VALUES (%s, 'p')", (i,))
+            c.pgconn.flush()
+            # Leaves before any Sync: the socket shut down under psycopg.
+            socket.socket(fileno=socket.dup(c.fileno())).shutdown(socket.SHUT_RDWR)
+            try:
+                p.__exit__(None, None, None)
+            except psycopg.Error as e:
+                out.append(lost(e))
+            c.close()
+            time.sleep(0.3)
+            with connect(t) as c2, watchdog(c2):
+                out.append(c2.execute("SELECT 6").fetchone())
             return out
         self.assertEqual(self.differ(scenario, settle=0.5)[-1], ("rows", 0))
 
