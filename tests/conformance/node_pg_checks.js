@@ -210,6 +210,28 @@ const checks = {
     return out;
   },
 
+  // 12 clients, each with its own text under the same statement name, at once.
+  async colliding_statement_names(t) {
+    const clients = await Promise.all(Array.from({ length: 12 }, () => connect(t)));
+    const runs = clients.map(async (c, i) => {
+      const got = [];
+      for (let k = 0; k < 5; k++) {
+        const q = { name: 'stmt', text: `SELECT $1::int + ${i} AS n, '${'c'.repeat(i)}' AS s`, values: [k] };
+        const r = await attempt(c.query(q).then((x) => [x.rows[0].n, x.rows[0].s.length]));
+        got.push(r);
+        if (k === 2) {
+          await c.query('BEGIN');
+          got.push(await attempt(c.query(q).then((x) => x.rows[0].n)));
+          await c.query(i % 2 ? 'COMMIT' : 'ROLLBACK');
+        }
+      }
+      return got;
+    });
+    const out = await Promise.all(runs);
+    await Promise.all(clients.map((c) => c.end()));
+    return out;
+  },
+
   // pg.Pool of 10 under 60 concurrent queries, some in transactions.
   async pool_size(t) {
     const pool = new pg.Pool(config(t, { max: 10 }));

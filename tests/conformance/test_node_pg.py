@@ -6,7 +6,8 @@ is a function of node_pg_checks.js, run by node once per target.
 Covers: connection parameters (user, database, encoding, DateStyle,
 application_name, BackendKeyData); 100 queries sent without waiting, some
 failing; named (prepared) statements with a runtime error, a parse error and
-reuse after both, also inside an aborted transaction; connecting and ending at
+reuse after both, also inside an aborted transaction; 12 clients at once
+with different texts under the same statement name; connecting and ending at
 once (awaited, and end() before connect() finished); type coercion of 16
 JavaScript parameters and 23 result types; notices with their fields and
 client_min_messages; application_name set, changed, reset and defaulted; a 1
@@ -41,6 +42,7 @@ class NodeCheckFailed(Exception):
 
 class NodePgTest(DifferentialCase):
     pool_max = 10
+    session_pool_max = 12
 
     @classmethod
     def setUpClass(cls):
@@ -71,6 +73,10 @@ class NodePgTest(DifferentialCase):
 
     def test_prepared_statement_errors(self):
         self.assertEqual(self.node("prepared_statement_errors")[-1], ("rows", 2))
+
+    def test_colliding_statement_names(self):
+        seen = self.node("colliding_statement_names")[0]
+        self.assertEqual(seen[11][0], [11, 11])
 
     def test_quick_connect_then_end(self):
         self.node("quick_connect_then_end")
