@@ -9,7 +9,8 @@ time, timestamp, timestamptz, interval, uuid, json, jsonb, inet, int and text
 arrays, NULLs); server-side named cursors in a transaction (50,000 rows
 fetched in batches, a scrollable one moved back and forth, three open at
 once); COPY in text and binary format, to and from the server; prepared
-statements (prepare_threshold=0) used across transactions. Faults: the
+statements (prepare_threshold=0) used across transactions; every diagnostic field of an error (schema, table,
+column, constraint, data type, position, context). Faults: the
 backend terminated mid-pipeline (the rows before it are gone, the session
 ends) and mid-COPY; the client gone mid-COPY and mid-pipeline (nothing
 stays, the next client works). NOTIFY delivered to an idle LISTEN client.
@@ -236,6 +237,30 @@ class Psycopg3Test(DifferentialCase):
                                      (1000,)).fetchone())
             return out
         self.assertEqual(self.differ(scenario)[-1], ("rows", 5))
+
+    def test_error_fields_reach_the_client(self):
+        fields = ("sqlstate", "severity", "severity_nonlocalized", "message_primary",
+                  "message_detail", "message_hint", "statement_position", "context",
+                  "schema_name", "table_name", "column_name", "datatype_name",
+                  "constraint_name", "source_function")
+
+        def scenario(t):
+            out = []
+            with connect(t, autocommit=True) as c, watchdog(c):
+                for q, p in ((f"INSERT INTO {t.table} VALUES (%s, 'a')", (1,)),
+                             (f"INSERT INTO {t.table} VALUES (%s, 'b')", (1,)),
+                             (f"INSERT INTO {t.table} VALUES (%s, 'c')", (None,)),
+                             (f"SELECT nosuch FROM {t.table} WHERE id = %s", (1,)),
+                             ("SELECT 1 / %s::int", (0,))):
+                    try:
+                        c.execute(q, p)
+                    except psycopg.Error as e:
+                        out.append([(f, str(getattr(e.diag, f)).replace(t.table, "T"))
+                                    for f in fields])
+            return out
+        seen = self.differ(scenario)
+        self.assertEqual(dict(seen[0])["constraint_name"], "T_pkey")
+        self.assertEqual(dict(seen[1])["column_name"], "id")
 
     @known_difference("transaction", "#28 faults: a backend terminated inside a pipeline's "
                       "implicit transaction leaves the client connected (its next statement "
