@@ -1852,8 +1852,11 @@ awaitable<void> PgClient::backend_error(db::Error err) {
     backend_gone_ = true;
   }
   send_error(err, backend_gone_ ? "FATAL" : "ERROR");
-  if (err.sqlstate == "0A000" && err.message == kCachedPlanChanged) {
-    session_->mark_dirty();  // its statements predate DDL: DISCARD ALL before reuse
+  if (err.sqlstate == "0A000" && err.message == kCachedPlanChanged && session_->backend()) {
+    // Its statements predate DDL: prepared again on next use (the server's
+    // copies go with the DISCARD ALL before another client gets it).
+    session_->backend()->statements.forget();
+    session_->mark_dirty();
   }
   if (err.sqlstate == "26000" && session_->backend()) {
     // A statement wirepool prepared is gone (DEALLOCATE inside a function, say):

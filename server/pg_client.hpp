@@ -216,8 +216,9 @@ class PgClient final : public ClientConnection,
     bool plain = false;
     bool from_idle = false;
     bool discard = false;
-    bool opened = false;  ///< train_may_open was done for it
-    bool stale = false;   ///< the server said a statement does not exist (26000)
+    bool opened = false;    ///< train_may_open was done for it
+    bool stale = false;     ///< the server said a statement does not exist (26000)
+    uint32_t executes = 0;  ///< Execute messages in the batch (several: one implicit transaction)
     /// Its client stopped taking its answer while others' batches wait behind:
     /// the answer is read ahead into out_ (up to kMaxReadAhead).
     bool reading_ahead = false;

@@ -455,6 +455,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
   R.to_server.clear();
   R.tracker.clear();
   R.parses.clear();
+  R.executes = 0;
   R.shape = 0;
   // The server's name for a client statement, preparing it first when the
   // server does not have it.
@@ -549,6 +550,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
       case 'E':
         R.to_server.append(f.whole(buf));
         R.tracker.expect(relay::Expect::execute);
+        ++R.executes;
         break;
       case 'S':
         R.to_server.append(f.whole(buf));
@@ -818,7 +820,9 @@ PgClient::Relayed PgClient::relay_finish() {
 
   if (!next && (R.client_gone || !R.lost.empty())) {
     // The backend's stream is mid-answer: nobody can use it again.
-    const bool had_transaction = session_->in_transaction() || R.status == 'T' || R.status == 'E';
+    // A pipeline of several Executes ran in one implicit transaction.
+    const bool had_transaction =
+        session_->in_transaction() || R.status == 'T' || R.status == 'E' || R.executes > 1;
     b.conn.impl()->relay_done(db::TxState::idle, true);
     if (!R.lost.empty()) {
       spdlog::warn("client {}: backend of database \"{}\" lost: {}", peer_,

@@ -28,13 +28,11 @@ import asyncpg
 from differential import DifferentialCase, known_difference
 
 DEADLINE = 40
-ITEM3 = ("#28 item 3: after ALTER TABLE ADD COLUMN asyncpg's re-Parse under a new name still "
-         "gets 0A000 (shared backend statement); in transaction mode new connections too")
 TERMINATED = ("#28 faults: after pg_terminate_backend (waited for) the next Execute on the "
               "transaction's open portal still returns rows through wirepool; PostgreSQL has "
               "closed the session")
-ITEM4 = ("#28 item 4: a protocol portal is not reachable by SQL under the client's name "
-         "(asyncpg Cursor.forward: MOVE FORWARD n __asyncpg_portal_N__ gives 34000)")
+PORTAL_SQL = ("#28: a protocol portal is not reachable by SQL under the client's name "
+              "(asyncpg Cursor.forward: MOVE FORWARD n __asyncpg_portal_N__ gives 34000)")
 
 
 def run(t, body):
@@ -147,8 +145,6 @@ class AsyncpgTest(DifferentialCase):
             return out
         self.assertEqual(self.differ_async(body)[-1], ("rows", 10000))
 
-    @known_difference("session", ITEM3)
-    @known_difference("transaction", ITEM3)
     def test_statement_cache_after_alter_table_add_column(self):
         async def body(t):
             out = []
@@ -173,8 +169,8 @@ class AsyncpgTest(DifferentialCase):
             return out
         self.assertEqual(self.differ_async(body)[1], [(1, "a", 7)])
 
-    @known_difference("session", ITEM4)
-    @known_difference("transaction", ITEM4)
+    @known_difference("session", PORTAL_SQL)
+    @known_difference("transaction", PORTAL_SQL)
     def test_cursors_in_transactions(self):
         async def body(t):
             c = await connect(t)

@@ -36,8 +36,6 @@ from psycopg.types.json import Json, Jsonb
 from differential import DifferentialCase, known_difference
 
 DEADLINE = 30
-ITEM4 = ("#28 item 4: Describe Portal after DECLARE is answered 34000 "
-         "'portal does not exist' by wirepool")
 
 
 class watchdog:
@@ -152,8 +150,6 @@ class Psycopg3Test(DifferentialCase):
         self.assertEqual(set(seen[2]), {1})
         self.assertTrue(all(seen[3]), seen[3])
 
-    @known_difference("session", ITEM4)
-    @known_difference("transaction", ITEM4)
     def test_server_side_cursors(self):
         def scenario(t):
             out = []
@@ -262,10 +258,6 @@ class Psycopg3Test(DifferentialCase):
         self.assertEqual(dict(seen[0])["constraint_name"], "T_pkey")
         self.assertEqual(dict(seen[1])["column_name"], "id")
 
-    @known_difference("transaction", "#28 faults: a backend terminated inside a pipeline's "
-                      "implicit transaction leaves the client connected (its next statement "
-                      "runs); docs/protocol-postgres.md 'Limits of transaction pooling' ends a "
-                      "client whose backend dies inside a transaction")
     def test_backend_terminated_mid_pipeline(self):
         def scenario(t):
             out = []
@@ -350,8 +342,6 @@ class Psycopg3Test(DifferentialCase):
             return out
         self.assertEqual(self.differ(scenario, settle=0.5)[-1], ("rows", 0))
 
-    @known_difference("session", "#28 item 10: session mode delivers NOTIFY only with the "
-                      "listener's next query (nothing within 3 s while idle)")
     @known_difference("transaction", "docs/protocol-postgres.md 'Limits of transaction "
                       "pooling': LISTEN is refused with 0A000 (as PgBouncer cannot keep it)")
     def test_notify_reaches_an_idle_listener(self):
