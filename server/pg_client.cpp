@@ -1348,6 +1348,7 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
     begins = begins || c.kind == StatementKind::begin;
   listening_ = listening_ || (listens && session_->mode() == config::PoolMode::session);
   if (begins && session_->implicit()) session_->make_explicit();
+  bool resync = false;  // a RESET put a startup value back in the client's settings
   bool failed = false;
   if (stmts.empty()) {
     pg::Encoder(out_).empty_query_response();
@@ -1413,6 +1414,14 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
               // The backend reset to its own defaults: the client's startup
               // settings must go back on it.
               session_->backend()->settings_unknown = true;
+            } else if (session_->tx_state() == db::TxState::idle) {
+              // RESET returns to the client's startup value, as PostgreSQL
+              // keeps it; the backend got that value as a SET and now holds
+              // its own default: the value goes back on it below.
+              (void)session_->settings().reset(reset->name);
+              std::erase_if(session_->backend()->applied_settings,
+                            [&](const auto& kv) { return kv.first == reset->name; });
+              resync = true;
             } else {
               touched.push_back(reset->name);
             }
@@ -1439,7 +1448,8 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   if (session_->backend()) co_await session_->settle_settings();
   session_->statement_end();
   session_->sync_tx_state();
-  if (session_->backend() && session_->backend()->settings_unknown && !session_->in_transaction()) {
+  if (session_->backend() && (session_->backend()->settings_unknown || resync) &&
+      !session_->in_transaction()) {
     (void)co_await session_->sync_settings();
   }
   session_->release_if_idle(portals_open());

@@ -25,14 +25,9 @@ import os
 import subprocess
 import unittest
 
-from differential import DifferentialCase, known_difference
+from differential import DifferentialCase
 from harness import NODE_PATH
 
-ITEM16 = ("#28 item 16: RESET application_name gives '' instead of the client's startup "
-          "value ('checker')")
-RESET_LIMIT = ("docs/protocol-postgres.md 'Limits of transaction pooling': startup parameters "
-               "reach a shared backend as SET, so RESET returns the server default, as with "
-               "PgBouncer")
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_pg_checks.js")
 
 
@@ -87,8 +82,6 @@ class NodePgTest(DifferentialCase):
     def test_notices(self):
         self.assertEqual(len(self.node("notices")[0]), 4)
 
-    @known_difference("session", ITEM16)
-    @known_difference("transaction", RESET_LIMIT)
     def test_application_name(self):
         self.assertEqual(self.node("application_name")[0][-1], {"application_name": ""})
 
