@@ -97,6 +97,9 @@ struct Tls {
       "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
   std::string client_ca;  ///< resolved path, empty = none
   bool present = false;   ///< a certificate is configured (or will be generated)
+  /// Resolved: some user has client_cert_pins. With client_ca, what makes the
+  /// server request a client certificate (none is requested that nothing checks).
+  bool client_pins = false;
 };
 
 struct User {

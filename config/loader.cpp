@@ -685,6 +685,8 @@ void Loader::check_tls(Config& c) {
     t.key = (fs::path(c.server.state_dir) / "tls" / "server.key").string();
   }
   t.present = !t.certificate.empty() || t.generate;
+  t.client_pins = std::any_of(c.users.begin(), c.users.end(),
+                              [](const User& u) { return !u.client_cert_pins.empty(); });
   if (!t.client_ca.empty() && !t.present) {
     problem(*tls_.client_ca,
             "tls.client_ca (client certificates) " + std::string(kNeedsCertificate));

@@ -645,7 +645,11 @@ void Server::reload_tls() {
     return;
   }
   std::string error;
-  const bool ok = pg_tls_->reload(cfg_.tls, &error) && tds_tls_->reload(cfg_.tls, &error);
+  // The files are the start-up ones; whether to ask for client certificates
+  // follows the reloaded users' pins.
+  config::Tls tls = cfg_.tls;
+  tls.client_pins = current_config()->tls.client_pins;
+  const bool ok = pg_tls_->reload(tls, &error) && tds_tls_->reload(tls, &error);
   metrics().reload(ok);
   if (ok) {
     const auto& f = pg_tls_->current()->fingerprints();
