@@ -58,6 +58,9 @@ struct Server {
   Duration login_failure_interval = std::chrono::seconds(1);
   int64_t login_throttle_entries = 65536;
   uint64_t max_message_size = 64ull << 20;
+  /// Largest single value (text or bytes) a backend may hand a client; a larger
+  /// one fails its statement with 54000 instead of being materialised.
+  uint64_t max_value_size = 64ull << 20;
   Duration login_timeout = std::chrono::seconds(30);
   Duration client_idle_timeout{0};          ///< 0 = none
   Duration idle_in_transaction_timeout{0};  ///< 0 = none

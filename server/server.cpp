@@ -236,6 +236,7 @@ Server::DatabaseEntry Server::make_entry(const config::Database& d) const {
   e.open.password = read_secret(d);
   e.open.options = d.options;
   e.open.base_dir = cfg_.server.state_dir;
+  e.open.max_value_size = cfg_.server.max_value_size;
   e.open.tls_ca = d.tls.ca;
   e.open.tls_pins = d.tls.pin_sha256;
   e.shared = std::make_shared<DatabaseShared>();
