@@ -53,6 +53,16 @@ Error Error::connection(std::string message) {
   return e;
 }
 
+Error Error::value_too_large(uint64_t limit) {
+  Error e;
+  e.code = Errc::invalid_query;
+  e.sqlstate = "54000";  // program_limit_exceeded
+  e.message = "value too large: a value exceeds server.max_value_size (" + std::to_string(limit) +
+              " bytes)";
+  e.hint = "Fetch it in parts (substr), or raise server.max_value_size.";
+  return e;
+}
+
 std::string_view to_string(Errc code) {
   switch (code) {
     case Errc::ok:

@@ -67,6 +67,9 @@ struct Error {
   static Error unsupported(std::string message);
   /// Errc::connection, SQLSTATE 08006.
   static Error connection(std::string message);
+  /// Errc::invalid_query, SQLSTATE 54000 (program_limit_exceeded): a value
+  /// above `limit` bytes (server.max_value_size).
+  static Error value_too_large(uint64_t limit);
 };
 
 /// Either a value or an Error. [[nodiscard]]: errors are values on the data path.
@@ -600,6 +603,9 @@ struct OpenOptions {
   std::string base_dir;                        ///< relative paths are relative to this (state_dir)
   std::string tls_ca;                 ///< PEM file of the only trusted root, empty = no TLS
   std::vector<std::string> tls_pins;  ///< SHA-256 of accepted public keys (hex, lower case)
+  /// Largest text or bytes value the driver may materialise (server.max_value_size);
+  /// a larger one fails its statement with Error::value_too_large(). 0 = no limit.
+  uint64_t max_value_size = 0;
 };
 
 class Driver {

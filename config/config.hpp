@@ -58,6 +58,9 @@ struct Server {
   Duration login_failure_interval = std::chrono::seconds(1);
   int64_t login_throttle_entries = 65536;
   uint64_t max_message_size = 64ull << 20;
+  /// Largest single value (text or bytes) a backend may hand a client; a larger
+  /// one fails its statement with 54000 instead of being materialised.
+  uint64_t max_value_size = 64ull << 20;
   Duration login_timeout = std::chrono::seconds(30);
   Duration client_idle_timeout{0};          ///< 0 = none
   Duration idle_in_transaction_timeout{0};  ///< 0 = none
@@ -97,6 +100,9 @@ struct Tls {
       "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
   std::string client_ca;  ///< resolved path, empty = none
   bool present = false;   ///< a certificate is configured (or will be generated)
+  /// Resolved: some user has client_cert_pins. With client_ca, what makes the
+  /// server request a client certificate (none is requested that nothing checks).
+  bool client_pins = false;
 };
 
 struct User {

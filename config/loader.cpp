@@ -30,6 +30,7 @@ constexpr int kMaxThreads = 1024;
 /// Bound of the connection and table counts under `server` (beyond any file
 /// descriptor limit, and small enough for their arithmetic).
 constexpr int64_t kMaxCount = 1'000'000'000;
+constexpr uint64_t kMaxValueSize = 1ull << 30;  // PostgreSQL's own field limit
 /// Peer ids fill 8 bits of a cancel key's process id (server/server.cpp).
 constexpr int kMaxPeerId = 255;
 constexpr std::string_view kNeedsCertificate =
@@ -326,6 +327,15 @@ void Loader::read_server(const Entry& e, Server& s) {
            problem(location_of(v.value), v.path + " must be greater than 0");
          } else {
            set(s.max_message_size, n);
+         }
+       }},
+      {"max_value_size",
+       [&](const Entry& v) {
+         auto n = read_size(v);
+         if (n && (*n == 0 || *n > kMaxValueSize)) {
+           problem(location_of(v.value), v.path + " must be between 1 and 1GiB");
+         } else {
+           set(s.max_value_size, n);
          }
        }},
       {"login_timeout",
@@ -685,6 +695,8 @@ void Loader::check_tls(Config& c) {
     t.key = (fs::path(c.server.state_dir) / "tls" / "server.key").string();
   }
   t.present = !t.certificate.empty() || t.generate;
+  t.client_pins = std::any_of(c.users.begin(), c.users.end(),
+                              [](const User& u) { return !u.client_cert_pins.empty(); });
   if (!t.client_ca.empty() && !t.present) {
     problem(*tls_.client_ca,
             "tls.client_ca (client certificates) " + std::string(kNeedsCertificate));

@@ -457,6 +457,7 @@ AdminResult show_config(Server& server) {
   add("max_clients", std::to_string(s.max_clients), std::to_string(d.max_clients), false);
   add("max_message_size", std::to_string(s.max_message_size), std::to_string(d.max_message_size),
       false);
+  add("max_value_size", std::to_string(s.max_value_size), std::to_string(d.max_value_size), false);
   add("login_timeout", duration_text(s.login_timeout), duration_text(d.login_timeout), false);
   add("client_idle_timeout", duration_text(s.client_idle_timeout),
       duration_text(d.client_idle_timeout), false);

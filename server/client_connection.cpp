@@ -493,7 +493,7 @@ void ClientConnection::describe_connection(ClientInfo& out, const Session* sessi
     out.local_port = local.port();
   }
   out.connect_time = connected_at_;
-  out.id = reinterpret_cast<uintptr_t>(this);
+  out.id = id_;
   if (ssl_) {
     out.tls = std::string(tls::tls_version(ssl_.get())) + "/" + SSL_get_cipher_name(ssl_.get());
   }

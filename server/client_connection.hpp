@@ -178,6 +178,10 @@ class ClientConnection : public Client {
   /// The client closed its end (or the connection broke), seen without a read.
   bool hung_up();
 
+  /// SHOW CLIENTS' ptr: a number in order of connection, not an address (which
+  /// would tell a reader where the heap is).
+  static inline std::atomic<uint64_t> next_id_{1};
+  const uint64_t id_ = next_id_.fetch_add(1, std::memory_order_relaxed);
   ClientSocket socket_;
   std::string peer_;  ///< "address:port", for log lines
   AddressKey address_{};

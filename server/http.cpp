@@ -183,7 +183,9 @@ bool is_ready(const Server& server, std::string* reason) {
   }
   std::string name, error;
   if (server.unreachable_database(&name, &error)) {
-    *reason = "database \"" + name + "\" cannot reach its backend: " + error;
+    // The driver's error names the backend's host and port: it goes to the
+    // log, never to whoever may reach the HTTP listener.
+    *reason = "database \"" + name + "\" cannot reach its backend";
     return false;
   }
   return true;

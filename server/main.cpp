@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -112,6 +114,9 @@ int main(int argc, char** argv) {
   }
 
   server::setup_logging(cfg.server.log_level, cfg.server.log_format);
+  // What wirepool creates (state_dir, SQLite files, a generated key, the auth
+  // secret) is its own only: directories 0700, files 0600.
+  ::umask(0077);
   try {
     server::Server srv(std::move(cfg), &validate_database);
     return srv.run();

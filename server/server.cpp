@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,6 +64,28 @@ bool CancelRegistry::cancel(int32_t pid, int32_t secret) {
 // ---------------------------------------------------------------------------
 
 namespace {
+
+/// Warns when `path` exists and every local user may read it.
+void warn_if_world_readable(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || (st.st_mode & S_IROTH) == 0) return;
+  spdlog::warn("{} {} is readable by every local user (mode {:04o}): chmod o-r it", what, path,
+               st.st_mode & 07777);
+}
+
+/// The start-up and reload check for secrets that other local users may read.
+void warn_readable_secrets(const config::Config& c) {
+  const bool config_secrets =
+      std::any_of(c.users.begin(), c.users.end(),
+                  [](const config::User& u) { return !u.password.empty(); }) ||
+      std::any_of(c.databases.begin(), c.databases.end(), [](const config::Database& d) {
+        return redact_secrets(d.connection) != d.connection;
+      });
+  if (config_secrets) warn_if_world_readable(c.path, "the configuration (it holds passwords)");
+  if (c.tls.present) warn_if_world_readable(c.tls.key, "tls.key");
+  for (const auto& d : c.databases)
+    warn_if_world_readable(d.password_file, "password_file of database \"" + d.name + "\"");
+}
 
 std::string read_secret(const config::Database& d) {
   if (!d.password_env.empty()) {
@@ -172,6 +195,7 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
     throw std::runtime_error("cannot create state_dir " + cfg_.server.state_dir + ": " +
                              ec.message());
   }
+  warn_readable_secrets(cfg_);
   auth_secret_ =
       load_auth_secret((std::filesystem::path(cfg_.server.state_dir) / kAuthSecretFile).string());
   users_ = std::make_shared<const UserStore>(cfg_.users, auth_secret_);
@@ -212,6 +236,7 @@ Server::DatabaseEntry Server::make_entry(const config::Database& d) const {
   e.open.password = read_secret(d);
   e.open.options = d.options;
   e.open.base_dir = cfg_.server.state_dir;
+  e.open.max_value_size = cfg_.server.max_value_size;
   e.open.tls_ca = d.tls.ca;
   e.open.tls_pins = d.tls.pin_sha256;
   e.shared = std::make_shared<DatabaseShared>();
@@ -645,7 +670,11 @@ void Server::reload_tls() {
     return;
   }
   std::string error;
-  const bool ok = pg_tls_->reload(cfg_.tls, &error) && tds_tls_->reload(cfg_.tls, &error);
+  // The files are the start-up ones; whether to ask for client certificates
+  // follows the reloaded users' pins.
+  config::Tls tls = cfg_.tls;
+  tls.client_pins = current_config()->tls.client_pins;
+  const bool ok = pg_tls_->reload(tls, &error) && tds_tls_->reload(tls, &error);
   metrics().reload(ok);
   if (ok) {
     const auto& f = pg_tls_->current()->fingerprints();
@@ -709,6 +738,7 @@ void Server::reload() {
     metrics().reload(false);
     return;
   }
+  warn_readable_secrets(*current_config());
   reload_tls();
   metrics().set_config_hash(file_sha256(cfg_.path));
   metrics().reload(true);

@@ -48,7 +48,7 @@ struct ClientInfo {
   std::chrono::system_clock::time_point connect_time{}, request_time{};
   std::chrono::steady_clock::duration wait{};  ///< how long it has been waiting, when waiting
   int32_t key = 0;       ///< its BackendKeyData process id (PostgreSQL clients)
-  uint64_t id = 0;       ///< unique per process (SHOW CLIENTS' ptr)
+  uint64_t id = 0;       ///< unique per process, in order of connection (SHOW CLIENTS' ptr)
   uint64_t backend = 0;  ///< the backend connection it holds, 0 = none (link)
   std::string tls;       ///< "TLSv1.3/cipher", empty without TLS
 };

@@ -192,7 +192,13 @@ ServerContextPtr ServerContext::create(const config::Tls& tls, std::string_view 
     return nullptr;
   }
 
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_CLIENT_ONCE, verify_client);
+  // A CertificateRequest only when a certificate could be checked (a client CA
+  // or a user's pins): otherwise clients would offer certificates for nothing.
+  if (!tls.client_ca.empty() || tls.client_pins) {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_CLIENT_ONCE, verify_client);
+  } else {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  }
   if (!tls.client_ca.empty()) {
     if (!readable("tls.client_ca", tls.client_ca, error)) return nullptr;
     if (SSL_CTX_load_verify_file(ctx, tls.client_ca.c_str()) != 1) {

@@ -110,9 +110,10 @@ struct PeerCertificate {
 /// fails with no_application_protocol; a client that offers none is accepted, and the
 /// caller decides with alpn_negotiated() whether it needed one.
 ///
-/// Client certificates are requested, never required, and never fail the handshake: the
-/// caller reads peer_certificate() and checks pins (and chain_verified) itself. No CA names
-/// are sent in the CertificateRequest, so clients also offer self-signed pinned certificates.
+/// Client certificates are requested only when one could be checked (`client_ca` set, or
+/// `client_pins`), never required, and never fail the handshake: the caller reads
+/// peer_certificate() and checks pins (and chain_verified) itself. No CA names are sent in the
+/// CertificateRequest, so clients also offer self-signed pinned certificates.
 ///
 /// SSL objects hold a reference to the SSL_CTX and its ALPN setting: they stay valid after
 /// the ServerContext that made them is destroyed (a reload while connections are open).

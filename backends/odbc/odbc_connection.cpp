@@ -1580,6 +1580,9 @@ class OdbcRows final : public db::RowsImpl {
       return std::nullopt;
     }
     const size_t term = plan.read == Read::wtext ? 2 : plan.read == Read::decimal ? 1 : 0;
+    // UTF-16 text: each unit is at least one byte once converted to UTF-8.
+    const uint64_t limit = s.options.max_value_size * (plan.read == Read::wtext ? 2 : 1);
+    auto too_large = [&](uint64_t bytes) { return limit != 0 && bytes > limit; };
     char buf[8192];
     for (bool first = true;; first = false) {
       SQLLEN ind = 0;
@@ -1598,6 +1601,13 @@ class OdbcRows final : public db::RowsImpl {
         return std::nullopt;
       }
       const size_t room = sizeof buf - term;
+      // Refused before it is read whole: by the length the driver announces,
+      // else by what has arrived.
+      if (too_large(raw.size() + (ind == SQL_NO_TOTAL ? room : static_cast<uint64_t>(ind)))) {
+        raw.clear();
+        raw.shrink_to_fit();
+        return Error::value_too_large(s.options.max_value_size);
+      }
       if (ind == SQL_NO_TOTAL || static_cast<size_t>(ind) > room) {
         raw.append(buf, room);  // truncated: more follows
         if (rc == SQL_SUCCESS) break;
@@ -1644,6 +1654,10 @@ class OdbcRows final : public db::RowsImpl {
         if (ind == SQL_NO_TOTAL || static_cast<size_t>(ind) > plan.width - term) {
           // Longer than its bound width: position on the row, read it whole.
           Session& s = *hd_->session;
+          const uint64_t limit = s.options.max_value_size * (plan.read == Read::wtext ? 2 : 1);
+          if (ind != SQL_NO_TOTAL && limit != 0 && static_cast<uint64_t>(ind) > limit) {
+            return Error::value_too_large(s.options.max_value_size);
+          }
           if (!s.reread) {
             // Only a full-width binding gets here, and its width is the most
             // the column can hold: the driver broke its own description.

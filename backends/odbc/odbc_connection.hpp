@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "backends/db.hpp"
@@ -16,6 +17,7 @@ struct Options {
   std::chrono::seconds query_timeout{0};
   size_t rowset_bytes = 256 * 1024;
   size_t long_bytes = 2048;
+  uint64_t max_value_size = 0;  ///< OpenOptions::max_value_size (0 = no limit)
 };
 
 /// Connects with `connection` (already completed by full_connection_string).

@@ -16,6 +16,7 @@ constexpr const char* kKnown = "login_timeout, query_timeout, rowset_bytes, long
 Options parse(const db::OpenOptions& o,
               std::vector<std::pair<std::string, std::string>>* problems) {
   Options out;
+  out.max_value_size = o.max_value_size;
   auto problem = [&](const std::string& key, std::string text) {
     if (problems) problems->emplace_back(key, std::move(text));
   };

@@ -51,7 +51,16 @@ struct Session {
     sqlite3_close_v2(db);  // deferred until the last statement is finalized
   }
   /// The error of the call that just answered `rc`, with SQLite's message.
-  Error error(int rc) const { return map_error(rc, sqlite3_errmsg(db)); }
+  Error error(int rc) const {
+    // SQLITE_TOOBIG: a value above SQLITE_LIMIT_LENGTH (server.max_value_size).
+    if ((rc & 0xff) == SQLITE_TOOBIG) {
+      Error e =
+          Error::value_too_large(static_cast<uint64_t>(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)));
+      e.vendor_code = rc;
+      return e;
+    }
+    return map_error(rc, sqlite3_errmsg(db));
+  }
 };
 using SessionPtr = std::shared_ptr<Session>;
 
@@ -886,6 +895,12 @@ Result<db::Connection> open_connection(const Target& target, const Options& opti
   auto session = std::make_shared<Session>(db);
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, static_cast<int>(options.busy_timeout.count()));
+  // SQLite refuses to make a string or blob longer than this (SQLITE_TOOBIG)
+  // before allocating it: zeroblob(), printf(), concatenation, reads.
+  if (options.max_value_size != 0) {
+    sqlite3_limit(db, SQLITE_LIMIT_LENGTH,
+                  static_cast<int>(std::min<uint64_t>(options.max_value_size, INT32_MAX)));
+  }
 
   auto fail = [&](int code) {
     const Error e = open_error(session->error(code), target);

@@ -108,6 +108,7 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
 
 Options parse_options(const db::OpenOptions& o) {
   Options out;
+  out.max_value_size = o.max_value_size;
   for (const auto& [key, value] : o.options) {
     if (key == "busy_timeout") {
       if (auto d = config::parse_duration(value)) out.busy_timeout = *d;

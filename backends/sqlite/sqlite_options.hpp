@@ -15,7 +15,8 @@ struct Options {
   std::chrono::milliseconds busy_timeout{5000};
   bool begin_immediate = true;
   bool foreign_keys = true;
-  std::string seed_sql;  ///< resolved path, empty = none
+  std::string seed_sql;         ///< resolved path, empty = none
+  uint64_t max_value_size = 0;  ///< SQLITE_LIMIT_LENGTH when not 0 (OpenOptions)
 };
 
 /// One (key, message) per problem; empty when `o.options` is valid.

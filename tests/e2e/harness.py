@@ -191,10 +191,11 @@ class Wirepool:
 
 
 def startup_packet(user="alice", database="app", params=()):
-    """A protocol 3.0 StartupMessage; `params`: more (name, value) pairs."""
+    """A protocol 3.0 StartupMessage; `user` and `database` are text or raw
+    bytes; `params`: more (name, value) pairs."""
     body = struct.pack("!I", 196608)
     for k, v in (("user", user), ("database", database), *params):
-        body += k.encode() + b"\0" + v.encode() + b"\0"
+        body += k.encode() + b"\0" + (v if isinstance(v, bytes) else v.encode()) + b"\0"
     body += b"\0"
     return struct.pack("!I", len(body) + 4) + body
 

@@ -4,7 +4,8 @@ Covers: a non-admin user is refused as a wrong password is (28P01, the log
 says why) (and an admin user may not use it to reach a real database it is
 not allowed to); every SHOW command answers
 PgBouncer 1.18's columns in its order, then wirepool's own; SHOW POOLS, CLIENTS,
-SERVERS, STATS and DATABASES reflect a client holding a transaction; PAUSE waits
+SERVERS, STATS and DATABASES reflect a client holding a transaction (a client's
+ptr is a connection number, not a heap address); PAUSE waits
 for the transaction to end and makes new work wait until RESUME; RECONNECT
 replaces backend connections; KILL disconnects the database's clients and
 pauses it; RELOAD answers; an unknown command is 42601 and the console stays
@@ -116,6 +117,11 @@ class AdminConsoleTest(WirepoolTestCase):
             self.assertNotEqual(mine[0]["link"], "")
             # The console's own client is listed too.
             self.assertTrue(any(c["database"] == "wirepool" for c in clients))
+            # Numbers in order of connection (this test made a handful), not
+            # addresses that would tell where the heap is.
+            ptrs = sorted(int(c["ptr"], 16) for c in clients)
+            self.assertEqual(len(set(ptrs)), len(ptrs), clients)
+            self.assertLess(ptrs[-1], 1000, clients)
             _, servers = self.table("SHOW SERVERS")
             active = [s for s in servers if s["database"] == "app" and s["state"] == "active"]
             self.assertEqual([s["ptr"] for s in active], [mine[0]["link"]])

@@ -2,7 +2,8 @@
 
 Covers: a live scrape passes `promtool check metrics`; /healthz answers 200;
 /readyz answers 200 with every pool reachable and 503 with a JSON reason when a
-pool's backend cannot be reached; an unknown path is 404, another method 405,
+pool's backend cannot be reached, a reason without the backend's host, port
+or error (those are in the log); an unknown path is 404, another method 405,
 oversized headers 431, a body 400; a client that sends nothing is closed at the
 time bound; counters move after a scripted workload: a query (statements,
 transactions, statement duration, bytes), a failed login (auth_failed, SQLSTATE
@@ -205,7 +206,9 @@ class ReadinessTest(unittest.TestCase):
             self.assertEqual(status, 503, body)
             answer = json.loads(body)
             self.assertEqual(answer["ready"], False)
-            self.assertIn('database "gone" cannot reach its backend', answer["reason"])
+            self.assertEqual('database "gone" cannot reach its backend', answer["reason"])
+            self.assertNotIn(str(port), body)
+            self.assertIn(f"{port}", wp.log())  # the detail is for the operator
             self.assertEqual(wp.http_get("/healthz")[0], 200)
             m = wp.metrics()
             # No client logged in: the readiness probe found it out.

@@ -45,7 +45,10 @@ class SystemdTest(unittest.TestCase):
             unit = f.read()
         for line in ("Type=notify", "ExecReload=/bin/kill -HUP $MAINPID", "DynamicUser=yes",
                      "ProtectSystem=strict", "StateDirectory=wirepool", "NoNewPrivileges=yes",
-                     "CapabilityBoundingSet=\n", "AmbientCapabilities=\n", "LimitNOFILE="):
+                     "CapabilityBoundingSet=\n", "AmbientCapabilities=\n", "LimitNOFILE=",
+                     "SystemCallFilter=@system-service", "SystemCallFilter=~@privileged",
+                     "ProtectProc=invisible", "ProcSubset=pid", "UMask=0077",
+                     "StateDirectoryMode=0700"):
             self.assertIn(line, unit)
         with tempfile.TemporaryDirectory() as d:
             # verify refuses a unit whose binary does not exist: point it at the build.
@@ -132,6 +135,9 @@ class ContainerTest(unittest.TestCase):
             example = os.path.join(root, "usr", "share", "doc", "wirepool", "wirepool.example.yaml")
             r = run(binary, "--check-config", example)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(example) as f:
+                check_safe_listeners(self, yaml.safe_load(f))
+            self.assertNotIn("curl", dockerfile_packages(1))
             # Run it as the image would, on free ports and a scratch state directory.
             with open(example) as f:
                 text = f.read()
@@ -149,16 +155,37 @@ class ContainerTest(unittest.TestCase):
                 deadline = time.time() + 15
                 ok = False
                 while time.time() < deadline and not ok:
-                    # The image's HEALTHCHECK command.
-                    ok = run("curl", "-fsS", f"http://127.0.0.1:{http}/healthz").returncode == 0
+                    ok = run(*healthcheck(http)).returncode == 0
                     time.sleep(0.1)
                 self.assertTrue(ok)
+                # It fails when nothing answers 200 there.
+                self.assertNotEqual(run(*healthcheck(free_port())).returncode, 0)
             finally:
                 proc.send_signal(signal.SIGTERM)
                 out = proc.communicate(timeout=30)[0].decode(errors="replace")
             self.assertEqual(proc.returncode, 0, out[-2000:])
             for line in out.splitlines():
                 json.loads(line)  # the example logs JSON lines
+
+
+def check_safe_listeners(test, config):
+    """A listener off loopback requires TLS (PostgreSQL) or has an allow-list
+    (HTTP)."""
+    for l in config["listeners"]:
+        if l["address"].startswith("127."):
+            continue
+        if l["protocol"] == "postgres":
+            test.assertEqual(l.get("tls"), "required", l)
+        elif l["protocol"] == "http":
+            test.assertTrue(l.get("allow"), l)
+            test.assertNotIn("0.0.0.0/0", l["allow"])
+
+
+def healthcheck(port):
+    """The Dockerfile's HEALTHCHECK command (exec form) aimed at `port`."""
+    with open(os.path.join(DEPLOY, "docker", "Dockerfile")) as f:
+        m = re.search(r"^HEALTHCHECK .*?\bCMD (\[.*?\])$", f.read(), re.S | re.M)
+    return [a.replace("/9930", f"/{port}") for a in json.loads(m.group(1))]
 
 
 class KubernetesTest(unittest.TestCase):
@@ -177,6 +204,7 @@ class KubernetesTest(unittest.TestCase):
         self.assertEqual(set(docs), {"ConfigMap", "Deployment", "Service", "Secret",
                                      "PodDisruptionBudget", "ServiceMonitor"})
         config = yaml.safe_load(docs["ConfigMap"]["data"]["wirepool.yaml"])
+        check_safe_listeners(self, config)
         http = [l for l in config["listeners"] if l["protocol"] == "http"][0]
         pod = docs["Deployment"]["spec"]["template"]["spec"]
         c = pod["containers"][0]

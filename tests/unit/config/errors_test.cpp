@@ -394,6 +394,13 @@ databases:
                           "server.max_message_size must be greater than 0"));
 }
 
+TEST(ConfigErrors, MaxValueSizeIsBetweenOneByteAndOneGib) {
+  EXPECT_TRUE(one_problem("server: {max_value_size: 0}\n" + kTail, 1, 26,
+                          "server.max_value_size must be between 1 and 1GiB"));
+  EXPECT_TRUE(one_problem("server: {max_value_size: 2GiB}\n" + kTail, 1, 26,
+                          "server.max_value_size must be between 1 and 1GiB"));
+}
+
 TEST(ConfigErrors, MalformedSizeIsReportedAtTheValue) {
   EXPECT_TRUE(one_problem("server:\n  max_message_size: 64 MiB\n" + kTail, 2, 21,
                           "server.max_message_size: malformed size \"64 MiB\""));

@@ -68,6 +68,7 @@ TEST(ConfigLoad, MinimalFileGetsEveryDefault) {
   EXPECT_EQ(c.server.login_failure_interval, seconds(1));
   EXPECT_EQ(c.server.login_throttle_entries, 65536);
   EXPECT_EQ(c.server.max_message_size, 64ull << 20);
+  EXPECT_EQ(c.server.max_value_size, 64ull << 20);
   EXPECT_EQ(c.server.login_timeout, seconds(30));
   EXPECT_EQ(c.server.client_idle_timeout, milliseconds(0));
   EXPECT_EQ(c.server.idle_in_transaction_timeout, milliseconds(0));
@@ -128,6 +129,7 @@ TEST(ConfigLoad, DesignExampleLoadsWithoutTheUnimplementedParts) {
   log: { level: info, format: text }      # format: text | json
   max_clients: 10000
   max_message_size: 64MiB
+  max_value_size: 16MiB      # largest value a backend may hand a client
   login_timeout: 30s         # startup, TLS handshake and authentication
   client_idle_timeout: 0s    # 0 = none
   idle_in_transaction_timeout: 0s
@@ -154,8 +156,9 @@ databases:
   const Config c = load_string(yaml, kFile);
   EXPECT_EQ(c.server.state_dir, "/etc/wirepool/var");
   EXPECT_EQ(c.server.max_message_size, 64ull << 20);
+  EXPECT_EQ(c.server.max_value_size, 16ull << 20);
   ASSERT_EQ(c.listeners.size(), 1u);
-  EXPECT_EQ(c.listeners[0].line, 13);
+  EXPECT_EQ(c.listeners[0].line, 14);
   ASSERT_EQ(c.listeners[0].allow.size(), 1u);
   EXPECT_EQ(c.listeners[0].allow[0].text, "127.0.0.0/8");
   EXPECT_FALSE(c.tls.present);
@@ -169,7 +172,7 @@ databases:
   EXPECT_EQ(ops->databases, std::vector<std::string>{"demo"});
   const Database* demo = c.find_database("demo");
   ASSERT_NE(demo, nullptr);
-  EXPECT_EQ(demo->line, 21);
+  EXPECT_EQ(demo->line, 22);
   EXPECT_EQ(demo->options.at("busy_timeout"), "5s");
   EXPECT_EQ(demo->pool.max, 8);
   EXPECT_EQ(demo->pool.idle_timeout, minutes(10));

@@ -3,7 +3,9 @@
 //  - a self-signed client certificate is accepted; peer_certificate() reports its public-key
 //    pin and CN, chain_verified false (with and without a client_ca);
 //  - a certificate signed by the configured client_ca reports chain_verified true and its CN;
-//  - one signed by another CA reports chain_verified false.
+//  - one signed by another CA reports chain_verified false;
+//  - with neither a client_ca nor any user's pins, no certificate is requested: a client
+//    holding one does not send it.
 
 #include <gtest/gtest.h>
 
@@ -64,6 +66,17 @@ TEST_F(ClientCertificate, NoCertificateIsAcceptedAndReportedAbsent) {
   EXPECT_FALSE(peer.present);
   EXPECT_FALSE(peer.chain_verified);
   EXPECT_EQ(peer.public_key_sha256, "");
+}
+
+TEST_F(ClientCertificate, NothingToCheckItAgainstMeansNoCertificateRequest) {
+  config::Tls tls = test::tls_config(pair_);
+  tls.client_pins = false;
+  std::string error;
+  ServerContextPtr s = ServerContext::create(tls, kAlpnPostgresql, &error);
+  ASSERT_TRUE(s) << error;
+  test::PkeyPtr key = test::make_ec_key();
+  test::X509Ptr cert = test::make_cert("alice", key.get(), nullptr, nullptr, false, EVP_sha256());
+  EXPECT_FALSE(connect(*s, cert.get(), key.get()).present);
 }
 
 TEST_F(ClientCertificate, SelfSignedCertificateIsAcceptedWithItsPinAndUnverifiedChain) {

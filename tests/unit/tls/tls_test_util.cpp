@@ -45,6 +45,7 @@ config::Tls tls_config(const Pair& pair, const std::string& client_ca) {
   t.key = pair.key;
   t.client_ca = client_ca;
   t.present = true;
+  t.client_pins = true;
   return t;
 }
 

@@ -40,7 +40,8 @@ struct Pair {
 };
 Pair generate_pair(const TempDir& dir, const std::string& stem);
 
-/// The `tls` configuration section for a pair, optionally with a client CA.
+/// The `tls` configuration section for a pair, optionally with a client CA; as when
+/// some user has client_cert_pins (client certificates are requested).
 config::Tls tls_config(const Pair& pair, const std::string& client_ca = "");
 
 /// An ECDSA P-256 key.
