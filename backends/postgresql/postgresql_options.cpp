@@ -35,6 +35,7 @@ bool is_secret_key(std::string_view key) {
 /// The keys `conninfo` sets (PQconninfoParse), or the parse error.
 struct Parsed {
   std::set<std::string> keys;
+  std::string channel_binding;  ///< its value when the conninfo sets it
   std::string error;
   bool ok = false;
 };
@@ -59,7 +60,9 @@ Parsed parse_conninfo(const std::string& conninfo) {
     return out;
   }
   for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
-    if (o->val != nullptr) out.keys.insert(o->keyword);
+    if (o->val == nullptr) continue;
+    out.keys.insert(o->keyword);
+    if (std::string_view(o->keyword) == "channel_binding") out.channel_binding = o->val;
   }
   PQconninfoFree(opts);
   out.ok = true;
@@ -140,6 +143,12 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
       }
     }
   }
+  if (parsed.ok && parsed.keys.count("channel_binding") != 0 && !o.tls_ca.empty() &&
+      parsed.channel_binding != "require" && parsed.channel_binding != "prefer") {
+    problems.emplace_back("connection",
+                          "channel_binding=" + parsed.channel_binding +
+                              ": with TLS to the backend it is require (the default) or prefer");
+  }
   for (const auto& pin : o.tls_pins) {
     const std::string p = normalize_pin(pin);
     if (p.size() != 64 || !is_hex(p)) {
@@ -179,6 +188,9 @@ ConnectParams connect_params(const db::OpenOptions& o) {
     add("ssl_min_protocol_version", "TLSv1.3");
     // GSSAPI encryption would be tried before TLS when a Kerberos ticket exists.
     add("gssencmode", "disable");
+    // SCRAM-SHA-256-PLUS only (libpq refuses any other method before it sends
+    // a thing), unless the conninfo says channel_binding=prefer.
+    if (!set("channel_binding")) add("channel_binding", "require");
   }
   for (const auto& [k, v] : p.pairs) {
     p.keywords.push_back(k.c_str());

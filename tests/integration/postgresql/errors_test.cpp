@@ -10,7 +10,9 @@
 //  - pg_terminate_backend: the victim's next call answers Errc::connection and
 //    alive() turns false
 //  - an error in the middle of a stream is answered by next(), not hidden
-//  - opening: a wrong password is Errc::connection 28P01; validate() refuses TLS
+//  - opening: a wrong password is Errc::connection 28P01, an unknown database
+//    3D000, an unknown role 28000 (the server's own codes), a port nobody
+//    listens on 08001, all Errc::connection; validate() refuses TLS
 //    keys in the conninfo, `options` keys and bad pins; redact() hides passwords
 
 #include <chrono>
@@ -188,6 +190,32 @@ TEST_F(Errors, WrongPasswordIsAConnectionError) {
   EXPECT_EQ(c.error().sqlstate, "28P01");
   EXPECT_NE(c.error().message.find("password authentication failed"), std::string::npos);
   EXPECT_EQ(c.error().message.find("wrong"), std::string::npos);
+}
+
+TEST_F(Errors, FailedOpensCarryTheServersSqlstate) {
+  db::OpenOptions o = options();
+  o.connection += " dbname=no_such_database_here";
+  auto c = driver().open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, Errc::connection);
+  EXPECT_EQ(c.error().sqlstate, "3D000") << c.error().message;
+  EXPECT_EQ(c.error().message.find("LOCATION"), std::string::npos) << c.error().message;
+  o = options();
+  o.connection += " user=no_such_role_here";
+  c = driver().open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().sqlstate, "28P01") << c.error().message;  // SCRAM: the role is not told
+  o = superuser_options();
+  o.connection += " user=no_such_role_here";
+  c = driver().open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().sqlstate, "28000") << c.error().message;  // trust on the socket
+  o = options();
+  o.connection += " port=1";
+  c = driver().open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, Errc::connection);
+  EXPECT_EQ(c.error().sqlstate, "08001") << c.error().message;
 }
 
 TEST_F(Errors, ValidateRefusesTlsKeysOptionsAndBadPins) {
