@@ -449,6 +449,11 @@ class ConnectionImpl {
   virtual Status reset(std::string_view reset_query);
   /// A cheap liveness check (no round trip where the library can tell).
   virtual bool alive() const { return true; }
+  /// The server's id for this session (PostgreSQL's backend pid, MySQL's
+  /// connection id), 0 when the backend has none. Read when the connection opens.
+  virtual int64_t server_pid() const { return 0; }
+  /// The driver's socket (for getsockname: SHOW SERVERS), -1 when it has none.
+  virtual int socket_fd() const { return -1; }
   virtual Status set_event_sink(EventSink* sink);
   virtual Result<std::unique_ptr<CopyStreamImpl>> copy(std::string_view sql);
   virtual Status close() = 0;

@@ -833,6 +833,8 @@ class PgConnection final : public db::ConnectionImpl {
   std::vector<std::pair<std::string, std::string>> server_parameters() const override {
     return session_->server_parameters();
   }
+  int64_t server_pid() const override { return PQbackendPID(session_->conn()); }
+  int socket_fd() const override { return PQsocket(session_->conn()); }
 
   /// Abandons any open reader or COPY stream (they answer closed after), rolls
   /// back an open transaction, then runs `reset_query` (simple protocol).

@@ -139,7 +139,8 @@ db::Error connect_error(std::string_view m) {
     pos = nl + 1;
   }
   db::Error e = db::Error::connection(trim_message(out));
-  e.sqlstate = sqlstate.empty() ? "08001" : sqlstate;  // sqlclient_unable_to_establish_sqlconnection
+  e.sqlstate =
+      sqlstate.empty() ? "08001" : sqlstate;  // sqlclient_unable_to_establish_sqlconnection
   return e;
 }
 

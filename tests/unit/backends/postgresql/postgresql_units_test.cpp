@@ -13,8 +13,9 @@
 //  - result format choice for native mode; command tags -> verb and count
 //  - conninfo: TLS keys refused, options refused, pins checked, bare database
 //    names accepted; what the driver adds (channel_binding=require with TLS,
-//    prefer when the conninfo says so, disable refused); passwords redacted in
-//    both forms
+//    prefer when the conninfo says so, disable refused); passwords redacted by
+//    libpq's parser in every form (spaces around '=', quotes, backslash
+//    escapes, tabs, URIs with userinfo, %-encoding and query parameters)
 
 #include <gtest/gtest.h>
 
@@ -460,14 +461,24 @@ TEST(Conninfo, DriverAddsKeepalivesTimeoutNameAndTls) {
             std::string::npos);
 }
 
-TEST(Conninfo, RedactHidesPasswordsInBothForms) {
-  EXPECT_EQ(redact_conninfo("host=h password=s3cret"), "host=h password=***");
+TEST(Conninfo, RedactHidesPasswordsInEveryFormLibpqAccepts) {
+  EXPECT_EQ(redact_conninfo("host=h password=s3cret"), "password=*** host=h");
+  EXPECT_EQ(redact_conninfo("host=h password = S3cretA"), "password=*** host=h");
+  EXPECT_EQ(redact_conninfo("host=h password= 'S3cret B' user=u"), "user=u password=*** host=h");
+  EXPECT_EQ(redact_conninfo("host=h password=S3cret\\ D user=u"), "user=u password=*** host=h");
+  EXPECT_EQ(redact_conninfo("host=h\tpassword\t=\tS3cretE\tuser=u"), "user=u password=*** host=h");
   EXPECT_EQ(redact_conninfo("password='it\\'s x' host=h"), "password=*** host=h");
-  EXPECT_EQ(redact_conninfo("password='a b' host=h"), "password=*** host=h");
-  EXPECT_EQ(redact_conninfo("postgres://u:p%40ss@h/db"), "postgres://u:***@h/db");
-  EXPECT_EQ(redact_conninfo("postgresql://u@h/db?password=x&application_name=a"),
-            "postgresql://u@h/db?password=***&application_name=a");
-  EXPECT_EQ(redact_conninfo("host=h user=u"), "host=h user=u");
+  EXPECT_EQ(redact_conninfo("host=h sslpassword=k"), "host=h sslpassword=***");
+  EXPECT_EQ(redact_conninfo("postgresql://u:S3cretF@h/db"), "user=u password=*** dbname=db host=h");
+  EXPECT_EQ(redact_conninfo("postgres://u:p%40ss@h:5433/db"),
+            "user=u password=*** dbname=db host=h port=5433");
+  EXPECT_EQ(redact_conninfo("postgresql://u@h/db?password=S3cretG&application_name=a"),
+            "user=u password=*** dbname=db host=h application_name=a");
+  EXPECT_EQ(redact_conninfo("host=h user=u"), "user=u host=h");
+  EXPECT_EQ(redact_conninfo("host=h options='-c x=1'"), "host=h options='-c x=1'");
+  EXPECT_EQ(redact_conninfo("mydb"), "mydb");  // a bare database name
+  EXPECT_EQ(redact_conninfo("host=h password='S3cret unterminated"),
+            "(a connection string libpq cannot parse)");
 }
 
 }  // namespace
