@@ -26,6 +26,7 @@ none either.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -417,6 +418,10 @@ class BackendPinBeforePasswordTest(unittest.TestCase):
         cls.pinned = make_ca_signed(cls.dir, cls.ca_crt, cls.ca_key, "pinned")
         cls.unpinned = make_ca_signed(cls.dir, cls.ca_crt, cls.ca_key, "unpinned")
         os.environ["WIREPOOL_TEST_FAKE_PG_PASSWORD"] = cls.SECRET
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def run_against(self, served, extra=""):
         fake = FakePostgres(served[0], served[1])
