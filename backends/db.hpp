@@ -453,9 +453,13 @@ class ConnectionImpl {
   /// A cheap liveness check (no round trip where the library can tell). It
   /// also takes what the backend sent unasked (notifications) to the event sink.
   virtual bool alive() const { return true; }
-  /// The socket on which the backend may speak unasked while idle (PostgreSQL's
-  /// NotificationResponse), to be watched for readability; -1 if none.
-  virtual int event_socket() const { return -1; }
+  /// The server's id for this session (PostgreSQL's backend pid, MySQL's
+  /// connection id), 0 when the backend has none. Read when the connection opens.
+  virtual int64_t server_pid() const { return 0; }
+  /// The driver's socket, -1 when it has none: for getsockname (SHOW SERVERS),
+  /// and watched for readability while idle where the backend speaks unasked
+  /// (PostgreSQL's NotificationResponse).
+  virtual int socket_fd() const { return -1; }
   virtual Status set_event_sink(EventSink* sink);
   virtual Result<std::unique_ptr<CopyStreamImpl>> copy(std::string_view sql);
   /// The columns of a portal the client opened with SQL (DECLARE … CURSOR),

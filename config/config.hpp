@@ -132,6 +132,9 @@ struct PoolSettings {
   /// The backend connections of all users' pools of the database together
   /// (PgBouncer's max_db_connections); 0 = no cap beyond each pool's max.
   int max_db_connections = 0;
+  /// After a failed backend open, the longest wait before the next attempt
+  /// (the wait starts at 100 ms and doubles per failed attempt).
+  Duration connect_backoff_max = std::chrono::seconds(5);
 };
 
 struct BackendTls {

@@ -654,6 +654,17 @@ void Loader::read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m) {
        [&](const Entry& v) {
          set(p.max_db_connections, read_int(v, 0, std::numeric_limits<int>::max()));
        }},
+      {"connect_backoff_max",
+       [&](const Entry& v) {
+         auto d = read_duration(v);
+         if (d && *d < std::chrono::milliseconds(100)) {
+           problem(
+               location_of(v.value),
+               v.path + " must be at least 100ms: the back-off after a failed open starts there");
+         } else {
+           set(p.connect_backoff_max, d);
+         }
+       }},
       {"reset_query",
        [&](const Entry& v) {
          m.reset_query_written = true;

@@ -6,7 +6,8 @@
 //   ---------  -----------------------------  ---------  --------------------------------
 //   (none)     dispatch: waiters or < min     opening    Open
 //   opening    handle_opened                  idle       (Close if retired, see below)
-//   opening    handle_open_failed             (gone)     Reject open_failed if nothing left
+//   opening    handle_open_failed             (gone)     Reject open_failed if nothing left;
+//                                                        back off (no Open before retry_at)
 //   idle       dispatch: a waiter is first    in_use     Grant (most recently used first)
 //   idle       handle_timeout: idle too long  closing    Close idle_timeout (above min only)
 //   idle       handle_timeout: too old        closing    Close max_lifetime
@@ -29,7 +30,9 @@
 // Every handler ends in dispatch(), which grants idle connections to waiters in
 // FIFO order and opens connections for waiters and for `min`, never above `max`
 // (closing connections count until handle_closed); for pipelined waiters alone
-// only up to `pipeline_max` (pipeline_limited).
+// only up to `pipeline_max` (pipeline_limited); after a failed open, none
+// before retry_at and then one at a time until one succeeds (may_open_now),
+// and waiters that nothing live could serve meanwhile are rejected open_failed.
 
 #include "pool/pool.hpp"
 
@@ -195,6 +198,10 @@ bool Pool::pipeline_stuck(TimePoint now) const {
   return pipelined_waiting_ > 0 && now - last_progress_ >= kPipelinePatience;
 }
 
+bool Pool::may_open_now(TimePoint now) const {
+  return !failing_ || (now >= retry_at_ && count(State::opening) == 0);
+}
+
 void Pool::dispatch(TimePoint now, bool may_open) {
   if (shutting_down_) return;
   // Serve waiters from idle connections: first waiter, most recently used connection.
@@ -211,15 +218,23 @@ void Pool::dispatch(TimePoint now, bool may_open) {
     ++totals_.granted_total;
     actions_.push_back(Grant{waiter, id});
   }
+  // Backing off with nothing that could serve a waiter: answer it from the
+  // last failure now rather than let each one start an attempt.
+  if (failing_ && now < retry_at_ && live() == 0 && !waiters_.empty()) {
+    for (const Waiter& w : waiters_)
+      reject(w.id, RejectReason::open_failed);
+    waiters_.clear();
+    pipelined_waiting_ = 0;
+  }
   if (!may_open) return;
   // One Open per waiter not already covered by an opening or resetting connection.
   while (counted() < config_.max &&
          waiters_.size() > count(State::opening) + count(State::resetting) &&
-         !pipeline_limited(now)) {
+         !pipeline_limited(now) && may_open_now(now)) {
     open_one(now);
   }
   // And up to min, counting every connection not closing.
-  while (counted() < config_.max && live() < effective_min()) {
+  while (counted() < config_.max && live() < effective_min() && may_open_now(now)) {
     open_one(now);
   }
 }
@@ -295,6 +310,8 @@ void Pool::handle_opened(ConnId conn, TimePoint now) {
   Conn* c = find(conn, State::opening);
   if (c == nullptr) return;
   ++totals_.opened_total;
+  failing_ = false;
+  retry_armed_ = false;
   c->opened_at = now;
   make_idle(conn, *c, now);
   dispatch(now, true);
@@ -305,6 +322,15 @@ void Pool::handle_open_failed(ConnId conn, TimePoint now) {
   if (c == nullptr) return;
   ++totals_.open_failed_total;
   forget(conn, *c);
+  // An attempt started after the last back-off failed: wait longer. (Others
+  // failing with it, started before, leave the wait as it is.)
+  if (!failing_ || now >= retry_at_) {
+    backoff_ = failing_ ? std::min(backoff_ * 2, config_.backoff_max)
+                        : std::min(config_.backoff_first, config_.backoff_max);
+    failing_ = true;
+    retry_at_ = now + backoff_;
+    retry_armed_ = true;
+  }
   // Nothing left that could serve the waiters soon: fail them now rather than at
   // their deadline. (Idle connections and waiters never coexist after dispatch.)
   if (count(State::opening) == 0 && count(State::in_use) == 0 && count(State::resetting) == 0) {
@@ -338,6 +364,7 @@ void Pool::handle_closed(ConnId conn, TimePoint now) {
 }
 
 void Pool::handle_timeout(TimePoint now) {
+  if (retry_armed_ && now >= retry_at_) retry_armed_ = false;  // dispatch below may open
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     if (it->deadline <= now) {
       reject(it->id, RejectReason::timeout);
@@ -427,11 +454,12 @@ std::optional<TimePoint> Pool::next_deadline() const {
   std::optional<TimePoint> best;
   for (const Waiter& w : waiters_)
     keep_earliest(best, w.deadline);
+  if (retry_armed_) keep_earliest(best, retry_at_);  // the back-off ends: open for min or waiters
   // Pipelined waiters held back by pipeline_max: when patience runs out.
-  // (Not while a connection is on its way: dispatch opens one at a time, and a
-  // deadline already past would spin the timer.)
+  // (Not while a connection is on its way, nor during a back-off: dispatch
+  // opens one at a time, and a deadline already past would spin the timer.)
   if (config_.pipeline_max != 0 && pipelined_waiting_ > 0 && counted() < config_.max &&
-      count(State::opening) + count(State::resetting) == 0)
+      count(State::opening) + count(State::resetting) == 0 && !retry_armed_)
     keep_earliest(best, last_progress_ + kPipelinePatience);
   const bool idle_closable = config_.idle_timeout > Duration::zero() && live() > effective_min();
   for (ConnId id : idle_) {

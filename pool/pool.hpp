@@ -19,6 +19,11 @@
 //  - no connection is granted to two waiters at once;
 //  - idle connections above `min` are closed after `idle_timeout`;
 //  - a connection older than `max_lifetime` is closed on release instead of reused;
+//  - after a failed open the pool backs off: no Open until `retry_at` (the wait
+//    doubles from backoff_first to backoff_max with each failed round, and is
+//    forgotten after a success), then one Open at a time until one succeeds;
+//    meanwhile a waiter that nothing live could serve is rejected (open_failed)
+//    at once instead of starting an attempt of its own;
 //  - with `pipeline_max`, waiters whose work can queue behind another client's on a
 //    busy connection (pipelined) open connections only up to `pipeline_max`, unless
 //    the queue has made no progress for kPipelinePatience (then one at a time); other
@@ -56,6 +61,10 @@ struct Config {
   /// fewer than this many are counted; the rest of their wait is for a connection
   /// given back or for a train (handle_cancel). 0: no such limit (up to `max`).
   size_t pipeline_max = 0;
+  /// After a failed open, the wait before the next attempt: backoff_first, then
+  /// doubled after each failed attempt up to backoff_max.
+  Duration backoff_first = std::chrono::milliseconds(100);
+  Duration backoff_max = std::chrono::seconds(5);
 };
 
 /// A queue of pipelined waiters that has seen no grant and no cancel for this
@@ -143,7 +152,9 @@ class Pool {
   void handle_opened(ConnId conn, TimePoint now);
   /// An Open failed. When nothing else is opening, in use or resetting, all
   /// waiters are rejected with open_failed; never answered by another Open in
-  /// the same call (the next event retries).
+  /// the same call. The pool backs off (Config::backoff_first/backoff_max): a
+  /// failure after the back-off of the one before doubles the wait, failures
+  /// of attempts started before it (several opened at once) do not.
   void handle_open_failed(ConnId conn, TimePoint now);
   /// A Reset finished; `ok` false closes the connection (reset_failed).
   void handle_reset_done(ConnId conn, bool ok, TimePoint now);
@@ -175,6 +186,10 @@ class Pool {
 
   Stats stats(TimePoint now) const;
   const Config& config() const { return config_; }
+  /// While backing off after a failed open: when the next attempt may start.
+  std::optional<TimePoint> retry_at() const {
+    return failing_ ? std::optional<TimePoint>(retry_at_) : std::nullopt;
+  }
   bool is_shut_down() const { return shutting_down_; }
 
  private:
@@ -214,6 +229,8 @@ class Pool {
   bool pipeline_stuck(TimePoint now) const;
   void dispatch(TimePoint now,
                 bool may_open);  // match idle connections with waiters, open as needed
+  /// Failing: no Open before retry_at_, then one at a time.
+  bool may_open_now(TimePoint now) const;
 
   Config config_;
   std::unordered_map<ConnId, Conn> conns_;
@@ -227,7 +244,11 @@ class Pool {
   TimePoint last_progress_{};     // a waiter granted or cancelled, or the queue began
   TimePoint last_unpipelined_{};  // a waiter that is not pipelined came
   bool unpipelined_seen_ = false;
-  Stats totals_;  // only the *_total counters are kept here; gauges come from counts_
+  bool failing_ = false;      // the last open failed and none succeeded since
+  Duration backoff_{};        // the current wait (while failing_)
+  TimePoint retry_at_{};      // no Open before it (while failing_)
+  bool retry_armed_ = false;  // next_deadline includes retry_at_ (until it passes)
+  Stats totals_;              // only the *_total counters are kept here; gauges come from counts_
 };
 
 }  // namespace wirepool::pool

@@ -315,16 +315,18 @@ AdminResult show_servers(Server& server) {
     Target t = target_of(c);
     const std::string& user = pool->user();  // the pool's: its connections serve only that user
     for (const auto& s : pool->servers()) {
-      // A backend connection's own socket is the driver's: its addresses are
-      // those of the connection string (NULL where it names none).
+      // addr/port: the connection string's (NULL where it names none);
+      // local_addr/local_port: the driver's socket (NULL for a Unix socket or
+      // a driver without one); remote_pid: the server's pid for the session.
+      const bool local = !s.local_addr.empty();
       Row row{"S",
               user,
               c.name,
               s.leased ? "active" : "idle",
               t.host,
               t.port,
-              std::nullopt,
-              std::nullopt,
+              local ? std::optional<std::string>(s.local_addr) : std::nullopt,
+              local ? std::optional<std::string>(num(uint64_t{s.local_port})) : std::nullopt,
               timestamp(s.opened_at),
               timestamp(s.opened_at),
               "0",
@@ -332,9 +334,9 @@ AdminResult show_servers(Server& server) {
               "0",
               hex_id(s.id),
               std::nullopt,
-              "0",
+              num(int64_t{s.server_pid}),
               std::nullopt,
-              std::string(),
+              s.application_name,
               c.driver};
       r.rows.push_back(std::move(row));
     }

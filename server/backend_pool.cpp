@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -20,7 +21,6 @@
 #include <thread>
 
 #include "backends/odbc/odbc_text.hpp"
-#include "server/log.hpp"
 
 namespace wirepool::server {
 
@@ -131,6 +131,34 @@ bool host_is_local(std::string_view h) {
   return l == "localhost" || l.starts_with("127.") || l == "::1";
 }
 
+/// What SHOW SERVERS reports of a connection that just opened.
+void describe_backend(Backend& b) {
+  auto* impl = b.conn.impl();
+  if (impl == nullptr) return;
+  b.server_pid = impl->server_pid();
+  for (const auto& [k, v] : impl->server_parameters()) {
+    if (k == "application_name") b.application_name = v;
+  }
+  const int fd = impl->socket_fd();
+  if (fd < 0) return;
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return;
+  char host[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    b.local_port = ntohs(in->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    b.local_port = ntohs(in6->sin6_port);
+  } else {
+    return;  // a Unix socket: no address of its own
+  }
+  b.local_addr = host;
+}
+
 pool::Config pool_config(const config::Database& d) {
   pool::Config c;
   c.pipeline_max = pipeline_max(d, usable_cores());
@@ -140,6 +168,7 @@ pool::Config pool_config(const config::Database& d) {
   c.idle_timeout = d.pool.idle_timeout;
   c.max_lifetime = d.pool.max_lifetime;
   c.reset_on_release = d.pool.mode == config::PoolMode::session;
+  c.backoff_max = d.pool.connect_backoff_max;
   return c;
 }
 
@@ -296,7 +325,8 @@ std::vector<DatabasePool::ServerInfo> DatabasePool::servers() const {
   std::lock_guard lock(mu_);
   std::vector<ServerInfo> out;
   for (const auto& [id, b] : backends_)
-    out.push_back(ServerInfo{id, b->leased, b->opened_at});
+    out.push_back(ServerInfo{id, b->leased, b->opened_at, b->server_pid, b->local_addr,
+                             b->local_port, b->application_name});
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.id < b.id; });
   return out;
 }
@@ -498,9 +528,8 @@ void DatabasePool::release(Backend* backend, bool healthy) {
     }
   }
   // The session just used it (a lost connection is reported as unhealthy);
-  // the next user probes it only if it stayed idle a while (Session::ensure_backend).
+  // the next user probes it before use (Session::settle).
   auto now = pool::Clock::now();
-  backend->released_at = now;
   std::unique_lock lock(mu_);
   backend->leased = false;
   pool_.handle_release(backend->id, healthy, tx, now, backend->dirty);
@@ -554,6 +583,7 @@ void DatabasePool::open_now(pool::ConnId id) {
       b->conn = std::move(result.value());
       b->caps = b->conn.capabilities();
       b->opened_at = std::chrono::system_clock::now();
+      describe_backend(*b);
       self->keeps_settings_ = b->caps.session_settings;
       self->multi_statement_ = b->caps.multi_statement;
       self->param_arrays_ = b->caps.param_arrays;
@@ -566,10 +596,13 @@ void DatabasePool::open_now(pool::ConnId id) {
       self->pool_.handle_opened(id, now);
     } else {
       self->last_open_error_ = result.error().message;
+      self->last_open_sqlstate_ = result.error().sqlstate;
       self->last_open_failed_ = true;
       self->shared_->note_open(false, self->last_open_error_);
-      spdlog::error("database {}: cannot open backend ({}): {}", self->cfg_.name,
-                    redact_secrets(self->cfg_.connection), result.error().message);
+      self->open_failure_log_.log(
+          spdlog::level::err,
+          fmt::format("database {}: cannot open backend ({}): {}", self->cfg_.name,
+                      self->driver_.redact(self->cfg_.connection), result.error().message));
       self->pool_.handle_open_failed(id, now);
       self->shared_->connection_gone();
     }
@@ -617,7 +650,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
             [&](const pool::Reject& r) {
               auto w = find_waiter(r.waiter);
               if (w == waiters_.end()) return;
-              std::string msg;
+              std::string msg, sqlstate;
               switch (r.reason) {
                 case pool::RejectReason::timeout:
                   msg = "no backend connection for database \"" + cfg_.name +
@@ -626,6 +659,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                 case pool::RejectReason::open_failed:
                   msg = "cannot connect to the backend of database \"" + cfg_.name +
                         "\": " + last_open_error_;
+                  sqlstate = last_open_sqlstate_;
                   break;
                 case pool::RejectReason::shutdown:
                   msg = "database \"" + cfg_.name + "\" is shutting down";
@@ -634,7 +668,8 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                   msg = "database \"" + cfg_.name + "\" is paused";
                   break;
               }
-              answers.emplace_back(std::move(w->second), AcquireError{r.reason, std::move(msg)});
+              answers.emplace_back(std::move(w->second),
+                                   AcquireError{r.reason, std::move(msg), std::move(sqlstate)});
               waiters_.erase(w);
             },
             [&](const pool::Close& c) {

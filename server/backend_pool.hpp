@@ -28,6 +28,7 @@
 #include "pool/budget.hpp"
 #include "pool/pool.hpp"
 #include "server/blocking.hpp"
+#include "server/log_limiter.hpp"
 #include "server/metrics.hpp"
 
 namespace wirepool::server {
@@ -117,11 +118,16 @@ struct Backend {
   /// backend nor undo statement by statement (sql::SessionEffects::opaque):
   /// reset with DISCARD ALL before another client gets it.
   bool dirty = false;
-  /// When a session last gave it back (ensure_backend probes it after a while idle).
-  std::chrono::steady_clock::time_point released_at{};
   /// For SHOW SERVERS: when it opened, and whether a session holds it (under the pool's mutex).
   std::chrono::system_clock::time_point opened_at{};
   bool leased = false;
+  /// For SHOW SERVERS, read when it opened: the server's pid, the local end
+  /// of its socket (empty / 0 when the driver has no socket), and the
+  /// application_name the server reported.
+  int64_t server_pid = 0;
+  std::string local_addr;
+  uint16_t local_port = 0;
+  std::string application_name;
 
   /// The PostgreSQL relay's pipeline (server/pg_relay.cpp): clients whose
   /// batches were sent to the server behind the running one, answered in this
@@ -145,6 +151,9 @@ bool abandon_train(Backend& b, const std::string& why);
 struct AcquireError {
   pool::RejectReason reason;
   std::string message;  ///< client-facing, e.g. the backend's open error
+  /// open_failed: the failed open's SQLSTATE (the server's own, as 57P03 or
+  /// 3D000, or 08001), empty for the other reasons.
+  std::string sqlstate = {};
 };
 
 /// The pool's pipeline_max (pool::Config) for `d`: 0 (no limit) unless pipelining
@@ -293,6 +302,10 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
     pool::ConnId id;
     bool leased;
     std::chrono::system_clock::time_point opened_at;
+    int64_t server_pid;
+    std::string local_addr;  ///< empty when unknown
+    uint16_t local_port;
+    std::string application_name;
   };
   std::vector<ServerInfo> servers() const;
   bool is_shut_down() const;
@@ -348,6 +361,9 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   std::deque<std::pair<pool::WaiterId, Waiter>>::iterator find_waiter(pool::WaiterId id);
   pool::WaiterId next_waiter_ = 1;
   std::string last_open_error_;
+  std::string last_open_sqlstate_;  ///< under mu_
+  /// "cannot open backend": one line per 10 s with a count while it fails.
+  LogLimiter open_failure_log_;
   bool last_open_failed_ = false;  ///< under mu_
   std::atomic<std::chrono::steady_clock::rep> pipeline_paused_until_{0};
   config::PoolSettings settings_;  ///< under mu_

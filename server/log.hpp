@@ -1,5 +1,6 @@
 #pragma once
-// Logging setup (spdlog, text or JSON lines) and redaction of secrets.
+// Logging setup (spdlog, text or JSON lines). Connection strings are redacted
+// by their driver's own parser (db::Driver::redact).
 
 #include <string>
 #include <string_view>
@@ -12,10 +13,6 @@ namespace wirepool::server {
 /// JSON lines are {"ts":..., "level":..., "msg":...} with the message escaped;
 /// text lines have the message passed through log_escape.
 void setup_logging(const std::string& level, config::LogFormat format);
-
-/// `key=value` connection strings (libpq conninfo, ODBC, TDS) with the values
-/// of password-like keys replaced by "***"; URIs lose their password part.
-std::string redact_secrets(std::string_view connection);
 
 /// Appends `s` for a text log line: control characters (C0, DEL, C1,
 /// U+2028/U+2029) become \n \r \t \xNN or \uNNNN, and each byte that is not

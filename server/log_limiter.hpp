@@ -20,7 +20,10 @@ class LogLimiter {
   /// Logs `line` at warning level, or counts it when a line went out less
   /// than an interval ago; the next line that goes out says how many were
   /// held back ("(and N more like it in the last 10 s)").
-  void warn(const std::string& line) {
+  void warn(const std::string& line) { log(spdlog::level::warn, line); }
+
+  /// The same at `level`.
+  void log(spdlog::level::level_enum level, const std::string& line) {
     const auto now = std::chrono::steady_clock::now();
     uint64_t held = 0;
     {
@@ -35,10 +38,10 @@ class LogLimiter {
       logged_ = true;
     }
     if (held > 0) {
-      spdlog::warn("{} (and {} more like it in the last {} s)", line, held,
-                   std::chrono::duration_cast<std::chrono::seconds>(interval_).count());
+      spdlog::log(level, "{} (and {} more like it in the last {} s)", line, held,
+                  std::chrono::duration_cast<std::chrono::seconds>(interval_).count());
     } else {
-      spdlog::warn("{}", line);
+      spdlog::log(level, "{}", line);
     }
   }
 

@@ -907,7 +907,7 @@ void PgClient::go_idle(bool hot) {
 void PgClient::watch_notifications() {
   Backend* b = session_ ? session_->backend() : nullptr;
   if (!b || watching_backend_) return;
-  const int fd = b->conn.impl()->event_socket();
+  const int fd = b->conn.impl()->socket_fd();
   if (fd < 0) return;
   watching_backend_ = true;
   b->watch(fd, loop_.io.get_executor())

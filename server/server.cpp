@@ -79,7 +79,8 @@ void warn_readable_secrets(const config::Config& c) {
       std::any_of(c.users.begin(), c.users.end(),
                   [](const config::User& u) { return !u.password.empty(); }) ||
       std::any_of(c.databases.begin(), c.databases.end(), [](const config::Database& d) {
-        return redact_secrets(d.connection) != d.connection;
+        const db::Driver* driver = db::find_driver(d.driver);
+        return driver && driver->redact(d.connection) != d.connection;
       });
   if (config_secrets) warn_if_world_readable(c.path, "the configuration (it holds passwords)");
   if (c.tls.present) warn_if_world_readable(c.tls.key, "tls.key");

@@ -126,15 +126,6 @@ Session::~Session() {
   pool_->metrics().clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
-namespace {
-/// Only a connection idle for a while is probed before use: one just given
-/// back is known good, and the probe is a system call on the hot path.
-bool worth_probing(const Backend& b,
-                   std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) {
-  return now - b.released_at >= std::chrono::seconds(1);
-}
-}  // namespace
-
 void Session::adopt(Backend* b, std::chrono::steady_clock::duration waited) {
   pool_->metrics().acquire_wait.observe(waited);
   queued_ = false;
@@ -155,8 +146,10 @@ db::Error Session::acquire_error(const AcquireError& e) {
       err.sqlstate = "53300";
       break;
     case pool::RejectReason::open_failed:
+      // The backend's own code where it gave one (57P03 starting up, 3D000,
+      // 28P01, 08001 unreachable); 08006 from a driver that has none.
       err.code = db::Errc::connection;
-      err.sqlstate = "08006";
+      err.sqlstate = e.sqlstate.size() == 5 && e.sqlstate != "XX000" ? e.sqlstate : "08006";
       break;
     case pool::RejectReason::shutdown:
     case pool::RejectReason::paused:
@@ -174,9 +167,11 @@ bool Session::can_wait_now() const {
 Session::Granted Session::settle(Backend* b, std::chrono::steady_clock::duration waited,
                                  bool probe) {
   // An idle pooled connection may have died meanwhile (the server restarted,
-  // an administrator terminated it): it is discarded here, so that clients do
-  // not pay for it with errors, and the caller acquires again.
-  if (probe && worth_probing(*b) && !b->conn.alive()) {
+  // an administrator terminated it, even a moment after its last use): it is
+  // discarded here, so that clients do not pay for it with errors, and the
+  // caller acquires again. alive() is a zero-timeout readability check of the
+  // socket (the server's FATAL or EOF), no round trip.
+  if (probe && !b->conn.alive()) {
     spdlog::info("database {}: backend connection {} was closed by the server; replacing it",
                  pool_->config().name, b->id);
     pool_->release(b, false);

@@ -90,7 +90,8 @@ class Session : public db::EventSink {
   // ---- the backend lease
 
   /// Acquires a backend if the session holds none. On failure, an error for the
-  /// client (53300 pool timeout, 08006 backend unreachable, 57P01 shutdown).
+  /// client (53300 pool timeout; a failed open's own SQLSTATE, else 08006;
+  /// 57P01 shutdown).
   /// A PostgreSQL backend then gets the client's settings (see sync_settings).
   /// `pipelined`: as DatabasePool::acquire_async's.
   boost::asio::awaitable<std::optional<db::Error>> ensure_backend(bool pipelined = false);
@@ -306,7 +307,8 @@ class Session : public db::EventSink {
   boost::asio::awaitable<void> wait_fd(Backend& b, int fd, bool write);
 
   void give_back(bool healthy);
-  /// The client's error for a failed acquire (53300, 08006, 57P01).
+  /// The client's error for a failed acquire (53300; the open's SQLSTATE or
+  /// 08006; 57P01).
   db::Error acquire_error(const AcquireError& e);
   /// A backend the pool gave: probed (`probe`), adopted, its settings checked.
   Granted settle(Backend* b, std::chrono::steady_clock::duration waited, bool probe);

@@ -1,5 +1,6 @@
 #include "server/tds_client.hpp"
 
+#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -558,7 +559,7 @@ awaitable<bool> TdsClient::login() {
     co_return false;
   }
   auto decoded = tds::decode_login7(tds::as_bytes(msg->payload));
-  std::fill(msg->payload.begin(), msg->payload.end(), '\0');  // the obfuscated password
+  OPENSSL_cleanse(msg->payload.data(), msg->payload.size());  // the obfuscated password
   if (decoded.status != tds::DecodeStatus::ok) {
     spdlog::warn("client {}: bad LOGIN7: {}", peer_, decoded.error);
     co_await login_error(kLoginFailed, 14,
@@ -568,7 +569,7 @@ awaitable<bool> TdsClient::login() {
   tds::Login7& lg = decoded.message;
   struct Wipe {
     std::string& s;
-    ~Wipe() { std::fill(s.begin(), s.end(), '\0'); }
+    ~Wipe() { OPENSSL_cleanse(s.data(), s.size()); }
   } wipe{lg.password};
   const std::string user = lg.user_name;
   user_ = user;

@@ -1046,6 +1046,11 @@ class MysqlConnection final : public db::ConnectionImpl {
     return ConnectionImpl::reset(reset_query);
   }
 
+  int64_t server_pid() const override { return static_cast<int64_t>(session_->thread_id); }
+  int socket_fd() const override {
+    return session_->closed ? -1 : static_cast<int>(mysql_get_socket(session_->mysql));
+  }
+
   /// No round trip: an idle connection on which the server has sent something
   /// (its error before closing an idle session) or which the peer closed.
   bool alive() const override {

@@ -15,7 +15,13 @@
 
 #include <libpq-fe.h>
 
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "backends/postgresql/postgresql_errors.hpp"
@@ -848,7 +854,6 @@ class PgConnection final : public db::ConnectionImpl {
   db::TxState tx_state() const override { return session_->tx_state(); }
 
   int relay_socket() override { return session_->relay_socket(); }
-  int event_socket() const override { return session_->usable() ? PQsocket(session_->conn()) : -1; }
   void relay_done(db::TxState state, bool broken) override { session_->relay_done(state, broken); }
 
   void cancel() noexcept override { session_->cancel(); }
@@ -858,6 +863,8 @@ class PgConnection final : public db::ConnectionImpl {
   std::vector<std::pair<std::string, std::string>> server_parameters() const override {
     return session_->server_parameters();
   }
+  int64_t server_pid() const override { return PQbackendPID(session_->conn()); }
+  int socket_fd() const override { return PQsocket(session_->conn()); }
 
   /// Abandons any open reader or COPY stream (they answer closed after), rolls
   /// back an open transaction, then runs `reset_query` (simple protocol).
@@ -956,44 +963,92 @@ class PgConnection final : public db::ConnectionImpl {
   SessionPtr session_;
 };
 
-Error open_error(std::string message) {
-  Error e = Error::connection(trim_message(message));
-  // libpq reports no SQLSTATE for a failed connection: the common ones by text.
-  if (e.message.find("password authentication failed") != std::string::npos ||
-      e.message.find("no password supplied") != std::string::npos) {
-    e.sqlstate = "28P01";  // invalid_password
-  } else if (e.message.find("database \"") != std::string::npos &&
-             e.message.find("does not exist") != std::string::npos) {
-    e.sqlstate = "3D000";  // invalid_catalog_name
-  } else if (e.message.find("role \"") != std::string::npos &&
-             e.message.find("does not exist") != std::string::npos) {
-    e.sqlstate = "28000";  // invalid_authorization_specification
-  } else {
-    e.sqlstate = "08001";  // sqlclient_unable_to_establish_sqlconnection
+/// Seconds each host may take, as libpq's connect_timeout (0 or unset: 10;
+/// below 2: 2), times the hosts the connection names (libpq tries them in turn).
+std::chrono::steady_clock::duration connect_budget(PGconn* conn) {
+  int seconds = 10;
+  size_t hosts = 1;
+  if (PQconninfoOption* opts = PQconninfo(conn)) {
+    for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+      if (o->val == nullptr || *o->val == '\0') continue;
+      const std::string_view key = o->keyword;
+      if (key == "connect_timeout") {
+        const int v = std::atoi(o->val);
+        if (v > 0) seconds = std::max(v, 2);
+      } else if (key == "host" || key == "hostaddr") {
+        const std::string_view v = o->val;
+        hosts = std::max(hosts, static_cast<size_t>(std::count(v.begin(), v.end(), ',')) + 1);
+      }
+    }
+    PQconninfoFree(opts);
   }
-  return e;
+  return std::chrono::seconds(seconds) * static_cast<int>(std::min<size_t>(hosts, 16));
+}
+
+/// Waits until the socket is ready for `st`'s direction or `deadline` passes.
+bool wait_socket(PGconn* conn, PostgresPollingStatusType st,
+                 std::chrono::steady_clock::time_point deadline) {
+  pollfd p{};
+  p.fd = PQsocket(conn);
+  p.events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    const int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return true;  // PQconnectPoll reports the socket's error
+  }
+}
+
+/// Drives PQconnectPoll to the end. With TLS, the server's key is checked
+/// against the pins as soon as the handshake is done: libpq returns from the
+/// call that completes it (then sends the startup packet, and answers an
+/// authentication request only in a later call), so a server with an
+/// unpinned key never sees a password, a SCRAM proof or a hash.
+std::optional<Error> drive_connect(PGconn* conn, bool tls, const std::vector<std::string>& pins) {
+  if (PQstatus(conn) == CONNECTION_BAD) return connect_error(PQerrorMessage(conn));
+  const auto deadline = std::chrono::steady_clock::now() + connect_budget(conn);
+  PostgresPollingStatusType st = PGRES_POLLING_WRITING;  // as libpq's documentation says to start
+  for (;;) {
+    if (tls) {
+      const ConnStatusType cs = PQstatus(conn);
+      if (tls_established(conn)) {
+        if (auto e = check_pins(conn, pins)) return e;
+      } else if (cs == CONNECTION_AWAITING_RESPONSE || cs == CONNECTION_AUTH_OK ||
+                 cs == CONNECTION_OK) {
+        Error e = Error::connection("the backend connection went on without TLS");
+        e.sqlstate = "08001";
+        return e;
+      }
+    }
+    if (st == PGRES_POLLING_OK) return std::nullopt;
+    if (st == PGRES_POLLING_FAILED) return connect_error(PQerrorMessage(conn));
+    if (!wait_socket(conn, st, deadline)) {
+      Error e = Error::connection("timeout expired connecting to the backend");
+      e.sqlstate = "08001";
+      return e;
+    }
+    st = PQconnectPoll(conn);
+  }
 }
 
 }  // namespace
 
 Result<db::Connection> open_connection(const db::OpenOptions& o) {
   const ConnectParams params = connect_params(o);
-  PGconn* conn = PQconnectdbParams(params.keywords.data(), params.values.data(), 1);
+  PGconn* conn = PQconnectStartParams(params.keywords.data(), params.values.data(), 1);
   if (conn == nullptr) return Error::connection("out of memory creating a libpq connection");
-  if (PQstatus(conn) != CONNECTION_OK) {
-    Error e = open_error(PQerrorMessage(conn));
+  // Verbose messages carry the server's SQLSTATE (connect_error reads it back).
+  PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+  std::vector<std::string> pins;
+  for (const auto& p : o.tls_pins)
+    pins.push_back(normalize_pin(p));
+  if (auto e = drive_connect(conn, !o.tls_ca.empty(), pins)) {
     PQfinish(conn);
-    return e;
+    return *e;
   }
-  if (!o.tls_ca.empty()) {
-    std::vector<std::string> pins;
-    for (const auto& p : o.tls_pins)
-      pins.push_back(normalize_pin(p));
-    if (auto e = check_pins(conn, pins)) {
-      PQfinish(conn);
-      return *e;
-    }
-  }
+  PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
   if (PQsetnonblocking(conn, 1) != 0) {
     Error e = Error::connection("could not make the connection non-blocking: " +
                                 trim_message(PQerrorMessage(conn)));

@@ -6,9 +6,12 @@
 
 namespace wirepool::postgresql {
 
-/// Connects (blocking PQconnectdbParams: executor only), checks the TLS pins,
-/// then switches libpq to non-blocking mode. `o` must have passed
-/// validate_options. Failures answer Errc::connection.
+/// Connects (PQconnectStartParams and PQconnectPoll, waiting on the socket:
+/// executor only; the whole attempt bounded by connect_timeout per host),
+/// checks the TLS pins as soon as the handshake is done and before libpq
+/// answers any authentication request, then switches libpq to non-blocking
+/// mode. `o` must have passed validate_options. Failures answer
+/// Errc::connection with the server's SQLSTATE (connect_error) or 08001.
 db::Result<db::Connection> open_connection(const db::OpenOptions& o);
 
 /// Test hook: rows held by the result a reader of this driver holds now

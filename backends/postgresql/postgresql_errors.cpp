@@ -1,5 +1,7 @@
 #include "backends/postgresql/postgresql_errors.hpp"
 
+#include <algorithm>
+
 namespace wirepool::postgresql {
 
 using db::Errc;
@@ -95,6 +97,51 @@ db::Error connection_lost(std::string_view libpq_message) {
   std::string m = trim_message(libpq_message);
   if (m.empty()) m = "connection to the PostgreSQL server lost";
   return db::Error::connection(std::move(m));
+}
+
+namespace {
+bool is_sqlstate_char(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z');
+}
+}  // namespace
+
+db::Error connect_error(std::string_view m) {
+  // A server's message reads "<SEVERITY>:  <SQLSTATE>: <text>"; with several
+  // hosts tried, the last one's counts.
+  std::string sqlstate;
+  size_t code_at = std::string_view::npos;
+  for (size_t at = m.find(":  "); at != std::string_view::npos; at = m.find(":  ", at + 1)) {
+    const size_t c = at + 3;
+    if (c + 7 <= m.size() && m[c + 5] == ':' && m[c + 6] == ' ' &&
+        std::all_of(m.begin() + static_cast<std::ptrdiff_t>(c),
+                    m.begin() + static_cast<std::ptrdiff_t>(c + 5), is_sqlstate_char)) {
+      code_at = c;
+    }
+  }
+  std::string text;
+  if (code_at != std::string_view::npos) {
+    sqlstate = std::string(m.substr(code_at, 5));
+    text.append(m.substr(0, code_at)).append(m.substr(code_at + 7));
+  } else {
+    text = std::string(m);
+  }
+  // Drop the LOCATION lines (source file and line of the server's code).
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    const std::string_view line(text.data() + pos, nl - pos);
+    if (line.rfind("LOCATION:  ", 0) != 0) {
+      if (!out.empty()) out.push_back('\n');
+      out.append(line);
+    }
+    pos = nl + 1;
+  }
+  db::Error e = db::Error::connection(trim_message(out));
+  e.sqlstate =
+      sqlstate.empty() ? "08001" : sqlstate;  // sqlclient_unable_to_establish_sqlconnection
+  return e;
 }
 
 db::Error busy_error() {

@@ -36,6 +36,13 @@ db::Error error_from_result(const PGresult* result, bool connection_bad,
 /// Errc::connection, 08006, with libpq's message (trailing newline removed).
 db::Error connection_lost(std::string_view libpq_message);
 
+/// The error of a failed connection attempt from libpq's message built with
+/// PQERRORS_VERBOSE: the server's SQLSTATE when it refused the connection
+/// (57P03 starting up or shutting down, 28P01, 28000, 3D000, 53300, ...),
+/// else 08001 (libpq's own: unreachable, TLS, timeout). The message loses
+/// the code and the LOCATION lines. Always Errc::connection.
+db::Error connect_error(std::string_view verbose_message);
+
 /// Errc::busy, 55000: a Rows or COPY stream still holds the connection.
 db::Error busy_error();
 

@@ -35,6 +35,7 @@ bool is_secret_key(std::string_view key) {
 /// The keys `conninfo` sets (PQconninfoParse), or the parse error.
 struct Parsed {
   std::set<std::string> keys;
+  std::string channel_binding;  ///< its value when the conninfo sets it
   std::string error;
   bool ok = false;
 };
@@ -59,7 +60,9 @@ Parsed parse_conninfo(const std::string& conninfo) {
     return out;
   }
   for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
-    if (o->val != nullptr) out.keys.insert(o->keyword);
+    if (o->val == nullptr) continue;
+    out.keys.insert(o->keyword);
+    if (std::string_view(o->keyword) == "channel_binding") out.channel_binding = o->val;
   }
   PQconninfoFree(opts);
   out.ok = true;
@@ -71,42 +74,18 @@ bool is_hex(std::string_view s) {
                      [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-/// Redacts a postgres:// URI: userinfo password and `password` query parameters.
-std::string redact_uri(std::string_view s, size_t after_scheme) {
-  std::string out(s.substr(0, after_scheme));
-  std::string_view rest = s.substr(after_scheme);
-  const size_t auth_end = std::min(rest.find_first_of("/?"), rest.size());
-  const size_t at = rest.substr(0, auth_end).rfind('@');
-  if (at != std::string_view::npos) {
-    const std::string_view userinfo = rest.substr(0, at);
-    const size_t colon = userinfo.find(':');
-    if (colon != std::string_view::npos) {
-      out.append(userinfo.substr(0, colon + 1)).append("***");
-    } else {
-      out.append(userinfo);
-    }
-    rest = rest.substr(at);
+/// A value as libpq's key=value grammar reads it back: quoted when it holds
+/// a space, a quote or a backslash, or is empty.
+std::string quote_value(std::string_view v) {
+  if (!v.empty() && v.find_first_of(" \t\n\r\f\v'\\") == std::string_view::npos) {
+    return std::string(v);
   }
-  const size_t q = rest.find('?');
-  if (q == std::string_view::npos) return out.append(rest);
-  out.append(rest.substr(0, q + 1));
-  std::string_view query = rest.substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = std::min(query.find('&'), query.size());
-    const std::string_view pair = query.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (eq != std::string_view::npos && is_secret_key(pair.substr(0, eq))) {
-      out.append(pair.substr(0, eq + 1)).append("***");
-    } else {
-      out.append(pair);
-    }
-    if (amp < query.size()) out.push_back('&');
-    query = amp < query.size() ? query.substr(amp + 1) : std::string_view();
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'' || c == '\\') out.push_back('\\');
+    out.push_back(c);
   }
+  out.push_back('\'');
   return out;
 }
 
@@ -139,6 +118,12 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
                                   ": TLS to the backend comes from the database entry's tls block");
       }
     }
+  }
+  if (parsed.ok && parsed.keys.count("channel_binding") != 0 && !o.tls_ca.empty() &&
+      parsed.channel_binding != "require" && parsed.channel_binding != "prefer") {
+    problems.emplace_back("connection",
+                          "channel_binding=" + parsed.channel_binding +
+                              ": with TLS to the backend it is require (the default) or prefer");
   }
   for (const auto& pin : o.tls_pins) {
     const std::string p = normalize_pin(pin);
@@ -179,6 +164,9 @@ ConnectParams connect_params(const db::OpenOptions& o) {
     add("ssl_min_protocol_version", "TLSv1.3");
     // GSSAPI encryption would be tried before TLS when a Kerberos ticket exists.
     add("gssencmode", "disable");
+    // SCRAM-SHA-256-PLUS only (libpq refuses any other method before it sends
+    // a thing), unless the conninfo says channel_binding=prefer.
+    if (!set("channel_binding")) add("channel_binding", "require");
   }
   for (const auto& [k, v] : p.pairs) {
     p.keywords.push_back(k.c_str());
@@ -190,51 +178,25 @@ ConnectParams connect_params(const db::OpenOptions& o) {
 }
 
 std::string redact_conninfo(std::string_view s) {
-  for (std::string_view scheme : {"postgresql://", "postgres://"}) {
-    if (s.substr(0, scheme.size()) == scheme) return redact_uri(s, scheme.size());
-  }
-  // key = value pairs (libpq's grammar): values are 'quoted' with \ escapes, or
-  // run to the next whitespace with \ escapes.
+  const std::string conninfo(s);
+  const bool uri = conninfo.rfind("postgresql://", 0) == 0 || conninfo.rfind("postgres://", 0) == 0;
+  if (!uri && conninfo.find('=') == std::string::npos) return conninfo;  // a database name
+  // libpq's own parser, so that every form it accepts (spaces around '=',
+  // quotes, backslash escapes, any whitespace, URIs with percent-encoding) is
+  // read as libpq reads it; the result is written back as key=value pairs.
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (err) PQfreemem(err);
+  if (opts == nullptr) return "(a connection string libpq cannot parse)";
   std::string out;
-  size_t i = 0;
-  while (i < s.size()) {
-    const size_t key_start = i;
-    while (i < s.size() && is_space(s[i]))
-      ++i;
-    const size_t k0 = i;
-    while (i < s.size() && s[i] != '=' && !is_space(s[i]))
-      ++i;
-    const std::string_view key = s.substr(k0, i - k0);
-    while (i < s.size() && is_space(s[i]))
-      ++i;
-    if (i >= s.size() || s[i] != '=') {
-      out.append(s.substr(key_start));  // malformed: libpq refuses it anyway
-      break;
-    }
-    ++i;
-    while (i < s.size() && is_space(s[i]))
-      ++i;
-    out.append(s.substr(key_start, i - key_start));
-    const size_t v0 = i;
-    if (i < s.size() && s[i] == '\'') {
-      ++i;
-      while (i < s.size() && s[i] != '\'') {
-        if (s[i] == '\\' && i + 1 < s.size()) ++i;
-        ++i;
-      }
-      if (i < s.size()) ++i;
-    } else {
-      while (i < s.size() && !is_space(s[i])) {
-        if (s[i] == '\\' && i + 1 < s.size()) ++i;
-        ++i;
-      }
-    }
-    if (is_secret_key(key)) {
-      out.append("***");
-    } else {
-      out.append(s.substr(v0, i - v0));
-    }
+  for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr) continue;
+    if (!out.empty()) out.push_back(' ');
+    out.append(o->keyword).push_back('=');
+    const bool secret = is_secret_key(o->keyword) || (o->dispchar && o->dispchar[0] == '*');
+    out.append(secret ? std::string("***") : quote_value(o->val));
   }
+  PQconninfoFree(opts);
   return out;
 }
 

@@ -20,9 +20,10 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
 
 /// PQconnectdbParams(keywords, values, expand_dbname = 1) arguments: the
 /// conninfo as `dbname` first (expanded by libpq), then what the driver adds
-/// (password, keepalives, connect_timeout, application_name, client_encoding,
-/// and sslmode / sslrootcert from the tls block). Keys the conninfo already
-/// sets keep its values, except the TLS ones, which validate_options refuses.
+/// (password, keepalives, connect_timeout, client_encoding, and from the tls
+/// block sslmode / sslrootcert with channel_binding=require unless the conninfo
+/// sets channel_binding: validate_options takes only require or prefer then). Keys the conninfo
+/// already sets keep its values, except the TLS ones, which validate_options refuses.
 struct ConnectParams {
   std::vector<std::pair<std::string, std::string>> pairs;
   /// NULL-terminated arrays pointing into `pairs` (valid while it lives).
@@ -31,9 +32,11 @@ struct ConnectParams {
 };
 ConnectParams connect_params(const db::OpenOptions& o);
 
-/// `conninfo` with password values replaced by "***": `password=...` in the
-/// key=value form (quoted or not), and the userinfo password and `password=`
-/// query parameter of a postgres:// or postgresql:// URI.
+/// `conninfo` for a log line: parsed by libpq (PQconninfoParse) and written
+/// back as key=value pairs in libpq's order, with the values of `password`,
+/// `sslpassword` and any key libpq marks as secret replaced by "***". A bare
+/// database name comes back as it is; what libpq cannot parse, as a
+/// placeholder.
 std::string redact_conninfo(std::string_view conninfo);
 
 /// Lower-case hex without colons ("AB:cd" -> "abcd").

@@ -21,16 +21,21 @@ std::optional<std::string> peer_public_key_sha256(PGconn* conn) {
   return hex;
 }
 
+bool tls_established(PGconn* conn) {
+  auto* ssl = static_cast<SSL*>(PQsslStruct(conn, "OpenSSL"));
+  return ssl != nullptr && PQsslInUse(conn) != 0 && SSL_is_init_finished(ssl) == 1;
+}
+
 std::optional<db::Error> check_pins(PGconn* conn, const std::vector<std::string>& pins) {
   if (pins.empty()) return std::nullopt;
   const auto actual = peer_public_key_sha256(conn);
-  if (!actual) {
-    return db::Error::connection(
-        "the backend connection has no TLS server certificate to check against tls.pin_sha256");
-  }
-  if (tls::ClientContext::pin_matches(*actual, pins)) return std::nullopt;
-  return db::Error::connection("server public key sha256 " + *actual +
-                               " matches none of tls.pin_sha256");
+  db::Error e = db::Error::connection(
+      actual ? "server public key sha256 " + *actual + " matches none of tls.pin_sha256"
+             : "the backend connection has no TLS server certificate to check against "
+               "tls.pin_sha256");
+  if (actual && tls::ClientContext::pin_matches(*actual, pins)) return std::nullopt;
+  e.sqlstate = "08001";  // sqlclient_unable_to_establish_sqlconnection
+  return e;
 }
 
 }  // namespace wirepool::postgresql

@@ -11,6 +11,7 @@
 
 #include "backends/tds/tds_connection.hpp"
 
+#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -834,7 +835,10 @@ Status login(Session& s) {
   l.database = s.opt.database;
   payload.clear();
   tds::encode_login7(payload, l);
-  if (auto st = s.request(tds::PacketType::login7, payload); !st.ok()) return st;
+  OPENSSL_cleanse(l.password.data(), l.password.size());
+  auto sent = s.request(tds::PacketType::login7, payload);
+  OPENSSL_cleanse(payload.data(), payload.size());  // the obfuscated password
+  if (!sent.ok()) return sent;
   bool acked = false;
   std::optional<Error> err;
   for (;;) {

@@ -1,6 +1,8 @@
 // TDS packets, PRELOGIN, LOGIN7, client requests and the token stream.
 #include "protocol/tds/codec.hpp"
 
+#include <openssl/crypto.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -518,9 +520,19 @@ Decoded<Login7> decode_login7(Bytes payload) {
       return false;
     }
     std::string raw(wire::as_view(payload.subspan(f.ib, bytes)));
-    if (password_field) raw = deobfuscate_password(raw);
+    if (password_field) {
+      // Every copy of the password is wiped before it is freed, and `out` is
+      // sized up front (up to 3 UTF-8 bytes per UCS-2 unit) so that it never
+      // reallocates and leaves a partial copy behind.
+      std::string plain = deobfuscate_password(raw);
+      OPENSSL_cleanse(raw.data(), raw.size());
+      raw.swap(plain);
+      out.reserve(f.cch * size_t{3});
+    }
     std::string e;
-    if (!ucs2_to_utf8(as_bytes(raw), out, &e)) {
+    const bool ok = ucs2_to_utf8(as_bytes(raw), out, &e);
+    if (password_field) OPENSSL_cleanse(raw.data(), raw.size());
+    if (!ok) {
       error = std::string("LOGIN7 ") + what + ": " + e;
       return false;
     }
@@ -578,12 +590,26 @@ void encode_login7(std::string& out, const Login7& l) {
   struct Field {
     uint16_t ib, cch;
   };
+  // Sized up front: growing would free buffers holding the (obfuscated) password.
+  data.reserve(2 * (l.host_name.size() + l.user_name.size() + l.password.size() +
+                    l.app_name.size() + l.server_name.size() + l.client_interface.size() +
+                    l.language.size() + l.database.size() + l.attach_db_file.size() +
+                    l.change_password.size() + l.sspi.size()) +
+               1024);
+  for (const auto& f : l.features)
+    data.reserve(data.capacity() + f.data.size() + 5);
   auto add_text = [&](std::string_view utf8, bool password) {
     std::string u;
+    if (password) u.reserve(utf8.size() * 2);
     if (!utf8_to_ucs2(utf8, u)) u.clear();
-    if (password) u = obfuscate_password(u);
+    if (password) {
+      std::string hidden = obfuscate_password(u);
+      OPENSSL_cleanse(u.data(), u.size());
+      u.swap(hidden);
+    }
     const Field f{offset(), static_cast<uint16_t>(u.size() / 2)};
     data += u;
+    if (password) OPENSSL_cleanse(u.data(), u.size());
     return f;
   };
   const bool has_features = !l.features.empty();
@@ -643,8 +669,10 @@ void encode_login7(std::string& out, const Login7& l) {
     wire::put_u16(fixed, f.cch);
   }
   wire::put_u32(fixed, sspi_long ? static_cast<uint32_t>(l.sspi.size()) : 0);  // cbSSPILong
+  out.reserve(out.size() + fixed.size() + data.size());
   out += fixed;
   out += data;
+  OPENSSL_cleanse(data.data(), data.size());
 }
 
 // ---------------------------------------------------------------------------

@@ -9,9 +9,15 @@ ptr is a connection number, not a heap address); PAUSE waits
 for the transaction to end and makes new work wait until RESUME; RECONNECT
 replaces backend connections; KILL disconnects the database's clients and
 pauses it; RELOAD answers; an unknown command is 42601 and the console stays
-usable; SHUTDOWN drains the process, which exits 0.
+usable; SHUTDOWN drains the process, which exits 0; over a PostgreSQL backend
+(the `pg` fixture) SHOW SERVERS gives each connection's backend pid
+(`remote_pid`), local address and port as pg_stat_activity sees them
+(`client_addr`, `client_port`), and each backend connection costs the
+process 2 descriptors (libpq's socket and the watcher's duplicate).
 """
 
+import json
+import os
 import subprocess
 import threading
 import time
@@ -234,6 +240,62 @@ class AdminConsoleTest(WirepoolTestCase):
         self.assertIn("42601", r.stderr)
         r = psql(self.wp.dsn("ops", "secret", "wirepool"), "-c", "PAUSE nosuchdb", check=False)
         self.assertIn('database "nosuchdb" does not exist', r.stderr)
+
+
+class ServersOverPostgresTest(unittest.TestCase):
+    """SHOW SERVERS against a real PostgreSQL backend."""
+
+    def test_servers_match_pg_stat_activity(self):
+        path = os.environ.get("WIREPOOL_PG_INFO")
+        if not path or not os.path.exists(path):
+            raise unittest.SkipTest("no PostgreSQL fixture (run through ctest)")
+        with open(path) as f:
+            i = json.load(f)
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = i["password"]
+        wp = Wirepool(databases=f"""
+          - name: pg
+            driver: postgresql
+            connection: "host={i['host']} port={i['port']} user={i['user']} dbname={i['database']} application_name=wp-admin-test"
+            password_env: WIREPOOL_TEST_PG_PASSWORD
+            pool: {{ mode: transaction, max: 3, pipeline: false }}
+        """, users=USERS, name="admin-pg")
+        wp.start()
+        try:
+            fds_before = wp.open_fds()
+            clients = [psycopg2.connect(wp.kv(database="pg")) for _ in range(3)]
+            for c in clients:
+                c.autocommit = True
+            threads = [threading.Thread(target=lambda c=c: c.cursor().execute(
+                "SELECT pg_sleep(0.2)")) for c in clients]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            out = psql(wp.dsn("ops", "secret", "wirepool"), "-A", "-F", "|", "-P", "footer=off",
+                       "-c", "SHOW SERVERS").stdout.splitlines()
+            cols = ("type user database state addr port local_addr local_port connect_time "
+                    "request_time wait wait_us close_needed ptr link remote_pid tls "
+                    "application_name driver").split()
+            servers = [dict(zip(cols, line.split("|"))) for line in out]
+            self.assertGreaterEqual(len(servers), 1)
+            direct = (f"host={i['host']} port={i['port']} user={i['user']} "
+                      f"password={i['password']} dbname={i['database']}")
+            rows = psql(direct, "-At", "-F", "|", "-c",
+                        "SELECT pid, client_addr, client_port, application_name "
+                        "FROM pg_stat_activity WHERE application_name = 'wp-admin-test'"
+                        ).stdout.split()
+            activity = {r.split("|")[0]: r.split("|")[1:] for r in rows}
+            for s in servers:
+                self.assertIn(s["remote_pid"], activity, (servers, activity))
+                addr, port, app = activity[s["remote_pid"]]
+                self.assertEqual((s["local_addr"], s["local_port"]), (addr, port))
+                self.assertEqual(s["application_name"], app)
+            # Clients' own sockets: 3; each backend connection: 2 (docs/operations.md).
+            self.assertLessEqual(wp.open_fds() - fds_before, 3 + 2 * len(servers))
+            for c in clients:
+                c.close()
+        finally:
+            wp.cleanup()
 
 
 class ShutdownTest(unittest.TestCase):

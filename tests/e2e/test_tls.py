@@ -16,17 +16,24 @@ reloads the certificate for new connections while an established session
 goes on; failed logins are logged without the password and answered after a
 small delay; a PostgreSQL backend behind its own CA is reached with the right
 CA and pin and refused, with an error naming the database and no hang, with a
-wrong pin or a wrong CA.
+wrong pin or a wrong CA; a fake PostgreSQL server with a certificate from the
+configured CA but an unpinned key, asking for a cleartext password, receives
+no password (the pin is checked once TLS is up, before authentication) and the
+client's error names the pin; with the pinned key and the default
+channel_binding=require, a server asking for a cleartext password receives
+none either.
 """
 
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -312,6 +319,144 @@ class BackendTlsTest(unittest.TestCase):
         self.assertIn('"pgtls"', r.stderr)
         self.assertLess(took, 15)
         self.assertIn("certificate verify failed", log)
+
+
+def make_ca_signed(directory, ca_crt, ca_key, name):
+    """A server certificate for localhost / 127.0.0.1 signed by the CA, and its pin."""
+    key = os.path.join(directory, f"{name}.key")
+    csr = os.path.join(directory, f"{name}.csr")
+    crt = os.path.join(directory, f"{name}.crt")
+    ext = os.path.join(directory, f"{name}.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    r = openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", key, "-out", csr, "-subj", f"/CN={name}")
+    assert r.returncode == 0, r.stderr
+    r = openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
+                "-out", crt, "-days", "2", "-extfile", ext)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([WIREPOOL, "--fingerprint", crt], capture_output=True, text=True)
+    return crt, key, out.stdout.split("sha256 public-key: ")[1].strip()
+
+
+class FakePostgres:
+    """A hostile PostgreSQL server: TLS (on SSLRequest) with the given
+    certificate, then an AuthenticationCleartextPassword request; it records
+    every byte a client sends after its startup packet."""
+
+    def __init__(self, crt, key):
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        self.ctx.load_cert_chain(crt, key)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.startups = 0
+        self.after_auth_request = b""
+        self.stopping = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            try:
+                self.one(conn)
+            except (OSError, ssl.SSLError, struct.error):
+                pass
+            finally:
+                conn.close()
+
+    def one(self, conn):
+        conn.settimeout(5)
+        head = conn.recv(8)
+        if len(head) < 8 or struct.unpack("!I", head[4:])[0] != 80877103:
+            return
+        conn.sendall(b"S")
+        tls = self.ctx.wrap_socket(conn, server_side=True)
+        n = struct.unpack("!I", tls.recv(4))[0]
+        body = b""
+        while len(body) < n - 4:
+            body += tls.recv(n - 4 - len(body))
+        self.startups += 1
+        tls.sendall(b"R" + struct.pack("!II", 8, 3))  # AuthenticationCleartextPassword
+        tls.settimeout(2)
+        try:
+            while True:
+                data = tls.recv(4096)
+                if not data:
+                    break
+                self.after_auth_request += data
+        except (socket.timeout, ssl.SSLError, OSError):
+            pass
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+class BackendPinBeforePasswordTest(unittest.TestCase):
+    """The postgresql driver checks the server's key before it authenticates."""
+
+    SECRET = "S3cret-Pinned-Pw"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="fake-pg-")
+        cls.ca_key = os.path.join(cls.dir, "ca.key")
+        cls.ca_crt = os.path.join(cls.dir, "ca.crt")
+        r = openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", cls.ca_key, "-out", cls.ca_crt, "-days", "2", "-subj",
+                    "/CN=fake-pg-ca")
+        assert r.returncode == 0, r.stderr
+        cls.pinned = make_ca_signed(cls.dir, cls.ca_crt, cls.ca_key, "pinned")
+        cls.unpinned = make_ca_signed(cls.dir, cls.ca_crt, cls.ca_key, "unpinned")
+        os.environ["WIREPOOL_TEST_FAKE_PG_PASSWORD"] = cls.SECRET
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def run_against(self, served, extra=""):
+        fake = FakePostgres(served[0], served[1])
+        wp = Wirepool(databases=f"""
+          - name: fake
+            driver: postgresql
+            connection: "host=localhost port={fake.port} user=app dbname=app{extra}"
+            password_env: WIREPOOL_TEST_FAKE_PG_PASSWORD
+            pool: {{ mode: transaction, max: 2, acquire_timeout: 5s }}
+            tls: {{ ca: "{self.ca_crt}", pin_sha256: ["{self.pinned[2]}"] }}
+        """, users="- { name: alice, password: wonderland }", name="fake-pg")
+        wp.start()
+        try:
+            r = psql(wp.dsn(database="fake"), "-c", "SELECT 1", check=False, timeout=30)
+            return r, fake, wp.log()
+        finally:
+            wp.cleanup()
+            fake.close()
+
+    def test_unpinned_key_gets_no_password(self):
+        # channel_binding=prefer leaves the pin as the only guard.
+        r, fake, log = self.run_against(self.unpinned, " channel_binding=prefer")
+        self.assertNotIn(self.SECRET.encode(), fake.after_auth_request)
+        self.assertFalse(fake.after_auth_request.startswith(b"p"), fake.after_auth_request)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("matches none of tls.pin_sha256", r.stderr)
+        self.assertIn(self.unpinned[2], log)
+
+    def test_pinned_key_asking_cleartext_gets_no_password(self):
+        r, fake, log = self.run_against(self.pinned)
+        self.assertGreater(fake.startups, 0, log[-2000:])
+        self.assertNotIn(self.SECRET.encode(), fake.after_auth_request)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("channel binding", r.stderr)
+        self.assertNotIn(self.SECRET, log)
 
 
 if __name__ == "__main__":

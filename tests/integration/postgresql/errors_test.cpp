@@ -10,7 +10,9 @@
 //  - pg_terminate_backend: the victim's next call answers Errc::connection and
 //    alive() turns false
 //  - an error in the middle of a stream is answered by next(), not hidden
-//  - opening: a wrong password is Errc::connection 28P01; validate() refuses TLS
+//  - opening: a wrong password is Errc::connection 28P01, an unknown database
+//    3D000, an unknown role 28000 (the server's own codes), a port nobody
+//    listens on 08001, all Errc::connection; validate() refuses TLS
 //    keys in the conninfo, `options` keys and bad pins; redact() hides passwords
 
 #include <chrono>
@@ -190,6 +192,32 @@ TEST_F(Errors, WrongPasswordIsAConnectionError) {
   EXPECT_EQ(c.error().message.find("wrong"), std::string::npos);
 }
 
+TEST_F(Errors, FailedOpensCarryTheServersSqlstate) {
+  db::OpenOptions o = options();
+  o.connection += " dbname=no_such_database_here";
+  auto c = driver().open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, Errc::connection);
+  EXPECT_EQ(c.error().sqlstate, "3D000") << c.error().message;
+  EXPECT_EQ(c.error().message.find("LOCATION"), std::string::npos) << c.error().message;
+  o = options();
+  o.connection += " user=no_such_role_here";
+  c = driver().open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().sqlstate, "28P01") << c.error().message;  // SCRAM: the role is not told
+  o = superuser_options();
+  o.connection += " user=no_such_role_here";
+  c = driver().open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().sqlstate, "28000") << c.error().message;  // trust on the socket
+  o = options();
+  o.connection += " port=1";
+  c = driver().open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, Errc::connection);
+  EXPECT_EQ(c.error().sqlstate, "08001") << c.error().message;
+}
+
 TEST_F(Errors, ValidateRefusesTlsKeysOptionsAndBadPins) {
   db::OpenOptions o = options();
   o.connection += " sslmode=require";
@@ -209,10 +237,11 @@ TEST_F(Errors, ValidateRefusesTlsKeysOptionsAndBadPins) {
 }
 
 TEST_F(Errors, RedactHidesPasswords) {
-  EXPECT_EQ(driver().redact("host=h password=s3cret user=u"), "host=h password=*** user=u");
-  EXPECT_EQ(driver().redact("host=h password = 'a b\\' c' user=u"), "host=h password = *** user=u");
+  // libpq's parser reads them; they come back as key=value pairs in its order.
+  EXPECT_EQ(driver().redact("host=h password=s3cret user=u"), "user=u password=*** host=h");
+  EXPECT_EQ(driver().redact("host=h password = 'a b\\' c' user=u"), "user=u password=*** host=h");
   EXPECT_EQ(driver().redact("postgresql://u:s3cret@h:5432/db?sslmode=x&password=p2"),
-            "postgresql://u:***@h:5432/db?sslmode=x&password=***");
+            "user=u password=*** dbname=db host=h port=5432 sslmode=x");
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ TEST_F(Tls, WrongPinIsRefusedNamingTheServersKey) {
   auto c = driver().open(tls_options(info().str("tls.ca"), {std::string(64, 'a')}));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, Errc::connection);
-  EXPECT_EQ(c.error().sqlstate, "08006");
+  EXPECT_EQ(c.error().sqlstate, "08001");
   EXPECT_EQ(c.error().message, "server public key sha256 " + info().str("tls.pin_sha256") +
                                    " matches none of tls.pin_sha256");
 }

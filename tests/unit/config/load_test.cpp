@@ -116,6 +116,7 @@ TEST(ConfigLoad, MinimalFileGetsEveryDefault) {
   EXPECT_TRUE(db.pool.pipeline);             // on by default
   EXPECT_EQ(db.pool.pipeline_max, 0);        // auto
   EXPECT_EQ(db.pool.max_db_connections, 0);  // no cap
+  EXPECT_EQ(db.pool.connect_backoff_max, std::chrono::seconds(5));
   EXPECT_FALSE(db.tls.present);
   EXPECT_EQ(db.line, 1);
 }
@@ -212,7 +213,7 @@ databases:
     connection: host=10.0.0.5 user=app dbname=app
     password_env: PG_PASSWORD
     options: { statement_cache: 100, keepalives: true, application_name: "wirepool" }
-    pool: { mode: statement, min: 2, max: 2, acquire_timeout: 1s, idle_timeout: 0, max_lifetime: 0s, reset_query: "SELECT 1", pipeline: false, pipeline_max: 3, max_db_connections: 5 }
+    pool: { mode: statement, min: 2, max: 2, acquire_timeout: 1s, idle_timeout: 0, max_lifetime: 0s, reset_query: "SELECT 1", pipeline: false, pipeline_max: 3, max_db_connections: 5, connect_backoff_max: 30s }
 )",
                                kFile);
   EXPECT_EQ(c.server.threads, 3);
@@ -254,6 +255,7 @@ databases:
   EXPECT_FALSE(db.pool.pipeline);
   EXPECT_EQ(db.pool.pipeline_max, 3);
   EXPECT_EQ(db.pool.max_db_connections, 5);
+  EXPECT_EQ(db.pool.connect_backoff_max, std::chrono::seconds(30));
 }
 
 TEST(ConfigLoad, ShortPoolIsComplete) {

@@ -20,6 +20,12 @@
 //  - waiters and idle connections never coexist; after open_failed with nothing
 //    opening, in use or resetting no waiter is left; after any other event enough
 //    is opening for the waiters and for min (up to max);
+//  - back-off after a failed open: no Open before retry_at (backoff_first, doubled
+//    by each failure of an attempt started after the last back-off, up to
+//    backoff_max; forgotten on success), then one Open at a time; a waiter that
+//    nothing live could serve during the back-off is rejected open_failed at
+//    once; next_deadline includes retry_at until it passes; a success reopens
+//    for every waiter and min;
 //  - shutdown: no waiters, no idle connections, no Open, later acquires rejected;
 //  - events in the wrong state change nothing; stats match the model exactly;
 //  - pipeline_max (half the seeds): waiters that are all pipelined past the
@@ -111,6 +117,8 @@ struct Coverage {
   std::array<uint64_t, 4> rejects{};  // by RejectReason
   std::array<uint64_t, 8> closes{};   // by CloseReason
   uint64_t direct_grants = 0;         // by try_acquire
+  uint64_t probes = 0;                // Opens while failing (after a back-off)
+  uint64_t backoff_rejects = 0;       // waiters answered from the last failure
 };
 
 #define SIM_CHECK(cond, what)                            \
@@ -161,6 +169,8 @@ class Sim {
         chance(0.25) ? Duration::zero() : Duration(std::chrono::milliseconds(pick(2000, 60000)));
     c.reset_on_release = chance(0.5);
     c.pipeline_max = chance(0.5) ? pick(1, 4) : 0;
+    c.backoff_first = std::chrono::milliseconds(pick(10, 300));
+    c.backoff_max = chance(0.2) ? c.backoff_first / 2 : std::chrono::milliseconds(pick(300, 6000));
     return c;
   }
 
@@ -327,12 +337,21 @@ class Sim {
         c.idle_since = now_;
         c.idle_seq = ++idle_seq_;
         ++opened_;
+        failing_ = false;
+        retry_armed_ = false;
         break;
       }
       case Ev::open_failed:
         p.handle_open_failed(s.conn, now_);
         conns_.erase(s.conn);
         ++open_failed_;
+        if (!failing_ || now_ >= retry_at_) {
+          backoff_ = failing_ ? std::min(backoff_ * 2, cfg_.backoff_max)
+                              : std::min(cfg_.backoff_first, cfg_.backoff_max);
+          failing_ = true;
+          retry_at_ = now_ + backoff_;
+          retry_armed_ = true;
+        }
         break;
       case Ev::reset_done: {
         p.handle_reset_done(s.conn, s.ok, now_);
@@ -349,6 +368,7 @@ class Sim {
         break;
       case Ev::timeout:
         p.handle_timeout(now_);
+        if (retry_armed_ && now_ >= retry_at_) retry_armed_ = false;
         break;
       case Ev::reconfigure:
         p.reconfigure(s.config, now_);
@@ -451,6 +471,11 @@ class Sim {
               "Open beyond the waiters and min (over-opening)");
     SIM_CHECK(live() < eff_min() || !limited(),
               "Open for pipelined waiters at pipeline_max (progress, or a connection coming)");
+    if (failing_) {
+      SIM_CHECK(now_ >= retry_at_, "Open during the back-off after a failed open");
+      SIM_CHECK(n(MState::opening) == 0, "a second Open while the backend is failing");
+      ++coverage_.probes;
+    }
     seen_.insert(a.conn);
     conns_[a.conn] = MConn{};
   }
@@ -489,7 +514,11 @@ class Sim {
         ++rejected_timeout_;
         break;
       case RejectReason::open_failed:
-        SIM_CHECK(s.ev == Ev::open_failed, "Reject open_failed outside handle_open_failed");
+        if (s.ev != Ev::open_failed) {
+          SIM_CHECK(failing_ && now_ < retry_at_ && live() == 0,
+                    "Reject open_failed outside handle_open_failed and the back-off");
+          ++coverage_.backoff_rejects;
+        }
         SIM_CHECK(n(MState::opening) + n(MState::in_use) + n(MState::resetting) == 0,
                   "Reject open_failed while a connection could still serve the waiter");
         ++rejected_other_;
@@ -569,11 +598,20 @@ class Sim {
       SIM_CHECK(n(MState::idle) == 0, "a waiter waits while a connection is idle");
     }
     // An ignored (bogus) event changes nothing, so the state after open_failed may stand.
-    if (!shut_ && s.ev != Ev::open_failed && s.ev != Ev::bogus) {
+    if (!shut_ && s.ev != Ev::open_failed && s.ev != Ev::bogus && !failing_) {
       SIM_CHECK(waiters_.size() <= n(MState::opening) + n(MState::resetting) ||
                     now_counted >= cfg_.max || limited(),
                 "waiters left without a connection opening for them (under max)");
       SIM_CHECK(live() >= eff_min() || now_counted >= cfg_.max, "min not maintained (under max)");
+    }
+    if (!shut_ && failing_ && now_ < retry_at_ && live() == 0 && s.ev != Ev::bogus) {
+      SIM_CHECK(waiters_.empty(), "a waiter kept during the back-off with nothing to serve it");
+    }
+    if (!shut_ && failing_ && now_ >= retry_at_ && s.ev != Ev::open_failed && s.ev != Ev::bogus &&
+        now_counted < cfg_.max &&
+        ((waiters_.size() > n(MState::opening) + n(MState::resetting) && !limited()) ||
+         live() < eff_min())) {
+      SIM_CHECK(n(MState::opening) >= 1, "back-off over, and no attempt for the waiters or min");
     }
     if (s.ev == Ev::open_failed &&
         n(MState::opening) + n(MState::in_use) + n(MState::resetting) == 0) {
@@ -633,8 +671,9 @@ class Sim {
     };
     for (const MWaiter& w : waiters_)
       keep(w.deadline);
+    if (retry_armed_) keep(retry_at_);
     if (cfg_.pipeline_max != 0 && pipelined_waiting() > 0 && counted() < cfg_.max &&
-        n(MState::opening) + n(MState::resetting) == 0) {
+        n(MState::opening) + n(MState::resetting) == 0 && !retry_armed_) {
       keep(last_progress_ + kPipelinePatience);
     }
     const bool idle_closable = cfg_.idle_timeout > Duration::zero() && live() > eff_min();
@@ -803,6 +842,10 @@ class Sim {
   TimePoint last_unpipelined_{};  // a waiter that is not pipelined came
   bool unpipelined_seen_ = false;
   bool surplus_expected_ = false;  // this release should close `surplus`
+  bool failing_ = false;           // the back-off, as the pool should keep it
+  Duration backoff_{};
+  TimePoint retry_at_{};
+  bool retry_armed_ = false;
 
   Snapshot before_;
   std::map<ConnId, CloseReason> closes_;  // in this step
@@ -826,6 +869,8 @@ TEST(PoolProperty, InvariantsHoldOnLongRandomEventSequences) {
   const size_t grant = 1;  // Action index of Grant
   EXPECT_GT(coverage.actions[grant], kSeeds * kSteps / 20);
   EXPECT_GT(coverage.direct_grants, kSeeds * kSteps / 50);
+  EXPECT_GT(coverage.probes, kSeeds);
+  EXPECT_GT(coverage.backoff_rejects, kSeeds);
   for (size_t i = 0; i < coverage.actions.size(); ++i) {
     EXPECT_GT(coverage.actions[i], 0u) << "action index " << i << " never emitted";
   }

@@ -281,6 +281,11 @@ TEST(MysqlOptions, EntryPasswordOverridesAndIsRedacted) {
   EXPECT_EQ(redact_connection("host=h password=s3cret user=u"), "host=h password=*** user=u");
   EXPECT_EQ(redact_connection("password = 'a b\\' c' dbname=x"), "password = *** dbname=x");
   EXPECT_EQ(redact_connection("host=h password='unterminated"), "***");
+  EXPECT_EQ(redact_connection("host=h password = S3cretA"), "host=h password = ***");
+  EXPECT_EQ(redact_connection("password= 'S3cret B' host=h"), "password= *** host=h");
+  EXPECT_EQ(redact_connection("password=S3cret\\ D host=h"), "password=*** host=h");
+  EXPECT_EQ(redact_connection("host=h\tpassword\t=\tS3cretE\tuser=u"),
+            "host=h\tpassword\t=\t***\tuser=u");
   EXPECT_EQ(redact_connection("host=h"), "host=h");
 }
 

@@ -120,6 +120,11 @@ TEST(OdbcConnectionString, ValuesRedactionDsnAndPassword) {
   EXPECT_EQ(connection_value(c, "port"), std::nullopt);
   EXPECT_EQ(redact_connection(c), "Driver={PostgreSQL Unicode};SERVER=h;pwd=***;Uid=u");
   EXPECT_EQ(redact_connection("DSN=x;Password=secret"), "DSN=x;Password=***");
+  // Every form the parser reads: spaces and tabs around '=', braces with '}}'.
+  EXPECT_EQ(redact_connection("DSN=x; PWD = S3cretA ;UID=u"), "DSN=x; PWD = ***;UID=u");
+  EXPECT_EQ(redact_connection("DSN=x;PWD={a}}b X};UID=u"), "DSN=x;PWD=***;UID=u");
+  EXPECT_EQ(redact_connection("DSN=x;\tPWD\t=\tS3cretB;UID=u"), "DSN=x;\tPWD\t=***;UID=u");
+  EXPECT_EQ(redact_connection("DSN=x;PWD={unterminated"), "DSN=x;PWD=***");
   EXPECT_EQ(full_connection_string("mydsn", ""), "DSN=mydsn");
   EXPECT_EQ(full_connection_string("DSN=x;UID=u", "p}w"), "DSN=x;UID=u;PWD={p}}w}");
   EXPECT_EQ(full_connection_string("DSN=x;PWD=a", "other"), "DSN=x;PWD=a");

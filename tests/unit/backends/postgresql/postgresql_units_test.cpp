@@ -2,7 +2,9 @@
 //  - chunked-rows detection: a lookup that finds PQsetChunkedRowsMode (libpq 17+)
 //    selects chunks of 256 rows; one that does not falls back to single-row mode;
 //    the loaded libpq's answer agrees with its version (Debian 12: libpq 15, none)
-//  - the SQLSTATE class -> Errc table; libpq's own errors; the busy error
+//  - the SQLSTATE class -> Errc table; libpq's own errors; the busy error;
+//    a failed connection's verbose message -> the server's SQLSTATE (57P03,
+//    28P01, 3D000, the last host's), 08001 for libpq's own, LOCATION dropped
 //  - binary decoding: numeric at its stored scale (-0.000100, NaN as Text),
 //    integers, uuid, jsonb, dates and timestamps (before 2000, infinity), bad sizes
 //  - parameters: natural types and formats, untyped text as OID 0, prepared
@@ -10,7 +12,10 @@
 //    a cleared buffer reused for the next statement
 //  - result format choice for native mode; command tags -> verb and count
 //  - conninfo: TLS keys refused, options refused, pins checked, bare database
-//    names accepted; what the driver adds; passwords redacted in both forms
+//    names accepted; what the driver adds (channel_binding=require with TLS,
+//    prefer when the conninfo says so, disable refused); passwords redacted by
+//    libpq's parser in every form (spaces around '=', quotes, backslash
+//    escapes, tabs, URIs with userinfo, %-encoding and query parameters)
 
 #include <gtest/gtest.h>
 
@@ -108,6 +113,33 @@ TEST(ErrorMapping, LibpqOwnErrorsAndLostConnections) {
   EXPECT_EQ(busy.code, db::Errc::busy);
   EXPECT_EQ(busy.sqlstate, "55000");
   EXPECT_EQ(would_block_error().code, db::Errc::would_block);
+}
+
+TEST(ErrorMapping, ConnectErrorCarriesTheServersSqlstate) {
+  const db::Error starting = connect_error(
+      "connection to server at \"h\" (127.0.0.1), port 5432 failed: FATAL:  57P03: the "
+      "database system is starting up\nLOCATION:  ProcessStartupPacket, postmaster.c:2400\n");
+  EXPECT_EQ(starting.code, db::Errc::connection);
+  EXPECT_EQ(starting.sqlstate, "57P03");
+  EXPECT_EQ(starting.message,
+            "connection to server at \"h\" (127.0.0.1), port 5432 failed: FATAL:  the database "
+            "system is starting up");
+  EXPECT_EQ(connect_error("failed: FATAL:  28P01: password authentication failed for user \"u\"")
+                .sqlstate,
+            "28P01");
+  EXPECT_EQ(connect_error("failed: FATAL:  3D000: database \"x\" does not exist").sqlstate,
+            "3D000");
+  // Two hosts tried: the last one's answer.
+  EXPECT_EQ(connect_error("a failed: FATAL:  57P03: starting\nb failed: FATAL:  28000: role "
+                          "\"u\" does not exist\n")
+                .sqlstate,
+            "28000");
+  const db::Error refused = connect_error(
+      "connection to server at \"h\" (127.0.0.1), port 1 failed: Connection refused\n\tIs the "
+      "server running on that host and accepting TCP/IP connections?\n");
+  EXPECT_EQ(refused.sqlstate, "08001");
+  EXPECT_EQ(refused.code, db::Errc::connection);
+  EXPECT_EQ(connect_error("timeout:  ABC: x").sqlstate, "08001");  // not five characters
 }
 
 // ---- decoding -----------------------------------------------------------------------
@@ -417,16 +449,36 @@ TEST(Conninfo, DriverAddsKeepalivesTimeoutNameAndTls) {
   EXPECT_EQ(m["sslmode"], "verify-full");
   EXPECT_EQ(m["sslrootcert"], "/ca.pem");
   EXPECT_EQ(m["ssl_min_protocol_version"], "TLSv1.3");
+  EXPECT_EQ(m["channel_binding"], "require");
+  o.connection = "host=h channel_binding=prefer";
+  params = connect_params(o);
+  m = std::map<std::string, std::string>(params.pairs.begin(), params.pairs.end());
+  EXPECT_EQ(m.count("channel_binding"), 0u);  // the conninfo's own stands
+  EXPECT_TRUE(validate_options(o).empty());
+  o.connection = "host=h channel_binding=disable";
+  ASSERT_EQ(validate_options(o).size(), 1u);
+  EXPECT_NE(validate_options(o)[0].second.find("require (the default) or prefer"),
+            std::string::npos);
 }
 
-TEST(Conninfo, RedactHidesPasswordsInBothForms) {
-  EXPECT_EQ(redact_conninfo("host=h password=s3cret"), "host=h password=***");
+TEST(Conninfo, RedactHidesPasswordsInEveryFormLibpqAccepts) {
+  EXPECT_EQ(redact_conninfo("host=h password=s3cret"), "password=*** host=h");
+  EXPECT_EQ(redact_conninfo("host=h password = S3cretA"), "password=*** host=h");
+  EXPECT_EQ(redact_conninfo("host=h password= 'S3cret B' user=u"), "user=u password=*** host=h");
+  EXPECT_EQ(redact_conninfo("host=h password=S3cret\\ D user=u"), "user=u password=*** host=h");
+  EXPECT_EQ(redact_conninfo("host=h\tpassword\t=\tS3cretE\tuser=u"), "user=u password=*** host=h");
   EXPECT_EQ(redact_conninfo("password='it\\'s x' host=h"), "password=*** host=h");
-  EXPECT_EQ(redact_conninfo("password='a b' host=h"), "password=*** host=h");
-  EXPECT_EQ(redact_conninfo("postgres://u:p%40ss@h/db"), "postgres://u:***@h/db");
-  EXPECT_EQ(redact_conninfo("postgresql://u@h/db?password=x&application_name=a"),
-            "postgresql://u@h/db?password=***&application_name=a");
-  EXPECT_EQ(redact_conninfo("host=h user=u"), "host=h user=u");
+  EXPECT_EQ(redact_conninfo("host=h sslpassword=k"), "host=h sslpassword=***");
+  EXPECT_EQ(redact_conninfo("postgresql://u:S3cretF@h/db"), "user=u password=*** dbname=db host=h");
+  EXPECT_EQ(redact_conninfo("postgres://u:p%40ss@h:5433/db"),
+            "user=u password=*** dbname=db host=h port=5433");
+  EXPECT_EQ(redact_conninfo("postgresql://u@h/db?password=S3cretG&application_name=a"),
+            "user=u password=*** dbname=db host=h application_name=a");
+  EXPECT_EQ(redact_conninfo("host=h user=u"), "user=u host=h");
+  EXPECT_EQ(redact_conninfo("host=h options='-c x=1'"), "host=h options='-c x=1'");
+  EXPECT_EQ(redact_conninfo("mydb"), "mydb");  // a bare database name
+  EXPECT_EQ(redact_conninfo("host=h password='S3cret unterminated"),
+            "(a connection string libpq cannot parse)");
 }
 
 }  // namespace

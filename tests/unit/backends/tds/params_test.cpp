@@ -150,6 +150,9 @@ TEST(TdsOptions, ValidationAndDefaults) {
 TEST(TdsOptions, PasswordIsRedacted) {
   EXPECT_EQ(redact_connection("host=h;password=secret;user=u"), "host=h;password=***;user=u");
   EXPECT_EQ(redact_connection("host=h;PWD={se;cret}"), "host=h;pwd=***");
+  EXPECT_EQ(redact_connection("host=h; PWD = S3cretA ;user=u"), "host=h;pwd=***;user=u");
+  EXPECT_EQ(redact_connection("host=h;PWD={a}}b X};user=u"), "host=h;pwd=***;user=u");
+  EXPECT_EQ(redact_connection("host=h;\tpassword\t=\tS3cretB"), "host=h;password=***");
 }
 
 TEST(TdsErrorsMap, NumbersToSqlstates) {
