@@ -1856,9 +1856,13 @@ awaitable<void> PgClient::backend_error(db::Error err) {
   // PostgreSQL ends a session whose server process is gone; so does wirepool
   // when the client's state went with the backend (session mode, or a
   // transaction): carrying on elsewhere would hide the loss.
-  const bool lost = err.code == db::Errc::connection && session_->backend();
+  // 57P01..57P04: the server ended the session with that error (libpq may
+  // not have seen the end of the connection yet).
+  Backend* held = session_->backend();
+  const bool lost = held && (err.code == db::Errc::connection || err.sqlstate.starts_with("57P") ||
+                             !held->conn.alive());
   if (lost && (session_->mode() == config::PoolMode::session || session_->in_transaction() ||
-               session_->implicit())) {
+               session_->implicit_begun())) {
     backend_gone_ = true;
   }
   send_error(err, backend_gone_ ? "FATAL" : "ERROR");
@@ -1873,7 +1877,7 @@ awaitable<void> PgClient::backend_error(db::Error err) {
     // none of the cache is trusted, each is prepared again on next use.
     session_->backend()->statements.forget();
   }
-  if (err.code == db::Errc::connection && session_->backend()) {
+  if (lost) {
     spdlog::warn("client {}: backend of database \"{}\" lost: {}", peer_,
                  session_->pool().config().name, err.message);
     // Readers of the lost backend go first; the pool then closes it.

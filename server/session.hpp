@@ -268,6 +268,9 @@ class Session : public db::EventSink {
   boost::asio::awaitable<db::Status> end_implicit(bool failed);
   /// True while the open transaction is an implicit one.
   bool implicit() const { return implicit_ && in_transaction(); }
+  /// An implicit transaction was begun and not ended, whatever a backend that
+  /// failed under it now reports.
+  bool implicit_begun() const { return implicit_; }
   /// The client's BEGIN inside an implicit transaction turns it into its own.
   void make_explicit() { implicit_ = false; }
 
