@@ -64,6 +64,23 @@ void append_hex_byte(std::string& out, unsigned char c) {
   out += kHex[c & 15];
 }
 
+/// \n, \r and \t as both formats write them; false for other code points.
+bool append_short_escape(std::string& out, unsigned cp) {
+  switch (cp) {
+    case '\n':
+      out += "\\n";
+      return true;
+    case '\r':
+      out += "\\r";
+      return true;
+    case '\t':
+      out += "\\t";
+      return true;
+    default:
+      return false;
+  }
+}
+
 void append_u_escape(std::string& out, unsigned cp) {
   out += "\\u";
   for (int shift = 12; shift >= 0; shift -= 4)
@@ -104,22 +121,11 @@ void log_escape(std::string_view s, std::string& out) {
       [&](std::string_view seq) {
         if (!needs_escape(seq)) return false;
         const unsigned cp = code_point(seq);
-        switch (cp) {
-          case '\n':
-            out += "\\n";
-            break;
-          case '\r':
-            out += "\\r";
-            break;
-          case '\t':
-            out += "\\t";
-            break;
-          default:
-            if (cp < 0x80) {
-              append_hex_byte(out, static_cast<unsigned char>(cp));
-            } else {
-              append_u_escape(out, cp);
-            }
+        if (append_short_escape(out, cp)) return true;
+        if (cp < 0x80) {
+          append_hex_byte(out, static_cast<unsigned char>(cp));
+        } else {
+          append_u_escape(out, cp);
         }
         return true;
       },
@@ -136,19 +142,8 @@ void json_escape(std::string_view s, std::string& out) {
           return true;
         }
         if (!needs_escape(seq)) return false;
-        switch (const unsigned cp = code_point(seq)) {
-          case '\n':
-            out += "\\n";
-            break;
-          case '\r':
-            out += "\\r";
-            break;
-          case '\t':
-            out += "\\t";
-            break;
-          default:
-            append_u_escape(out, cp);
-        }
+        const unsigned cp = code_point(seq);
+        if (!append_short_escape(out, cp)) append_u_escape(out, cp);
         return true;
       },
       // JSON text is UTF-8: an invalid byte becomes the text \xNN, as in the
