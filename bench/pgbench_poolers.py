@@ -8,7 +8,12 @@ Prints one JSON object: every sample (TPS, p50/p99 latency from pgbench's
 per-transaction log, wirepool's CPU seconds), then per target and mode the
 median and the spread, and the ratios wirepool/PgBouncer and wirepool/direct.
 
+With `--baseline BIN` a second wirepool built from another commit runs as one
+more target in the same rounds, and the summary adds wirepool/baseline: how a
+change is held to "the relay's cost unchanged".
+
 Usage: bench/pgbench_poolers.py [--seconds 20] [--rounds 3] [--clients 32] [--pool 10]
+                                [--baseline PATH] [--only wirepool,baseline]
 Run with /usr/bin/python3; needs postgresql-15 and pgbouncer. A measurement,
 not a test: the machine is shared and noisy, so only ratios within one run
 mean anything.
@@ -148,6 +153,8 @@ def main():
     # costs less CPU per transaction than one per core (cross-loop handoffs);
     # PgBouncer is single-threaded too.
     ap.add_argument("--wirepool-threads", type=int, default=1)
+    ap.add_argument("--baseline", help="another wirepool binary, run as target 'baseline'")
+    ap.add_argument("--only", default="", help="comma-separated targets (default: all)")
     args = ap.parse_args()
 
     pgdir = tempfile.mkdtemp(prefix="bench-pg-")
@@ -160,16 +167,20 @@ def main():
                     str(pg["port"]), "-U", pg["user"], pg["database"]], check=True,
                    env=direct_env, capture_output=True)
     os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
-    wp = Wirepool(databases=f"""
-      - name: bench
-        driver: postgresql
-        connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
-        password_env: WIREPOOL_BENCH_PG_PASSWORD
-        pool: {{ mode: transaction, max: {args.pool} }}
-    """, users="- { name: bench, password: bench }",
-                  server=f"log: {{ level: warn }}\nthreads: {args.wirepool_threads}",
-                  name="bench-wirepool")
-    wp.start()
+    def start_wirepool(binary=None):
+        w = Wirepool(databases=f"""
+          - name: bench
+            driver: postgresql
+            connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
+            password_env: WIREPOOL_BENCH_PG_PASSWORD
+            pool: {{ mode: transaction, max: {args.pool} }}
+        """, users="- { name: bench, password: bench }",
+                     server=f"log: {{ level: warn }}\nthreads: {args.wirepool_threads}",
+                     name="bench-wirepool", binary=binary)
+        return w.start()
+
+    wp = start_wirepool()
+    base = start_wirepool(args.baseline) if args.baseline else None
     # SCRAM for both poolers, as bench/run.py does: the same login work.
     bouncer = PgBouncer(pg, args.pool, auth="scram")
     targets = {
@@ -181,6 +192,13 @@ def main():
                                              args.clients, "bench"),
     }
     pids = {"pgbouncer": bouncer.pid, "wirepool": wp.proc.pid}
+    if base:
+        targets["baseline"] = lambda mode: run_pgbench(base.port, "bench", "bench", mode,
+                                                       args.seconds, args.clients, "bench")
+        pids["baseline"] = base.proc.pid
+    if args.only:
+        keep = set(args.only.split(","))
+        targets = {k: v for k, v in targets.items() if k in keep}
     samples = []
     try:
         # Warm-up, not counted: caches, pools and prepared statements filled.
@@ -203,6 +221,8 @@ def main():
     finally:
         bouncer.stop()
         wp.cleanup()
+        if base:
+            base.cleanup()
         subprocess.run(["/usr/bin/python3", FIXTURE, "stop", pgdir], check=False,
                        stdout=subprocess.DEVNULL)
 
@@ -225,8 +245,10 @@ def main():
                 entry["error"] = xs[0]["error"] if xs else ""
             summary.setdefault(mode, {})[name] = entry
         m = summary[mode]
-        w = m["wirepool"].get("tps_median")
-        for other in ("pgbouncer", "direct"):
+        w = m.get("wirepool", {}).get("tps_median")
+        for other in ("pgbouncer", "direct", "baseline"):
+            if other not in m:
+                continue
             o = m[other].get("tps_median")
             m[f"wirepool/{other}"] = round(w / o, 3) if w and o else None
     result = {"seconds": args.seconds, "rounds": args.rounds, "clients": args.clients,

@@ -243,6 +243,8 @@ def main():
            "make bench           # the full run, under 45 minutes",
            "```", "",
            "Every sample is in the JSON file; `bench/run.py --only poolers,idle` runs a subset.",
+           "To hold a change against the commit before it, in the same rounds: "
+           "`bench/pgbench_poolers.py --baseline OLD/wirepool --only wirepool,baseline`.",
            ""]
     with open(a.out, "w") as f:
         f.write("\n".join(md))

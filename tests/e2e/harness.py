@@ -42,13 +42,15 @@ class Wirepool:
     """
 
     def __init__(self, databases=None, users=None, server="", name="wirepool", tls=None,
-                 listener="", tds=False, http=False, nofile=None):
+                 listener="", tds=False, http=False, nofile=None, binary=None):
         """`tls`: YAML for the top-level tls section (e.g. "{ generate: true }");
         `listener`: extra fields for the PostgreSQL listener (e.g. "tls: required");
         `tds`: also listen for TDS clients on `tds_port` (needs `tls`);
         `http`: also listen for HTTP (/metrics /healthz /readyz) on `http_port`;
-        `nofile`: the process's RLIMIT_NOFILE (soft and hard), as `ulimit -n`."""
+        `nofile`: the process's RLIMIT_NOFILE (soft and hard), as `ulimit -n`;
+        `binary`: another wirepool executable (bench: an older build held against this one)."""
         self.nofile = nofile
+        self.binary = binary or WIREPOOL
         self.dir = tempfile.mkdtemp(prefix=f"{name}-")
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "wirepool.log")
@@ -100,7 +102,7 @@ class Wirepool:
             import resource
             limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE,  # noqa: E731
                                                (self.nofile, self.nofile))
-        self.proc = subprocess.Popen([WIREPOOL, "--config", self.config_path],
+        self.proc = subprocess.Popen([self.binary, "--config", self.config_path],
                                      stdout=self._log, stderr=subprocess.STDOUT, env=env,
                                      preexec_fn=limit)
         deadline = time.time() + timeout
