@@ -396,6 +396,9 @@ awaitable<PgClient::Relayed> PgClient::relay() {
       ready_for_query();
       co_return Relayed::yes;
     }
+    // The server's reports of the client's settings put back on this backend:
+    // the client holds those values already, and kept they would pile up.
+    (void)session_->take_events();
   }
   if (!relay_start()) co_return Relayed::no;
   co_return co_await relay_rest(false);
