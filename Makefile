@@ -50,7 +50,7 @@ define install_missing
 	fi
 endef
 
-.PHONY: deps test-deps configure build run test test-asan unit fuzz bench clean format format-check
+.PHONY: deps test-deps configure build run test test-asan unit fuzz bench soak clean format format-check
 
 deps:
 	@$(call install_missing,$(BUILD_PKGS),)
@@ -98,6 +98,17 @@ bench: test-deps configure
 	@ln -sf $(PRESET)/wirepool build/wirepool
 	WIREPOOL_BIN=$(CURDIR)/$(BUILD)/wirepool /usr/bin/python3 bench/run.py $(if $(filter 1,$(QUICK)),--quick,)
 	/usr/bin/python3 bench/report.py
+
+# Memory under connection churn (docs/testing.md): SOAK_CONNECTIONS
+# connect/login/query/disconnect cycles as fast as 4 churners go, with 16
+# pgbench -S clients busy on a pool of 10; fails when wirepool's RSS grows by
+# more than SOAK_MAX_GROWTH_KIB after warm-up. The result: build/soak.json.
+SOAK_CONNECTIONS ?= 100000
+SOAK_MAX_GROWTH_KIB ?= 2048
+soak: test-deps build
+	/usr/bin/python3 bench/soak.py --connections $(SOAK_CONNECTIONS) --rate 0 --churners 4 \
+	  --busy-clients 16 --pool 10 --max-growth-kib $(SOAK_MAX_GROWTH_KIB) \
+	  --binary $(CURDIR)/$(BUILD)/wirepool | tee build/soak.json
 
 unit: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)
