@@ -16,6 +16,7 @@ growth after warm-up exceeds N KiB or a cycle or pgbench failed.
 
 Usage: bench/soak.py [--connections 100000] [--rate 150 | --rate 0] [--churners 4]
                      [--busy-clients 16] [--pool 10] [--binary PATH] [--pg-info FILE]
+                     [--malloc-arena-max N] [--trim]
 Run with /usr/bin/python3; needs postgresql-15 (pgbench, the fixture server).
 Every loop is bounded: each cycle has a 30 s socket timeout, the whole run
 `--max-seconds`.
@@ -157,6 +158,9 @@ def main():
                     help="with --connections 0: how long pgbench alone runs")
     ap.add_argument("--max-seconds", type=float, default=3600, help="bound on the whole run")
     ap.add_argument("--malloc-arena-max", type=int, help="MALLOC_ARENA_MAX for wirepool")
+    ap.add_argument("--trim", action="store_true",
+                    help="at the end, call malloc_trim(0) in wirepool (through gdb) and sample "
+                    "RSS again: what the allocator kept that no object used")
     ap.add_argument("--max-growth-kib", type=int,
                     help="check: exit 1 when RSS grows more than this after warm-up")
     args = ap.parse_args()
@@ -245,6 +249,11 @@ def main():
                               "ended_early": ended_early, "errors": errors[-3:]}
         time.sleep(2)
         rss_idle = wp.rss_kib()
+        rss_trimmed = None
+        if args.trim:
+            subprocess.run(["gdb", "-p", str(wp.proc.pid), "-batch", "-ex",
+                            "call (int) malloc_trim(0)"], capture_output=True, timeout=60)
+            rss_trimmed = wp.rss_kib()
     finally:
         if pgbench and pgbench.poll() is None:
             pgbench.kill()
@@ -274,6 +283,7 @@ def main():
         "rss_warm_kib": base,
         "rss_end_kib": end,
         "rss_idle_after_kib": rss_idle,
+        "rss_after_trim_kib": rss_trimmed,
         "growth_after_warmup_kib": end - base if base is not None else None,
         ("bytes_per_connection" if total else "bytes_per_second"):
             round(slope, 1) if slope is not None else None,
