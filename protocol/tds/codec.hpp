@@ -585,9 +585,11 @@ using Token =
     std::variant<LoginAck, EnvChange, ServerMessage, std::vector<FeatureExt>,
                  std::vector<ColumnMeta>, Row, Done, int32_t /*RETURNSTATUS*/, ReturnValue, Order>;
 
-/// Test-only switch (issue 7): deliberately wrong decoder decisions, one at a
-/// time, so a test run can prove the tests notice each. Never set outside
-/// tests; the default is none. The TDS driver (backends/tds/) reads it too.
+#ifdef WIREPOOL_PLANTED_DEFECTS
+/// Test builds only (wp_tds_defects): deliberately wrong decoder decisions, one
+/// at a time, so a test run can prove the tests notice each; the default is
+/// none. The TDS driver (backends/tds/) reads it too. The shipped wp_tds and
+/// wirepool are built without WIREPOOL_PLANTED_DEFECTS and have no switch.
 enum class PlantedDefect : uint8_t {
   none,
   nbcrow_bitmap_wrong_end,   ///< NBCROW's null bitmap read from its high bit (here)
@@ -598,6 +600,7 @@ void set_planted_defect_for_test(PlantedDefect d);
 PlantedDefect planted_defect();
 /// "nbcrow", "brackets", "select_count" -> the defect; none for anything else.
 PlantedDefect planted_defect_from_name(std::string_view name);
+#endif
 
 /// Decodes a server's token stream incrementally: `next` answers need_more
 /// (consumed 0) when a token is cut, so results can stream. ROW and NBCROW use
