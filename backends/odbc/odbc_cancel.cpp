@@ -103,9 +103,8 @@ namespace {
 /// publishes its deadline in its session (Session::deadline: two atomic
 /// stores a call, Running); the thread looks at the sessions with a
 /// query_timeout every kTick, so a cancel comes at most kTick late (the
-/// option counts whole seconds). A map entry per call and a wake-up of this
-/// thread for each, as before, cut a SQLite ODBC insert from ~280,000 rows/s
-/// to ~94,000 (one CPU).
+/// option counts whole seconds), and an execution never wakes this thread
+/// (docs/performance-notes.md, "ODBC driver").
 class Watchdog {
  public:
   static constexpr std::chrono::milliseconds kTick{100};

@@ -150,8 +150,8 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
     out.rowset = 1;
   } else if (n > 0) {
     size_t budget = s.options.rowset_bytes;
-    // A row of a full-width TEXT binding is ~128 KiB: allow 8 of them (1 MiB)
-    // rather than one a fetch.
+    // A row of a full-width TEXT binding is up to 128 KiB: allow 8 of them
+    // (1 MiB) rather than one a fetch.
     if (full_width) budget = std::max(budget, std::min<size_t>(8 * row_bytes, 2u << 20));
     out.rowset = std::clamp<size_t>(budget / std::max<size_t>(row_bytes, 1), 1, 4096);
   }

@@ -192,9 +192,9 @@ void Handle::free() {
   std::lock_guard lock(session->mu);
   // SQLDisconnect freed the statements of a closed connection already.
   // SQL_CLOSE first: psqlODBC frees the result of a describe
-  // (SQLNumResultCols after SQLPrepare) there, and leaks it (~320 bytes,
-  // LeakSanitizer) when a statement prepared and described but never run
-  // goes straight to SQLFreeHandle (docs/odbc.md, quirks).
+  // (SQLNumResultCols after SQLPrepare) there, and leaks it (LeakSanitizer)
+  // when a statement prepared and described but never run goes straight to
+  // SQLFreeHandle (docs/odbc.md, quirks).
   if (h != SQL_NULL_HSTMT && !session->closed) {
     SQLFreeStmt(h, SQL_CLOSE);
     SQLFreeHandle(SQL_HANDLE_STMT, h);

@@ -11,8 +11,8 @@
 // the driver calls unbounded (TEXT, LONGVARCHAR) is bound at `long_bytes`;
 // a cell longer than that is re-read whole with SQLSetPos + SQLGetData, so one
 // wide column does not shrink the rowset to a row per fetch. The rowset size
-// is settled before the cursor's first fetch and never changed on it (the
-// bridge seed: Oracle's driver crashes when it moves): a prepared statement
+// is settled before the cursor's first fetch and never changed on it
+// (Oracle's driver crashes when it moves): a prepared statement
 // sets it before SQLExecute; a direct query sets it after SQLExecDirectW,
 // before the first fetch, which the verified drivers accept; an unknown
 // driver's query goes through SQLPrepare so its rowset is also set before
@@ -91,10 +91,8 @@ Error count_mismatch(size_t supplied, size_t required);
 
 /// The memory of a result's row arrays, every column's in one block. A direct
 /// query's handle lives for one statement; its block goes back to the session
-/// (Session::spare_rows) for the next one. Allocated afresh per query, the
-/// arrays (~256 KiB) came from mmap or a heap top glibc had just trimmed, and
-/// psqlODBC's copy into them page-faulted ~55 times per 20,000-row scan
-/// (perf record -e page-faults), pages the C program touched once.
+/// (Session::spare_rows) for the next one, so the driver's copy into it does
+/// not page-fault on fresh memory at every query (docs/performance-notes.md).
 struct RowBlock {
   std::unique_ptr<unsigned char[]> bytes;
   size_t size = 0;
@@ -129,9 +127,7 @@ struct Session {
   /// `running`, and when it ends clears it and waits while a canceller that
   /// saw it is still cancelling (`cancelling`; each side writes its own flag,
   /// then reads the other's). So a cancel never lands on the handle's next
-  /// execution, perhaps another client's. A mutex around every SQLExecute and
-  /// SQLFetch did the same for ~90 more instructions and two more atomic
-  /// operations per call.
+  /// execution, perhaps another client's, and no call takes a lock.
   std::mutex mu;
   std::atomic<SQLHSTMT> running{SQL_NULL_HSTMT};
   std::atomic<SQLHSTMT> cancelling{SQL_NULL_HSTMT};
@@ -152,9 +148,9 @@ struct Session {
   std::u16string kill_conn;
   /// SQLite ODBC: the driver's own SQLCancel (found among the loaded
   /// objects), called with the driver's statement handle (SQL_DRIVER_HSTMT,
-  /// Handle::drv) past the driver manager: unixODBC's SQLCancel racing an execution on another
-  /// thread lost ~1 KiB diagnostic records (LeakSanitizer, ~900 in the
-  /// cancel storm), the driver's alone loses nothing.
+  /// Handle::drv) past the driver manager: unixODBC's SQLCancel racing an
+  /// execution on another thread leaks diagnostic records (LeakSanitizer, the
+  /// cancel storm test), the driver's alone leaks nothing.
   SQLRETURN (*driver_cancel)(SQLHSTMT) = nullptr;
   std::atomic<SQLHSTMT> running_drv{SQL_NULL_HSTMT};
   /// One per execution, so a late watchdog misses the next one.
@@ -191,8 +187,7 @@ struct Session {
   ~Session() { close(); }
 
   /// Rolls back an open transaction first: SQLite ODBC refuses SQLDisconnect
-  /// with one open (25000), and a handle left behind keeps its locks (the
-  /// bridge seed's lock leak).
+  /// with one open (25000), and a handle left behind keeps its locks.
   void close();
 
   Error error(SQLSMALLINT type, SQLHANDLE handle);
@@ -277,8 +272,7 @@ struct Handle {
   ParamBuffers params;
   /// Its reader's current row converted (a cell per column) and a cell read
   /// with SQLGetData: kept with the statement, one reader at a time, so each
-  /// execution of a prepared statement reuses their buffers (a reader of its
-  /// own cost two allocations a primary-key lookup, ~250 instructions).
+  /// execution of a prepared statement reuses their buffers.
   std::vector<std::string> cells;
   std::string raw;
   /// The command verb of each statement of its text, shared by its readers.
@@ -288,10 +282,9 @@ struct Handle {
   /// It is the only one, on PostgreSQL, MariaDB/MySQL or SQLite: it has no
   /// result set, leaves no cursor and no further result (the ODBC statement
   /// is in state S4, which SQLExecute accepts again), so its re-execution
-  /// skips SQLNumResultCols and its reader's close SQLFreeStmt(SQL_CLOSE),
-  /// together ~1,300 instructions of the driver manager and driver, 5% of a
-  /// SQLite ODBC insert. Elsewhere (SQL Server, say, where a trigger's row
-  /// counts are further results) both still happen.
+  /// skips SQLNumResultCols and its reader's close SQLFreeStmt(SQL_CLOSE).
+  /// Elsewhere (SQL Server, say, where a trigger's row counts are further
+  /// results) both still happen.
   bool single_dml = false;
 
   static bool is_dml(const std::string& v) {
@@ -391,7 +384,7 @@ std::pair<size_t, int32_t> decimal_shape(std::string_view text);
 /// parameter each marker takes (a repeated $N binds its value again).
 ///
 /// Every value is bound with an explicit C type and SQL type, NULL included
-/// (never SQL_C_DEFAULT: the bridge seed's Firebird driver retyped an integer
+/// (never SQL_C_DEFAULT: a Firebird driver retyped an integer
 /// parameter after a NULL bound that way). A NULL is a VARCHAR NULL: every
 /// verified driver converts it to the column's type.
 Status bind_params(Session& s, SQLHSTMT h, db::Params params, const std::vector<size_t>& binds,

@@ -32,8 +32,7 @@ class OdbcRows final : public db::RowsImpl {
   }
 
   /// A spare block per thread: a prepared statement run over and over makes
-  /// and drops one reader per execution (a SQLite ODBC insert: malloc and free
-  /// were ~150 instructions of ~30,000).
+  /// and drops one reader per execution, which then allocates nothing.
   static void* operator new(size_t n) {
     if (n == sizeof(OdbcRows) && spare_.p != nullptr) return std::exchange(spare_.p, nullptr);
     return ::operator new(n);

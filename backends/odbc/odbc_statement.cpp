@@ -80,9 +80,9 @@ class OdbcStatement final : public db::StatementImpl {
     // A handle of its own, prepared and never described: psqlODBC runs an
     // array on a handle it has not described as one round trip of
     // statements ("INSERT …;INSERT …"), but on a described one (the single-row
-    // handle, settle_prepared) as one Bind/Execute per row: 10,181 against
-    // 79,062 rows/s in bench/odbc_vs_c.py's batch cell. It also leaves the
-    // single-row handle's bindings alone.
+    // handle, settle_prepared) as one Bind/Execute per row
+    // (docs/performance-notes.md). It also leaves the single-row handle's
+    // bindings alone.
     if (!batch_hd_) {
       auto b = std::make_shared<Handle>(session_);
       if (auto st = b->alloc(); !st.ok()) return st.take_error();

@@ -757,7 +757,7 @@ class TdsConnection final : public db::ConnectionImpl {
     s_->closed = true;
     s_->t.close();
     if (spdlog::should_log(spdlog::level::debug)) {
-      // The record sizes on the wire (issue 7): each packet must be one record.
+      // The record sizes on the wire: each packet must be one record.
       const auto r = record_stats();
       spdlog::debug(
           "tds: closed {}:{}; TLS records of all TDS connections: {} packets in {} records "

@@ -18,8 +18,8 @@
 //   travel *inside* PRELOGIN packets (type 18) until TLS is established, and
 //   after it TDS packets travel as TLS records. Wrapping and unwrapping those
 //   handshake bytes is plain packet framing: PacketWriter::write(out,
-//   PacketType::prelogin, tls_bytes) and MessageAssembler's payloads. (wirepool's
-//   TDS listener speaks only TDS 8.0; this is here for completeness.)
+//   PacketType::prelogin, tls_bytes) and MessageAssembler's payloads. The TDS
+//   listener serves a 7.x client that completes TLS 1.3 so (tds-front-end.md).
 // - A message's packets are assembled by header length and the EOM bit, never
 //   by read boundaries; ATTENTION is an empty message of type 6.
 // - Cancel: tedious 19 reads the cancelled request's response as one message
