@@ -7,6 +7,115 @@
 
 namespace wirepool::odbc::detail {
 
+namespace {
+
+/// What the driver says of one result column.
+struct ColumnDesc {
+  std::string name;
+  std::string type_name;  // empty: ODBC's name for `type`
+  SQLSMALLINT type = 0;
+  SQLSMALLINT digits = 0;
+  SQLSMALLINT nullable = SQL_NULLABLE_UNKNOWN;
+  SQLULEN size = 0;
+};
+
+/// psqlODBC answers SQLDescribeCol (for its nullable) and the type name with a
+/// catalog query, a round trip per statement: read the fields that need none
+/// (docs/odbc.md, quirks). Nullable stays unknown, the type name is ODBC's.
+Status describe_from_attributes(Session& s, SQLHSTMT h, SQLUSMALLINT i, ColumnDesc& d) {
+  auto num = [&](SQLUSMALLINT field) {
+    SQLLEN v = 0;
+    SQLColAttributeW(h, i, field, nullptr, 0, nullptr, &v);
+    return v;
+  };
+  std::u16string name(256, u'\0');
+  SQLSMALLINT name_bytes = 0;
+  if (!ok(SQLColAttributeW(h, i, SQL_DESC_NAME, name.data(),
+                           static_cast<SQLSMALLINT>(name.size() * 2), &name_bytes, nullptr))) {
+    return s.stmt_error(h);
+  }
+  if (static_cast<size_t>(name_bytes) / 2 >= name.size()) {
+    name.assign(static_cast<size_t>(name_bytes) / 2 + 1, u'\0');
+    if (!ok(SQLColAttributeW(h, i, SQL_DESC_NAME, name.data(),
+                             static_cast<SQLSMALLINT>(name.size() * 2), &name_bytes, nullptr))) {
+      return s.stmt_error(h);
+    }
+  }
+  d.name = to_utf8(name.data(), std::min(name.size() - 1, static_cast<size_t>(name_bytes) / 2));
+  d.type = static_cast<SQLSMALLINT>(num(SQL_DESC_TYPE));
+  if (d.type == SQL_DATETIME) {
+    // psqlODBC 13 answers 0 for SQL_DESC_DATETIME_INTERVAL_CODE: the
+    // display length tells date (10), time (8) and timestamp (19+) apart.
+    const SQLLEN code = num(SQL_DESC_DATETIME_INTERVAL_CODE);
+    const SQLLEN length = num(SQL_DESC_LENGTH);
+    if (code == SQL_CODE_DATE || (code == 0 && length == 10)) {
+      d.type = SQL_TYPE_DATE;
+    } else if (code == SQL_CODE_TIME || (code == 0 && length < 19)) {
+      d.type = SQL_TYPE_TIME;
+    } else {
+      d.type = SQL_TYPE_TIMESTAMP;
+    }
+  }
+  const bool numeric = d.type == SQL_DECIMAL || d.type == SQL_NUMERIC;
+  d.size = static_cast<SQLULEN>(
+      std::max<SQLLEN>(num(numeric ? SQL_DESC_PRECISION : SQL_DESC_LENGTH), 0));
+  d.digits = static_cast<SQLSMALLINT>(num(SQL_DESC_SCALE));
+  return {};
+}
+
+/// A driver without W entry points (Session::narrow): UTF-8 through the narrow ones.
+Status describe_narrow(Session& s, SQLHSTMT h, SQLUSMALLINT i, ColumnDesc& d) {
+  std::string name(256, '\0');
+  SQLSMALLINT name_len = 0;
+  SQLRETURN rc = SQLDescribeCol(h, i, reinterpret_cast<SQLCHAR*>(name.data()),
+                                static_cast<SQLSMALLINT>(name.size()), &name_len, &d.type, &d.size,
+                                &d.digits, &d.nullable);
+  if (!ok(rc)) return s.stmt_error(h);
+  if (name_len >= static_cast<SQLSMALLINT>(name.size())) {
+    name.assign(static_cast<size_t>(name_len) + 1, '\0');
+    rc = SQLDescribeCol(h, i, reinterpret_cast<SQLCHAR*>(name.data()),
+                        static_cast<SQLSMALLINT>(name.size()), &name_len, &d.type, &d.size,
+                        &d.digits, &d.nullable);
+    if (!ok(rc)) return s.stmt_error(h);
+  }
+  name.resize(std::min(name.size() - 1, static_cast<size_t>(std::max<SQLSMALLINT>(name_len, 0))));
+  d.name = std::move(name);
+  char tn[128] = {};
+  SQLSMALLINT tn_len = 0;
+  if (ok(SQLColAttribute(h, i, SQL_DESC_TYPE_NAME, tn, sizeof tn, &tn_len, nullptr))) {
+    d.type_name.assign(
+        tn, std::min<size_t>(sizeof tn - 1, static_cast<size_t>(std::max<SQLSMALLINT>(tn_len, 0))));
+  }
+  return {};
+}
+
+/// Every other driver: SQLDescribeColW and the type name as UTF-16.
+Status describe_wide(Session& s, SQLHSTMT h, SQLUSMALLINT i, ColumnDesc& d) {
+  std::u16string name(256, u'\0');
+  SQLSMALLINT name_len = 0;
+  SQLRETURN rc = SQLDescribeColW(h, i, wide(name), static_cast<SQLSMALLINT>(name.size()), &name_len,
+                                 &d.type, &d.size, &d.digits, &d.nullable);
+  if (!ok(rc)) return s.stmt_error(h);
+  if (name_len >= static_cast<SQLSMALLINT>(name.size())) {
+    name.assign(static_cast<size_t>(name_len) + 1, u'\0');
+    rc = SQLDescribeColW(h, i, wide(name), static_cast<SQLSMALLINT>(name.size()), &name_len,
+                         &d.type, &d.size, &d.digits, &d.nullable);
+    if (!ok(rc)) return s.stmt_error(h);
+  }
+  d.name = to_utf8(name.data(),
+                   std::min(name.size(), static_cast<size_t>(std::max<SQLSMALLINT>(name_len, 0))));
+  std::u16string tn(64, u'\0');
+  SQLSMALLINT tn_len = 0;
+  if (ok(SQLColAttributeW(h, i, SQL_DESC_TYPE_NAME, tn.data(),
+                          static_cast<SQLSMALLINT>(tn.size() * 2), &tn_len, nullptr))) {
+    d.type_name = to_utf8(
+        tn.data(), std::min(tn.size(), static_cast<size_t>(std::max<SQLSMALLINT>(tn_len, 0)) / 2));
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<Shape> describe(Session& s, SQLHSTMT h) {
   Shape out;
   SQLSMALLINT n = 0;
@@ -15,108 +124,18 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
   bool unbounded = false;
   bool full_width = false;  // a long column bound at its whole declared width
   for (SQLSMALLINT i = 1; i <= n; ++i) {
-    std::string column_name;
-    std::string type_name;
-    SQLSMALLINT type = 0, digits = 0, nullable = SQL_NULLABLE_UNKNOWN;
-    SQLULEN size = 0;
-    if (s.flavor == Flavor::postgresql && !s.narrow) {
-      // psqlODBC answers SQLDescribeCol (for its nullable) and the type name
-      // with a catalog query, a round trip per statement: read the fields that
-      // need none (docs/odbc.md, quirks). Nullable stays unknown, the type name
-      // is ODBC's.
-      auto num = [&](SQLUSMALLINT field) {
-        SQLLEN v = 0;
-        SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), field, nullptr, 0, nullptr, &v);
-        return v;
-      };
-      std::u16string name(256, u'\0');
-      SQLSMALLINT name_bytes = 0;
-      if (!ok(SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_NAME, name.data(),
-                               static_cast<SQLSMALLINT>(name.size() * 2), &name_bytes, nullptr))) {
-        return s.stmt_error(h);
-      }
-      if (static_cast<size_t>(name_bytes) / 2 >= name.size()) {
-        name.assign(static_cast<size_t>(name_bytes) / 2 + 1, u'\0');
-        if (!ok(SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_NAME, name.data(),
-                                 static_cast<SQLSMALLINT>(name.size() * 2), &name_bytes,
-                                 nullptr))) {
-          return s.stmt_error(h);
-        }
-      }
-      column_name =
-          to_utf8(name.data(), std::min(name.size() - 1, static_cast<size_t>(name_bytes) / 2));
-      type = static_cast<SQLSMALLINT>(num(SQL_DESC_TYPE));
-      if (type == SQL_DATETIME) {
-        // psqlODBC 13 answers 0 for SQL_DESC_DATETIME_INTERVAL_CODE: the
-        // display length tells date (10), time (8) and timestamp (19+) apart.
-        const SQLLEN code = num(SQL_DESC_DATETIME_INTERVAL_CODE);
-        const SQLLEN length = num(SQL_DESC_LENGTH);
-        if (code == SQL_CODE_DATE || (code == 0 && length == 10)) {
-          type = SQL_TYPE_DATE;
-        } else if (code == SQL_CODE_TIME || (code == 0 && length < 19)) {
-          type = SQL_TYPE_TIME;
-        } else {
-          type = SQL_TYPE_TIMESTAMP;
-        }
-      }
-      const bool numeric = type == SQL_DECIMAL || type == SQL_NUMERIC;
-      size = static_cast<SQLULEN>(
-          std::max<SQLLEN>(num(numeric ? SQL_DESC_PRECISION : SQL_DESC_LENGTH), 0));
-      digits = static_cast<SQLSMALLINT>(num(SQL_DESC_SCALE));
-    } else if (s.narrow) {
-      std::string name(256, '\0');
-      SQLSMALLINT name_len = 0;
-      SQLRETURN rc = SQLDescribeCol(
-          h, static_cast<SQLUSMALLINT>(i), reinterpret_cast<SQLCHAR*>(name.data()),
-          static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size, &digits, &nullable);
-      if (!ok(rc)) return s.stmt_error(h);
-      if (name_len >= static_cast<SQLSMALLINT>(name.size())) {
-        name.assign(static_cast<size_t>(name_len) + 1, '\0');
-        rc = SQLDescribeCol(
-            h, static_cast<SQLUSMALLINT>(i), reinterpret_cast<SQLCHAR*>(name.data()),
-            static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size, &digits, &nullable);
-        if (!ok(rc)) return s.stmt_error(h);
-      }
-      name.resize(
-          std::min(name.size() - 1, static_cast<size_t>(std::max<SQLSMALLINT>(name_len, 0))));
-      column_name = std::move(name);
-      char tn[128] = {};
-      SQLSMALLINT tn_len = 0;
-      if (ok(SQLColAttribute(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_TYPE_NAME, tn, sizeof tn,
-                             &tn_len, nullptr))) {
-        type_name.assign(
-            tn,
-            std::min<size_t>(sizeof tn - 1, static_cast<size_t>(std::max<SQLSMALLINT>(tn_len, 0))));
-      }
-    } else {
-      std::u16string name(256, u'\0');
-      SQLSMALLINT name_len = 0;
-      SQLRETURN rc = SQLDescribeColW(h, static_cast<SQLUSMALLINT>(i), wide(name),
-                                     static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size,
-                                     &digits, &nullable);
-      if (!ok(rc)) return s.stmt_error(h);
-      if (name_len >= static_cast<SQLSMALLINT>(name.size())) {
-        name.assign(static_cast<size_t>(name_len) + 1, u'\0');
-        rc = SQLDescribeColW(h, static_cast<SQLUSMALLINT>(i), wide(name),
-                             static_cast<SQLSMALLINT>(name.size()), &name_len, &type, &size,
-                             &digits, &nullable);
-        if (!ok(rc)) return s.stmt_error(h);
-      }
-      column_name =
-          to_utf8(name.data(),
-                  std::min(name.size(), static_cast<size_t>(std::max<SQLSMALLINT>(name_len, 0))));
-      std::u16string tn(64, u'\0');
-      SQLSMALLINT tn_len = 0;
-      if (ok(SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_TYPE_NAME, tn.data(),
-                              static_cast<SQLSMALLINT>(tn.size() * 2), &tn_len, nullptr))) {
-        type_name =
-            to_utf8(tn.data(),
-                    std::min(tn.size(), static_cast<size_t>(std::max<SQLSMALLINT>(tn_len, 0)) / 2));
-      }
-    }
+    ColumnDesc d;
+    const auto col = static_cast<SQLUSMALLINT>(i);
+    const Status st = s.flavor == Flavor::postgresql && !s.narrow
+                          ? describe_from_attributes(s, h, col, d)
+                      : s.narrow ? describe_narrow(s, h, col, d)
+                                 : describe_wide(s, h, col, d);
+    if (!st.ok()) return st.error();
+    const SQLSMALLINT type = d.type;
+    const SQLULEN size = d.size;
+    const SQLSMALLINT digits = d.digits;
     SQLLEN is_unsigned = SQL_FALSE;
-    SQLColAttributeW(h, static_cast<SQLUSMALLINT>(i), SQL_DESC_UNSIGNED, nullptr, 0, nullptr,
-                     &is_unsigned);
+    SQLColAttributeW(h, col, SQL_DESC_UNSIGNED, nullptr, 0, nullptr, &is_unsigned);
     ColumnPlan plan =
         plan_column(type, size, digits, is_unsigned == SQL_TRUE, s.options.long_bytes);
     if (plan.unbounded && !s.reread && s.flavor == Flavor::mariadb && plan.read == Read::wtext &&
@@ -129,10 +148,10 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
       full_width = true;
     }
     db::Column c;
-    c.name = std::move(column_name);
+    c.name = std::move(d.name);
     c.kind = plan.kind;
-    c.nullable = nullable != SQL_NO_NULLS;
-    c.native.name = type_name.empty() ? sql_type_name(type) : type_name;
+    c.nullable = d.nullable != SQL_NO_NULLS;
+    c.native.name = d.type_name.empty() ? sql_type_name(type) : d.type_name;
     if (plan.kind == db::Kind::Decimal) {
       c.native.precision = static_cast<int32_t>(size);
       c.native.scale = digits;

@@ -185,31 +185,12 @@ uint64_t connection_id(SQLHDBC dbc) {
   return id;
 }
 
-}  // namespace
-
-Result<db::Connection> open_connection(const std::string& connection, const Options& options) {
-  SQLHENV env = environment();
-  if (env == SQL_NULL_HENV) {
-    return Error::connection("cannot allocate an ODBC environment (unixODBC)");
-  }
-  auto session = std::make_shared<Session>();
-  session->options = options;
-  if (options.query_timeout.count() > 0) watch_timeouts(session);
-  if (!ok(SQLAllocHandle(SQL_HANDLE_DBC, env, &session->dbc))) {
-    session->dbc = SQL_NULL_HDBC;
-    return Error::connection("cannot allocate an ODBC connection handle");
-  }
-  SQLSetConnectAttrW(session->dbc, SQL_ATTR_LOGIN_TIMEOUT,
-                     reinterpret_cast<SQLPOINTER>(
-                         static_cast<SQLULEN>(std::max<int64_t>(options.login_timeout.count(), 1))),
-                     SQL_IS_UINTEGER);
-  auto wconn = to_utf16(connection);
-  if (!wconn) return Error::connection("the ODBC connection string is not valid UTF-8");
-  // SQLDriverConnectW runs on a thread of its own and is waited for at most
-  // login_timeout (+2 s for the driver's own): MariaDB ODBC 3.1 waits forever
-  // for a server that accepts the TCP connection and never speaks, whatever
-  // SQL_ATTR_LOGIN_TIMEOUT, CONN_TIMEOUT or READ_TIMEOUT say. A login given up
-  // on is left to its thread, which frees the handle when the driver returns.
+/// SQLDriverConnectW on a thread of its own, waited for at most
+/// login_timeout (+2 s for the driver's own): MariaDB ODBC 3.1 waits forever
+/// for a server that accepts the TCP connection and never speaks, whatever
+/// SQL_ATTR_LOGIN_TIMEOUT, CONN_TIMEOUT or READ_TIMEOUT say. A login given up
+/// on is left to its thread, which frees the handle when the driver returns.
+Status connect_bounded(Session& session, std::u16string text, const Options& options) {
   struct Pending {
     std::mutex mu;
     std::condition_variable cv;
@@ -219,7 +200,7 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
     Diagnostic diag;
   };
   auto pending = std::make_shared<Pending>();
-  std::thread([pending, dbc = session->dbc, text = std::move(*wconn)]() mutable {
+  std::thread([pending, dbc = session.dbc, text = std::move(text)]() mutable {
     SQLSMALLINT out_len = 0;
     const SQLRETURN rc =
         SQLDriverConnectW(dbc, nullptr, wide(text), static_cast<SQLSMALLINT>(text.size()), nullptr,
@@ -242,8 +223,8 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
     const auto limit = options.login_timeout + std::chrono::seconds(2);
     if (!pending->cv.wait_for(lock, limit, [&] { return pending->done; })) {
       pending->abandoned = true;
-      session->dbc = SQL_NULL_HDBC;  // the login thread owns it now
-      session->closed = true;
+      session.dbc = SQL_NULL_HDBC;  // the login thread owns it now
+      session.closed = true;
       Error e = Error::connection("no answer from the ODBC data source within " +
                                   std::to_string(limit.count()) + " s (login_timeout)");
       e.sqlstate = "08001";
@@ -253,32 +234,38 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
   if (!ok(pending->rc)) {
     Error e = map_diagnostic(Flavor::generic, pending->diag);
     e.code = db::Errc::connection;
-    SQLFreeHandle(SQL_HANDLE_DBC, session->dbc);
-    session->dbc = SQL_NULL_HDBC;
-    session->closed = true;
+    SQLFreeHandle(SQL_HANDLE_DBC, session.dbc);
+    session.dbc = SQL_NULL_HDBC;
+    session.closed = true;
     return e;
   }
-  DriverInfo& info = session->info;
-  info.driver_name = get_info(session->dbc, SQL_DRIVER_NAME);
-  info.driver_version = get_info(session->dbc, SQL_DRIVER_VER);
-  info.dbms_name = get_info(session->dbc, SQL_DBMS_NAME);
-  info.dbms_version = get_info(session->dbc, SQL_DBMS_VER);
-  session->narrow = narrows_text(session->dbc);
-  info.narrow_text = session->narrow;
-  session->flavor = flavor_of(info.dbms_name);
-  info.flavor = std::string(to_string(session->flavor));
-  session->dialect = dialect_of(session->flavor);
+  return {};
+}
+
+/// What the driver and data source are and can do: names and versions, narrow
+/// text, flavor and dialect, cell re-reads, how to cancel, batch row counts.
+void probe_driver(Session& s, const std::string& connection) {
+  DriverInfo& info = s.info;
+  info.driver_name = get_info(s.dbc, SQL_DRIVER_NAME);
+  info.driver_version = get_info(s.dbc, SQL_DRIVER_VER);
+  info.dbms_name = get_info(s.dbc, SQL_DBMS_NAME);
+  info.dbms_version = get_info(s.dbc, SQL_DBMS_VER);
+  s.narrow = narrows_text(s.dbc);
+  info.narrow_text = s.narrow;
+  s.flavor = flavor_of(info.dbms_name);
+  info.flavor = std::string(to_string(s.flavor));
+  s.dialect = dialect_of(s.flavor);
   SQLUINTEGER gd = 0;
-  if (ok(SQLGetInfoW(session->dbc, SQL_GETDATA_EXTENSIONS, &gd, sizeof gd, nullptr))) {
-    session->reread = (gd & SQL_GD_BLOCK) && (gd & SQL_GD_BOUND);
+  if (ok(SQLGetInfoW(s.dbc, SQL_GETDATA_EXTENSIONS, &gd, sizeof gd, nullptr))) {
+    s.reread = (gd & SQL_GD_BLOCK) && (gd & SQL_GD_BOUND);
   }
   // MariaDB ODBC 3.1 advertises SQL_GD_BLOCK, but after SQLSetPos(SQL_POSITION)
   // inside a rowset its next SQLFetch ends the result early (500 rows read
   // back as 126): its results with an unbounded column are read a row at a
   // time (docs/odbc.md, quirk; cursor_test covers it). SQLite ODBC does not
   // advertise SQL_GD_BLOCK and answers "row out of range" when tried.
-  if (session->flavor == Flavor::mariadb) session->reread = false;
-  if (session->flavor == Flavor::sqlite) {
+  if (s.flavor == Flavor::mariadb) s.reread = false;
+  if (s.flavor == Flavor::sqlite) {
     // The driver the manager loaded (Debian's libsqlite3odbc): found among
     // the loaded objects by name, since unixODBC's SQL_DRIVER_HLIB is a
     // libltdl handle, not dlopen's, and SQL_DRIVER_NAME is not its file name.
@@ -292,31 +279,59 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
         },
         &path);
     if (void* lib = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
-      session->driver_cancel = reinterpret_cast<SQLRETURN (*)(SQLHSTMT)>(dlsym(lib, "SQLCancel"));
+      s.driver_cancel = reinterpret_cast<SQLRETURN (*)(SQLHSTMT)>(dlsym(lib, "SQLCancel"));
       dlclose(lib);  // NOLOAD took a reference; the manager keeps its own
     }
-    if (session->driver_cancel == nullptr) {
+    if (s.driver_cancel == nullptr) {
       spdlog::warn("odbc: {}: its SQLCancel not found; cancels go through the driver manager",
                    info.driver_name);
     }
   }
-  if (session->flavor == Flavor::mariadb) {
+  if (s.flavor == Flavor::mariadb) {
     // Cancels go as KILL QUERY of this id (Session::kill_id).
-    session->kill_id = connection_id(session->dbc);
-    if (session->kill_id != 0) {
-      session->kill_conn = *to_utf16(connection);
+    s.kill_id = connection_id(s.dbc);
+    if (s.kill_id != 0) {
+      s.kill_conn = *to_utf16(connection);
     } else {
       spdlog::warn("odbc: CONNECTION_ID() unanswered: cancels use SQLCancel");
     }
   }
   SQLUINTEGER parc = 0;
-  if (ok(SQLGetInfoW(session->dbc, SQL_PARAM_ARRAY_ROW_COUNTS, &parc, sizeof parc, nullptr))) {
-    session->batch_row_counts = parc == SQL_PARC_BATCH;
+  if (ok(SQLGetInfoW(s.dbc, SQL_PARAM_ARRAY_ROW_COUNTS, &parc, sizeof parc, nullptr))) {
+    s.batch_row_counts = parc == SQL_PARC_BATCH;
   }
   spdlog::debug(
       "odbc: connected through {} {} to {} {} (re-read of long cells: {}, narrow text: {})",
-      info.driver_name, info.driver_version, info.dbms_name, info.dbms_version, session->reread,
-      session->narrow);
+      info.driver_name, info.driver_version, info.dbms_name, info.dbms_version, s.reread, s.narrow);
+  spdlog::debug(
+      "odbc: connected through {} {} to {} {} (re-read of long cells: {}, narrow text: {})",
+      info.driver_name, info.driver_version, info.dbms_name, info.dbms_version, s.reread, s.narrow);
+}
+
+}  // namespace
+
+Result<db::Connection> open_connection(const std::string& connection, const Options& options) {
+  SQLHENV env = environment();
+  if (env == SQL_NULL_HENV) {
+    return Error::connection("cannot allocate an ODBC environment (unixODBC)");
+  }
+  auto session = std::make_shared<Session>();
+  session->options = options;
+  if (options.query_timeout.count() > 0) watch_timeouts(session);
+  if (!ok(SQLAllocHandle(SQL_HANDLE_DBC, env, &session->dbc))) {
+    session->dbc = SQL_NULL_HDBC;
+    return Error::connection("cannot allocate an ODBC connection handle");
+  }
+  SQLSetConnectAttrW(session->dbc, SQL_ATTR_LOGIN_TIMEOUT,
+                     reinterpret_cast<SQLPOINTER>(
+                         static_cast<SQLULEN>(std::max<int64_t>(options.login_timeout.count(), 1))),
+                     SQL_IS_UINTEGER);
+  auto wconn = to_utf16(connection);
+  if (!wconn) return Error::connection("the ODBC connection string is not valid UTF-8");
+  if (auto st = connect_bounded(*session, std::move(*wconn), options); !st.ok()) {
+    return st.take_error();
+  }
+  probe_driver(*session, connection);
   return db::Connection(std::make_unique<OdbcConnection>(std::move(session)));
 }
 

@@ -21,6 +21,79 @@ void pad_decimal(std::string& text, int32_t scale) {
   if (have < static_cast<size_t>(scale)) text.append(static_cast<size_t>(scale) - have, '0');
 }
 
+/// Converts the bytes of a cell (`len` at `p`) as its plan reads them into
+/// `out`. `own` keeps what `out` points to past this call: converted text,
+/// decimal digits, a binary value re-read into a buffer the next cell reuses.
+/// Inlined into the per-cell loop (OdbcRows::cell), as it was written there.
+[[gnu::always_inline]] inline void convert_cell(const ColumnPlan& plan, const unsigned char* p,
+                                                size_t len, bool reread, const db::Column& column,
+                                                std::string& own, db::ValueView& out) {
+  switch (plan.read) {
+    case Read::bit:
+      out = db::ValueView::boolean(*p != 0);
+      break;
+    case Read::sbigint: {
+      int64_t v;
+      std::memcpy(&v, p, sizeof v);
+      out = db::ValueView::int64(v);
+      break;
+    }
+    case Read::ubigint: {
+      uint64_t v;
+      std::memcpy(&v, p, sizeof v);
+      out = db::ValueView::uint64(v);
+      break;
+    }
+    case Read::dbl: {
+      double v;
+      std::memcpy(&v, p, sizeof v);
+      out = db::ValueView::float64(v);
+      break;
+    }
+    case Read::wtext: {
+      // Bound cells start at even offsets of an aligned array; raw is a
+      // heap or in-object buffer: both aligned for char16_t.
+      own.clear();
+      append_utf8(reinterpret_cast<const char16_t*>(p), len / 2, own);
+      out = db::ValueView::text(own);
+      break;
+    }
+    case Read::decimal: {
+      own.assign(reinterpret_cast<const char*>(p), len);
+      pad_decimal(own, column.native.scale);
+      out = db::ValueView::decimal(own);
+      break;
+    }
+    case Read::binary:
+      if (reread) {
+        own.assign(reinterpret_cast<const char*>(p), len);
+        out = db::ValueView::bytes(own);
+      } else {
+        out = db::ValueView::bytes(std::string_view(reinterpret_cast<const char*>(p), len));
+      }
+      break;
+    case Read::timestamp: {
+      SQL_TIMESTAMP_STRUCT ts;
+      std::memcpy(&ts, p, sizeof ts);
+      out = db::ValueView::time(micros_of(ts));
+      break;
+    }
+    case Read::date: {
+      SQL_DATE_STRUCT d;
+      std::memcpy(&d, p, sizeof d);
+      out = db::ValueView::time(micros_of(d));
+      break;
+    }
+    case Read::guid: {
+      SQLGUID g;
+      std::memcpy(&g, p, sizeof g);
+      own = guid_text(g);
+      out = db::ValueView::text(own);
+      break;
+    }
+  }
+}
+
 class OdbcRows final : public db::RowsImpl {
  public:
   // A reader holds its handle only, and through it the session and the
@@ -360,70 +433,7 @@ class OdbcRows final : public db::RowsImpl {
         }
       }
     }
-    switch (plan.read) {
-      case Read::bit:
-        out = db::ValueView::boolean(*p != 0);
-        break;
-      case Read::sbigint: {
-        int64_t v;
-        std::memcpy(&v, p, sizeof v);
-        out = db::ValueView::int64(v);
-        break;
-      }
-      case Read::ubigint: {
-        uint64_t v;
-        std::memcpy(&v, p, sizeof v);
-        out = db::ValueView::uint64(v);
-        break;
-      }
-      case Read::dbl: {
-        double v;
-        std::memcpy(&v, p, sizeof v);
-        out = db::ValueView::float64(v);
-        break;
-      }
-      case Read::wtext: {
-        // Bound cells start at even offsets of an aligned array; raw is a
-        // heap or in-object buffer: both aligned for char16_t.
-        own.clear();
-        append_utf8(reinterpret_cast<const char16_t*>(p), len / 2, own);
-        out = db::ValueView::text(own);
-        break;
-      }
-      case Read::decimal: {
-        own.assign(reinterpret_cast<const char*>(p), len);
-        pad_decimal(own, hd.shape->columns[i].native.scale);
-        out = db::ValueView::decimal(own);
-        break;
-      }
-      case Read::binary:
-        if (reread) {
-          own.assign(reinterpret_cast<const char*>(p), len);
-          out = db::ValueView::bytes(own);
-        } else {
-          out = db::ValueView::bytes(std::string_view(reinterpret_cast<const char*>(p), len));
-        }
-        break;
-      case Read::timestamp: {
-        SQL_TIMESTAMP_STRUCT ts;
-        std::memcpy(&ts, p, sizeof ts);
-        out = db::ValueView::time(micros_of(ts));
-        break;
-      }
-      case Read::date: {
-        SQL_DATE_STRUCT d;
-        std::memcpy(&d, p, sizeof d);
-        out = db::ValueView::time(micros_of(d));
-        break;
-      }
-      case Read::guid: {
-        SQLGUID g;
-        std::memcpy(&g, p, sizeof g);
-        own = guid_text(g);
-        out = db::ValueView::text(own);
-        break;
-      }
-    }
+    convert_cell(plan, p, len, reread, hd.shape->columns[i], own, out);
     return std::nullopt;
   }
 
