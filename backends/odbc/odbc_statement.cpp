@@ -18,6 +18,43 @@ VerbsPtr verbs_of(std::string_view text, sql::Dialect d) {
 
 namespace {
 
+/// SQLExecute of the parameter array bound to `hd` (`rows` rows) and the counts
+/// it reports: each row's where the driver has them (Session::batch_row_counts),
+/// else the total. Answers the last SQLRETURN; the array was cancellable
+/// (Running) throughout.
+SQLRETURN execute_array(Session& s, const Handle& hd, size_t rows, db::BatchInfo& out) {
+  const SQLHSTMT h = hd.h;
+  Running running(hd);
+  SQLRETURN rc = SQLExecute(h);
+  if (rc != SQL_NO_DATA && ok(rc)) {
+    SQLLEN count = -1;
+    if (ok(SQLRowCount(h, &count)) && count >= 0) out.total = count;
+    if (s.batch_row_counts) {
+      // psqlODBC: the first row's count now, each next one after SQLMoreResults.
+      out.affected.push_back(std::max<int64_t>(out.total, 0));
+      while (out.affected.size() < rows) {
+        rc = SQLMoreResults(h);
+        if (rc == SQL_NO_DATA || !ok(rc)) break;
+        count = -1;
+        SQLRowCount(h, &count);
+        out.affected.push_back(std::max<int64_t>(count, 0));
+      }
+      // To the end, as a C program would (the caller closes the cursor anyway).
+      while (ok(rc) && rc != SQL_NO_DATA)
+        rc = SQLMoreResults(h);
+      if (rc == SQL_NO_DATA) rc = SQL_SUCCESS;
+      out.total = 0;
+      for (int64_t a : out.affected)
+        out.total += a;
+      if (out.affected.size() != rows) out.affected.clear();
+    }
+  } else if (rc == SQL_NO_DATA) {
+    out.total = 0;  // nothing matched (UPDATE, DELETE)
+    rc = SQL_SUCCESS;
+  }
+  return rc;
+}
+
 class OdbcStatement final : public db::StatementImpl {
  public:
   OdbcStatement(SessionPtr session, HandlePtr hd, Rewritten rw, std::u16string text,
@@ -124,38 +161,8 @@ class OdbcStatement final : public db::StatementImpl {
       return db::StatementImpl::execute_batch(rows);  // no savepoints here: row by row
     }
     ++s.stats.batches;
-    SQLRETURN rc;
     db::BatchInfo out;
-    {
-      Running running(*batch_hd_);
-      rc = SQLExecute(h);
-      if (rc != SQL_NO_DATA && ok(rc)) {
-        SQLLEN count = -1;
-        if (ok(SQLRowCount(h, &count)) && count >= 0) out.total = count;
-        if (s.batch_row_counts) {
-          // psqlODBC: the first row's count now, each next one after SQLMoreResults.
-          out.affected.push_back(std::max<int64_t>(out.total, 0));
-          while (out.affected.size() < rows.size()) {
-            rc = SQLMoreResults(h);
-            if (rc == SQL_NO_DATA || !ok(rc)) break;
-            count = -1;
-            SQLRowCount(h, &count);
-            out.affected.push_back(std::max<int64_t>(count, 0));
-          }
-          // To the end, as a C program would (restore() closes the cursor anyway).
-          while (ok(rc) && rc != SQL_NO_DATA)
-            rc = SQLMoreResults(h);
-          if (rc == SQL_NO_DATA) rc = SQL_SUCCESS;
-          out.total = 0;
-          for (int64_t a : out.affected)
-            out.total += a;
-          if (out.affected.size() != rows.size()) out.affected.clear();
-        }
-      } else if (rc == SQL_NO_DATA) {
-        out.total = 0;  // nothing matched (UPDATE, DELETE)
-        rc = SQL_SUCCESS;
-      }
-    }
+    const SQLRETURN rc = execute_array(s, *batch_hd_, rows.size(), out);
     const bool failed = s.timed_out || !ok(rc);
     std::optional<Error> err;
     if (s.timed_out) {
