@@ -2,10 +2,10 @@
 // The driver contract: a C++ rendering of the seed's e.db (see docs/architecture.md).
 //
 // Four handles (Connection, Statement, Rows, Transaction), one value type, five
-// portable errors plus Connection, and optional side channels. Every call is
-// synchronous and blocking; the server runs drivers on its bounded executor and
-// never on an event-loop thread. The one exception is Connection::cancel(),
-// which any thread may call at any time.
+// portable errors plus Connection, and optional side channels. A blocking
+// connection waits in its calls, which the server runs on its bounded executor;
+// a non-blocking one never waits (Errc::would_block, see ConnectionImpl), so it
+// runs on an event loop. Connection::cancel() may be called from any thread.
 //
 // A handle is a thin owner of a driver object. Closing, committing or rolling
 // back empties the handle, and an empty handle answers Errc::closed without

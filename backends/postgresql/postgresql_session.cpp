@@ -45,10 +45,9 @@ Session::Session(PGconn* conn) : conn_(conn), cancel_(PQgetCancel(conn)), extras
     const char* v = PQparameterStatus(conn_, std::string(name).c_str());
     reported_.push_back(v ? std::optional<std::string>(v) : std::nullopt);
     // deliver() looks up, after every command, only what can change: each
-    // lookup walks libpq's list of ~14 parameters with strcmp (13 of them
-    // were ~4,000 instructions a command). A parameter the server did not
-    // report at start it never reports (all GUC_REPORT ones come at start);
-    // these three are fixed for the life of a connection.
+    // lookup walks libpq's list of parameters with strcmp. A parameter the
+    // server did not report at start it never reports (all GUC_REPORT ones
+    // come at start); these three are fixed for the life of a connection.
     const bool fixed =
         name == "server_version" || name == "server_encoding" || name == "integer_datetimes";
     if (v != nullptr && !fixed) watched_.push_back(static_cast<uint8_t>(i));

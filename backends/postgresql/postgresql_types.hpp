@@ -139,9 +139,8 @@ class ParamBuffer {
 
   /// Builds the pointer arrays; call after the last add and before the getters.
   void finish();
-  /// Empties the buffer for the next statement, keeping its allocations (a
-  /// statement's parameters cost 7 allocations in a fresh one, ~3,000
-  /// instructions a prepared INSERT of three values) unless it grew past
+  /// Empties the buffer for the next statement, keeping its allocations so
+  /// that a statement's parameters allocate nothing, unless it grew past
   /// 64 KiB for a large value.
   void clear();
   /// This thread's buffer, cleared: the driver fills it and sends it in one

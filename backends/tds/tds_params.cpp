@@ -31,6 +31,7 @@ bool iequal(std::string_view a, std::string_view b) {
   return true;
 }
 
+#ifdef WIREPOOL_PLANTED_DEFECTS
 /// The planted defect "a ? inside a bracketed name taken as a marker": adds
 /// the ?s of every [...] span, as a lexer that forgot brackets would.
 void plant_bracket_markers(std::string_view sql, std::vector<sql::Marker>& markers) {
@@ -50,6 +51,7 @@ void plant_bracket_markers(std::string_view sql, std::vector<sql::Marker>& marke
     if (m.type == sql::Marker::Type::question) m.number = ++n;
   }
 }
+#endif
 
 size_t decimal_scale(std::string_view text) {
   const size_t dot = text.find('.');
@@ -130,9 +132,11 @@ tds::TypeInfo param_type(const db::Value& v, std::string* declaration) {
 
 size_t count_parameters(std::string_view sql) {
   std::vector<sql::Marker> markers = sql::find_client_markers(sql, sql::Dialect::tsql);
+#ifdef WIREPOOL_PLANTED_DEFECTS
   if (tds::planted_defect() == tds::PlantedDefect::marker_in_brackets) {
     plant_bracket_markers(sql, markers);
   }
+#endif
   size_t positional = 0;
   std::vector<std::string_view> names;
   for (const auto& m : markers) {
@@ -148,9 +152,11 @@ size_t count_parameters(std::string_view sql) {
 
 db::Result<Rewritten> rewrite_statement(std::string_view sql, db::Params params) {
   std::vector<sql::Marker> markers = sql::find_client_markers(sql, sql::Dialect::tsql);
+#ifdef WIREPOOL_PLANTED_DEFECTS
   if (tds::planted_defect() == tds::PlantedDefect::marker_in_brackets) {
     plant_bracket_markers(sql, markers);
   }
+#endif
   const bool named_params =
       std::any_of(params.begin(), params.end(), [](const db::Param& p) { return !p.name.empty(); });
   const bool positional_markers = std::any_of(markers.begin(), markers.end(), [](const auto& m) {

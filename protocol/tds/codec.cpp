@@ -1226,6 +1226,7 @@ bool parse_message(Bytes body, bool is_error, ServerMessage& m, std::string& e) 
 
 }  // namespace
 
+#ifdef WIREPOOL_PLANTED_DEFECTS
 namespace {
 std::atomic<PlantedDefect> g_defect{PlantedDefect::none};
 }  // namespace
@@ -1242,6 +1243,7 @@ PlantedDefect planted_defect_from_name(std::string_view name) {
   if (name == "select_count") return PlantedDefect::select_count_as_affected;
   return PlantedDefect::none;
 }
+#endif
 
 Decoded<Token> TokenDecoder::next(Bytes all) {
   size_t base = 0;
@@ -1350,9 +1352,13 @@ Decoded<Token> TokenDecoder::next(Bytes all) {
         row.values.reserve(columns_.size());
         for (size_t i = 0; i < columns_.size(); ++i) {
           // Bit i of the bitmap (least significant first) is column i ([MS-TDS] 2.2.7.17).
+#ifdef WIREPOOL_PLANTED_DEFECTS
           const int bit = g_defect.load() == PlantedDefect::nbcrow_bitmap_wrong_end
                               ? (0x80 >> (i % 8))
                               : (1 << (i % 8));
+#else
+          const int bit = 1 << (i % 8);
+#endif
           if (!bitmap.empty() && (bitmap[i / 8] & bit) != 0) {
             TypedValue null;
             null.type = columns_[i].type;

@@ -18,8 +18,8 @@
 //   travel *inside* PRELOGIN packets (type 18) until TLS is established, and
 //   after it TDS packets travel as TLS records. Wrapping and unwrapping those
 //   handshake bytes is plain packet framing: PacketWriter::write(out,
-//   PacketType::prelogin, tls_bytes) and MessageAssembler's payloads. (wirepool's
-//   TDS listener speaks only TDS 8.0; this is here for completeness.)
+//   PacketType::prelogin, tls_bytes) and MessageAssembler's payloads. The TDS
+//   listener serves a 7.x client that completes TLS 1.3 so (tds-front-end.md).
 // - A message's packets are assembled by header length and the EOM bit, never
 //   by read boundaries; ATTENTION is an empty message of type 6.
 // - Cancel: tedious 19 reads the cancelled request's response as one message
@@ -585,9 +585,11 @@ using Token =
     std::variant<LoginAck, EnvChange, ServerMessage, std::vector<FeatureExt>,
                  std::vector<ColumnMeta>, Row, Done, int32_t /*RETURNSTATUS*/, ReturnValue, Order>;
 
-/// Test-only switch (issue 7): deliberately wrong decoder decisions, one at a
-/// time, so a test run can prove the tests notice each. Never set outside
-/// tests; the default is none. The TDS driver (backends/tds/) reads it too.
+#ifdef WIREPOOL_PLANTED_DEFECTS
+/// Test builds only (wp_tds_defects): deliberately wrong decoder decisions, one
+/// at a time, so a test run can prove the tests notice each; the default is
+/// none. The TDS driver (backends/tds/) reads it too. The shipped wp_tds and
+/// wirepool are built without WIREPOOL_PLANTED_DEFECTS and have no switch.
 enum class PlantedDefect : uint8_t {
   none,
   nbcrow_bitmap_wrong_end,   ///< NBCROW's null bitmap read from its high bit (here)
@@ -598,6 +600,7 @@ void set_planted_defect_for_test(PlantedDefect d);
 PlantedDefect planted_defect();
 /// "nbcrow", "brackets", "select_count" -> the defect; none for anything else.
 PlantedDefect planted_defect_from_name(std::string_view name);
+#endif
 
 /// Decodes a server's token stream incrementally: `next` answers need_more
 /// (consumed 0) when a token is cut, so results can stream. ROW and NBCROW use

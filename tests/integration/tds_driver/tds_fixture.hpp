@@ -2,7 +2,8 @@
 // Shared by the TDS driver's integration tests: the wirepool TDS listener that
 // tests/fixtures/tdsserver.py started (WIREPOOL_TDS_INFO names its info.json),
 // serving SQLite (`app`) and the throwaway PostgreSQL (`pgapp`), and openers
-// through the driver. The planted-defect switch (issue 7) is read here:
+// through the driver. In the planted-defect build (integration_tds_defects,
+// WIREPOOL_PLANTED_DEFECTS) the switch is read here:
 // WIREPOOL_TDS_PLANTED_DEFECT=nbcrow|brackets|select_count.
 
 #include <gtest/gtest.h>
@@ -57,10 +58,12 @@ class ServerInfo : public it::ServerInfo {
  private:
   using it::ServerInfo::ServerInfo;
   static ServerInfo load() {
+#ifdef WIREPOOL_PLANTED_DEFECTS
     // Test-only: a planted defect for this run (see the header comment).
     if (const char* d = std::getenv("WIREPOOL_TDS_PLANTED_DEFECT")) {
       tds::set_planted_defect_for_test(tds::planted_defect_from_name(d));
     }
+#endif
     std::signal(SIGPIPE, SIG_IGN);
     return ServerInfo(it::read_info("WIREPOOL_TDS_INFO"));
   }
