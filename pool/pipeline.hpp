@@ -59,7 +59,7 @@ struct PipelineLimits {
   uint32_t busy_train_batches = 4;
   /// A head that takes nothing of its answer for this long while followers
   /// wait has the rest read ahead into memory ...
-  Duration head_patience = std::chrono::milliseconds(1000);
+  std::chrono::milliseconds head_patience{1000};
   /// ... up to this many bytes; past that it is disconnected.
   size_t max_read_ahead = 16 * 1024 * 1024;
   /// A batch whose turn took longer than this while at least slow_progress

@@ -276,8 +276,8 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend(bool pipelined
 
 void Session::give_back(bool healthy) {
   if (!backend_) return;
-  if (backend_->train_open || !backend_->train.empty()) {
-    healthy = abandon_train(*backend_, "the session ahead of it ended") && healthy;
+  if (backend_->train) {
+    healthy = backend_->train->release(*backend_, "the session ahead of it ended") && healthy;
   }
   spdlog::trace("session {}: gives backend {} back{}", id_, backend_->id,
                 healthy ? "" : " (unusable)");
@@ -405,10 +405,10 @@ void Session::interrupt(Backend& b) {
     return;
   }
   // PostgreSQL's cancel names the connection, not the statement: with other
-  // clients' batches pipelined behind this one (pg_relay.cpp's train), the
+  // clients' batches pipelined behind this one (the relay's train), the
   // server may be on theirs when it lands. Not sent then; the statement ends
   // as if the cancel came too late.
-  if (!b.train.empty()) {
+  if (b.train && !b.train->may_cancel(b)) {
     spdlog::debug("session {}: cancel not sent: other clients' batches follow on backend {}", id_,
                   b.id);
     return;
