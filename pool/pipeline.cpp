@@ -107,7 +107,7 @@ std::optional<BatchId> Pipeline::handle_turn_end(TrainId t, PoolKey pool, const 
     if (!tr.followers.empty()) {
       if (r.clean) {
         next = tr.followers.front();
-        tr.followers.pop_front();
+        tr.followers.erase(tr.followers.begin());
       } else {
         fail_followers(t, tr);
       }

@@ -182,9 +182,9 @@ class Pipeline {
   struct Train {
     PoolKey pool = 0;
     bool open = false;
-    uint32_t batches = 0;  ///< batches handed the lease since the grant
-    TimePoint since{};     ///< when the running batch began
-    std::deque<Follower> followers;
+    uint32_t batches = 0;             ///< batches handed the lease since the grant
+    TimePoint since{};                ///< when the running batch began
+    std::vector<Follower> followers;  ///< in order (a few: no deque's allocations per lease)
   };
   struct Waiter {
     BatchId batch;

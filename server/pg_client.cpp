@@ -1025,7 +1025,8 @@ void PgClient::relay_loop(LoopEntry entry) {
           // on from there.
           InBuffer& in = relay_->from_server;
           const size_t space = in.space();
-          session_->relay_socket(relay_->fd, loop_.io.get_executor())
+          session_->backend()
+              ->watch(relay_->fd, loop_.io.get_executor())
               .async_receive(asio::buffer(in.tail(), space),
                              [self, space](boost::system::error_code ec, size_t n) {
                                self->relay_took(n, space, ec);

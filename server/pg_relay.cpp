@@ -16,6 +16,9 @@
 #include <sys/socket.h>
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -117,6 +120,25 @@ int send_rest(int fd, const std::string& data, size_t& sent) {
     }
   }
   return 1;
+}
+
+/// Waits until the backend's socket `fd` (watched through `b`) is writable.
+awaitable<void> wait_writable(Backend& b, int fd) {
+  auto& watcher = b.watch(fd, co_await asio::this_coro::executor);
+  boost::system::error_code ec;
+  co_await watcher.async_wait(asio::socket_base::wait_write,
+                              asio::redirect_error(asio::use_awaitable, ec));
+}
+
+/// Reads what the backend's socket `fd` has, waiting for it when nothing is
+/// there: bytes read, 0 with `ec` on end of stream or an error. A read through
+/// the reactor, unlike a wait, re-arms nothing with the kernel.
+awaitable<size_t> read_some(Backend& b, int fd, uint8_t* data, size_t size,
+                            boost::system::error_code& ec) {
+  auto& watcher = b.watch(fd, co_await asio::this_coro::executor);
+  ec.clear();
+  co_return co_await watcher.async_receive(asio::buffer(data, size),
+                                           asio::redirect_error(asio::use_awaitable, ec));
 }
 
 std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
@@ -630,12 +652,12 @@ awaitable<PgClient::Relayed> PgClient::relay_rest(bool flush_first) {
     if (wait == RelayWait::flush) {
       co_await relay_flush();
     } else if (wait == RelayWait::write) {
-      co_await session_->relay_wait(R.fd, true);
+      co_await wait_writable(*session_->backend(), R.fd);
     } else {
       InBuffer& in = R.from_server;
       boost::system::error_code ec;
       const size_t space = in.space();
-      size_t n = co_await session_->relay_read(R.fd, in.tail(), space, ec);
+      size_t n = co_await read_some(*session_->backend(), R.fd, in.tail(), space, ec);
       relay_took(n, space, ec);
     }
   }

@@ -446,26 +446,6 @@ void Session::relay_running(bool running) {
   if (running && cancel_reason_ != CancelReason::none) interrupt(*backend_);
 }
 
-asio::awaitable<void> Session::relay_wait(int fd, bool write) {
-  co_await wait_fd(*backend_, fd, write);
-}
-
-asio::awaitable<size_t> Session::relay_read(int fd, uint8_t* data, size_t size,
-                                            boost::system::error_code& ec) {
-  Backend& b = *backend_;
-  auto ex = co_await asio::this_coro::executor;
-  auto& watcher = b.watch(fd, ex);
-  ec.clear();
-  size_t n = co_await watcher.async_receive(asio::buffer(data, size),
-                                            asio::redirect_error(asio::use_awaitable, ec));
-  co_return n;
-}
-
-asio::generic::stream_protocol::socket& Session::relay_socket(int fd,
-                                                              const asio::any_io_executor& ex) {
-  return backend_->watch(fd, ex);
-}
-
 void Session::explain_cancel(db::Error& e) const {
   if (e.sqlstate != "57014") return;
   switch (cancel_reason()) {
