@@ -66,28 +66,31 @@ bool Pipeline::handle_turn_began(TrainId t, PoolKey pool, uint64_t shape, bool d
   return true;
 }
 
-std::vector<TrainId> Pipeline::join_order(PoolKey pool, const PoolView& view, TimePoint now) const {
-  std::vector<TrainId> out;
-  if (!view.pipeline || now < view.paused_until || open_.empty()) return out;
+void Pipeline::join_order(PoolKey pool, const PoolView& view, TimePoint now,
+                          std::vector<TrainId>& out) const {
+  out.clear();
+  if (!view.pipeline || now < view.paused_until || open_.empty()) return;
   for (const auto& w : waiters_)
-    if (w.pool == pool) return out;  // queued before this one: they go first
+    if (w.pool == pool) return;  // queued before this one: they go first
   for (TrainId t : open_) {
     const Train& tr = trains_.at(t);
-    if (tr.pool == pool && room(tr, view, now)) out.push_back(t);
+    if (tr.pool != pool || !room(tr, view, now)) continue;
+    // Fewest followers first, in opening order among equals (a stable insertion).
+    const size_t n = tr.followers.size();
+    auto at = out.end();
+    while (at != out.begin() && trains_.at(*(at - 1)).followers.size() > n)
+      --at;
+    out.insert(at, t);
   }
-  std::stable_sort(out.begin(), out.end(), [this](TrainId a, TrainId b) {
-    return trains_.at(a).followers.size() < trains_.at(b).followers.size();
-  });
-  return out;
 }
 
-std::vector<BatchId> Pipeline::pull_order(TrainId t, const PoolView& view, TimePoint now) const {
-  std::vector<BatchId> out;
+void Pipeline::pull_order(TrainId t, const PoolView& view, TimePoint now,
+                          std::vector<BatchId>& out) const {
+  out.clear();
   auto it = trains_.find(t);
-  if (it == trains_.end() || waiters_.empty() || now < view.paused_until) return out;
+  if (it == trains_.end() || waiters_.empty() || now < view.paused_until) return;
   for (const auto& w : waiters_)
     if (w.pool == it->second.pool) out.push_back(w.batch);
-  return out;
 }
 
 void Pipeline::handle_joined(TrainId t, BatchId b, uint64_t shape, bool sent_all) {

@@ -132,10 +132,12 @@ class Pipeline {
   /// Trains that may take a newcomer's plain batch of `pool` at `now`, best
   /// first (fewest followers, then the order they opened); empty when
   /// pipelining is off or paused, or waiters of the pool queue (they go first).
-  std::vector<TrainId> join_order(PoolKey pool, const PoolView& view, TimePoint now) const;
+  /// Written to `out` (cleared first), so that a caller may reuse its buffer.
+  void join_order(PoolKey pool, const PoolView& view, TimePoint now,
+                  std::vector<TrainId>& out) const;
   /// Waiters of `t`'s pool in arrival order, for a train that just opened or
   /// has room again; empty while paused. Take them while has_room(t, view).
-  std::vector<BatchId> pull_order(TrainId t, const PoolView& view, TimePoint now) const;
+  void pull_order(TrainId t, const PoolView& view, TimePoint now, std::vector<BatchId>& out) const;
   /// `t` is open and below its follower and batch caps (no time check: the
   /// train's batch has just begun).
   bool has_room(TrainId t, const PoolView& view) const;

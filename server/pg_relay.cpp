@@ -917,7 +917,8 @@ void RelayPath::turn_began(PgClient& head, Backend& b) {
 
 bool RelayPath::join(PgClient& c) {
   DatabasePool& pool = c.session_->pool();
-  for (pool::TrainId t : pipeline_.join_order(key(pool), view(pool), now())) {
+  pipeline_.join_order(key(pool), view(pool), now(), trains_scratch_);
+  for (pool::TrainId t : trains_scratch_) {
     Backend& b = *backends_.at(t);
     if (b.cancelling || !c.session_->settings_match(b)) continue;
     if (!c.relay_send_behind(b)) return false;
@@ -935,7 +936,8 @@ void RelayPath::joined(PgClient& c, Backend& b, bool sent_all) {
 
 void RelayPath::pull(PgClient& head, Backend& b) {
   DatabasePool& pool = head.session_->pool();
-  for (pool::BatchId w : pipeline_.pull_order(b.lease, view(pool), now())) {
+  pipeline_.pull_order(b.lease, view(pool), now(), batches_scratch_);
+  for (pool::BatchId w : batches_scratch_) {
     // Each one taken may leave the pool's queue empty, and the train's limit higher.
     if (b.cancelling || !pipeline_.has_room(b.lease, view(pool))) break;
     auto it = waiters_.find(w);

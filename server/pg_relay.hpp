@@ -77,6 +77,9 @@ class RelayPath final : public TrainOwner {
   std::unordered_map<pool::TrainId, Backend*> backends_;
   std::vector<std::unique_ptr<PgClient::RelayState>> states_;
   uint64_t next_batch_ = 0;
+  /// join's and pull's lists, kept for their capacity (neither runs inside the other).
+  std::vector<pool::TrainId> trains_scratch_;
+  std::vector<pool::BatchId> batches_scratch_;
 };
 
 }  // namespace wirepool::server

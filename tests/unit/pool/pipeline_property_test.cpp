@@ -33,6 +33,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
+std::vector<TrainId> join_list(const Pipeline& p, PoolKey pool, const PoolView& v, TimePoint now) {
+  std::vector<TrainId> out{99};  // not empty: join_order clears it
+  p.join_order(pool, v, now, out);
+  return out;
+}
+
+std::vector<BatchId> pull_list(const Pipeline& p, TrainId t, const PoolView& v, TimePoint now) {
+  std::vector<BatchId> out{99};
+  p.pull_order(t, v, now, out);
+  return out;
+}
+
 struct MTrain {
   PoolKey pool = 0;
   std::deque<BatchId> followers;
@@ -102,7 +114,7 @@ struct Sim {
 
   void pull(TrainId t) {
     const PoolKey pool = trains.at(t).pool;
-    auto order = p.pull_order(t, views[pool], now);
+    auto order = pull_list(p, t, views[pool], now);
     std::vector<BatchId> expect;
     if (now >= views[pool].paused_until)
       for (const auto& w : waiters)
@@ -124,7 +136,7 @@ struct Sim {
     const PoolKey pool = any_pool();
     batch_pool[b] = pool;
     const PoolView& v = views[pool];
-    auto order = p.join_order(pool, v, now);
+    auto order = join_list(p, pool, v, now);
     const bool pool_waits = std::any_of(waiters.begin(), waiters.end(),
                                         [pool](const auto& w) { return w.second == pool; });
     if (!v.pipeline || now < v.paused_until || pool_waits) {

@@ -34,6 +34,18 @@ using namespace std::chrono_literals;
 constexpr PoolKey kPool = 7;
 constexpr PoolKey kOther = 8;
 
+std::vector<TrainId> join_list(const Pipeline& p, PoolKey pool, const PoolView& v, TimePoint now) {
+  std::vector<TrainId> out{99};  // not empty: join_order clears it
+  p.join_order(pool, v, now, out);
+  return out;
+}
+
+std::vector<BatchId> pull_list(const Pipeline& p, TrainId t, const PoolView& v, TimePoint now) {
+  std::vector<BatchId> out{99};
+  p.pull_order(t, v, now, out);
+  return out;
+}
+
 TimePoint at(Duration d) {
   return TimePoint{} + 1h + d;
 }
@@ -70,23 +82,23 @@ TEST(Pipeline, JoinOrderPrefersFewestFollowersThenOpeningOrder) {
   ASSERT_TRUE(p.handle_turn_began(1, kPool, 1, false, at(0s)));
   ASSERT_TRUE(p.handle_turn_began(2, kPool, 1, false, at(0s)));
   ASSERT_TRUE(p.handle_turn_began(3, kOther, 1, false, at(0s)));
-  EXPECT_EQ(p.join_order(kPool, v, at(0s)), (std::vector<TrainId>{1, 2}));
+  EXPECT_EQ(join_list(p, kPool, v, at(0s)), (std::vector<TrainId>{1, 2}));
   p.handle_joined(1, 100, 1, true);
-  EXPECT_EQ(p.join_order(kPool, v, at(0s)), (std::vector<TrainId>{2, 1}));
-  EXPECT_EQ(p.join_order(kOther, v, at(0s)), (std::vector<TrainId>{3}));
+  EXPECT_EQ(join_list(p, kPool, v, at(0s)), (std::vector<TrainId>{2, 1}));
+  EXPECT_EQ(join_list(p, kOther, v, at(0s)), (std::vector<TrainId>{3}));
 }
 
 TEST(Pipeline, NobodyJoinsWhenPausedOffOrOld) {
   Pipeline p;
   ASSERT_TRUE(p.handle_turn_began(1, kPool, 1, false, at(0s)));
   PoolView v;
-  EXPECT_TRUE(p.join_order(kPool, v, at(1ms)).size() == 1);
-  EXPECT_TRUE(p.join_order(kPool, v, at(1ms + 1us)).empty());  // past join_within
+  EXPECT_TRUE(join_list(p, kPool, v, at(1ms)).size() == 1);
+  EXPECT_TRUE(join_list(p, kPool, v, at(1ms + 1us)).empty());  // past join_within
   v.paused_until = at(1s);
-  EXPECT_TRUE(p.join_order(kPool, v, at(0s)).empty());
+  EXPECT_TRUE(join_list(p, kPool, v, at(0s)).empty());
   v = PoolView{};
   v.pipeline = false;
-  EXPECT_TRUE(p.join_order(kPool, v, at(0s)).empty());
+  EXPECT_TRUE(join_list(p, kPool, v, at(0s)).empty());
 }
 
 TEST(Pipeline, WaitersOfThePoolGoBeforeNewcomers) {
@@ -94,16 +106,16 @@ TEST(Pipeline, WaitersOfThePoolGoBeforeNewcomers) {
   PoolView v;
   ASSERT_TRUE(p.handle_turn_began(1, kPool, 1, false, at(0s)));
   p.handle_wait_begin(50, kPool);
-  EXPECT_TRUE(p.join_order(kPool, v, at(0s)).empty());
+  EXPECT_TRUE(join_list(p, kPool, v, at(0s)).empty());
   p.handle_wait_begin(51, kOther);
   p.handle_wait_begin(52, kPool);
-  EXPECT_EQ(p.pull_order(1, v, at(0s)), (std::vector<BatchId>{50, 52}));
+  EXPECT_EQ(pull_list(p, 1, v, at(0s)), (std::vector<BatchId>{50, 52}));
   v.paused_until = at(1s);
-  EXPECT_TRUE(p.pull_order(1, v, at(0s)).empty());
+  EXPECT_TRUE(pull_list(p, 1, v, at(0s)).empty());
   p.handle_wait_end(50);
   p.handle_wait_end(52);
   EXPECT_FALSE(p.waiting(50));
-  EXPECT_EQ(p.join_order(kPool, PoolView{}, at(0s)), (std::vector<TrainId>{1}));
+  EXPECT_EQ(join_list(p, kPool, PoolView{}, at(0s)), (std::vector<TrainId>{1}));
 }
 
 TEST(Pipeline, FollowerCapAndBatchLimits) {
@@ -188,7 +200,7 @@ TEST(Pipeline, ReleaseFailsFollowers) {
   EXPECT_FALSE(p.handle_released(1));
   EXPECT_EQ(fails(p).size(), 1u);
   EXPECT_FALSE(p.knows(1));
-  EXPECT_TRUE(p.join_order(kPool, PoolView{}, at(0s)).empty());
+  EXPECT_TRUE(join_list(p, kPool, PoolView{}, at(0s)).empty());
 }
 
 TEST(Pipeline, CancelOnlyWithoutFollowers) {
