@@ -122,6 +122,10 @@ sql::Dialect dialect_for_database(const config::Database& db) {
 }
 
 namespace {
+uint64_t next_lease() {
+  static std::atomic<uint64_t> seq{0};
+  return seq.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 bool host_is_local(std::string_view h) {
   if (h.empty() || h.front() == '/' || h.front() == '@') return true;  // Unix sockets
   std::string l(h);
@@ -504,7 +508,7 @@ Backend* DatabasePool::try_acquire() {
       spdlog::critical("pool {}: immediate grant of unknown connection {}", cfg_.name, *id);
     } else {
       b->second->leased = true;
-      b->second->train_batches = 0;  // a new lease from the pool: a new train
+      b->second->lease = next_lease();  // a new lease from the pool: a new train
       granted = b->second.get();
     }
   }
@@ -643,7 +647,7 @@ void DatabasePool::pump(std::unique_lock<std::mutex>& lock) {
                 return;
               }
               b->second->leased = true;
-              b->second->train_batches = 0;  // a new lease from the pool: a new train
+              b->second->lease = next_lease();  // a new lease from the pool: a new train
               answers.emplace_back(std::move(w->second), b->second.get());
               waiters_.erase(w);
             },

@@ -30,10 +30,9 @@
 #include "server/blocking.hpp"
 #include "server/log_limiter.hpp"
 #include "server/metrics.hpp"
+#include "server/relay_train.hpp"
 
 namespace wirepool::server {
-
-class PgClient;
 
 /// Prepared statements of one backend connection, keyed by SQL text and parameter
 /// types, least recently used evicted first.
@@ -129,23 +128,15 @@ struct Backend {
   uint16_t local_port = 0;
   std::string application_name;
 
-  /// The PostgreSQL relay's pipeline (server/pg_relay.cpp): clients whose
-  /// batches were sent to the server behind the running one, answered in this
-  /// order; the lease passes from one to the next without the pool. Touched
-  /// only on the event loop of the session that holds the backend.
-  std::deque<std::shared_ptr<PgClient>> train;
-  bool train_open = false;     ///< more batches may join (listed on the loop)
-  uint32_t train_batches = 0;  ///< batches since the pool granted it (reset by the grant)
-  std::chrono::steady_clock::time_point train_since{};  ///< when the running batch began
+  /// Unique per grant of the pool (the relay's pipeline passes a lease on
+  /// without one): the relay's train id.
+  uint64_t lease = 0;
+  /// The relay's pipeline while it has a train on this lease (set and read
+  /// only on the event loop of the session that holds the backend).
+  TrainOwner* train = nullptr;
 
   ~Backend();
 };
-
-/// A backend leaves the relay's pipeline (server/pg_relay.cpp) other than at
-/// a batch's end: it takes no more batches, and the clients whose batches were
-/// sent behind the running one get an error. False when there were such
-/// batches (the connection's stream is then unusable).
-bool abandon_train(Backend& b, const std::string& why);
 
 /// Why an acquire failed, for the client's error message.
 struct AcquireError {

@@ -14,6 +14,7 @@
 
 #include "protocol/pg/scram.hpp"
 #include "server/admin.hpp"
+#include "server/pg_relay.hpp"
 #include "tls/tls.hpp"
 
 #include <openssl/err.h>
@@ -897,7 +898,7 @@ void PgClient::go_idle(bool hot) {
     std::string().swap(out_);  // move-assigning an empty string keeps the capacity
   }
   if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
-  if (relay_) give_relay_state(std::move(relay_));
+  if (relay_) RelayPath::of(loop_).give_state(std::move(relay_));
   arm_idle_deadline();
   // Readability: everything was written, so TLS wants nothing else.
   wait_idle(shared_from_this(), hot);
@@ -1024,7 +1025,8 @@ void PgClient::relay_loop(LoopEntry entry) {
           // on from there.
           InBuffer& in = relay_->from_server;
           const size_t space = in.space();
-          session_->relay_socket(relay_->fd, loop_.io.get_executor())
+          session_->backend()
+              ->watch(relay_->fd, loop_.io.get_executor())
               .async_receive(asio::buffer(in.tail(), space),
                              [self, space](boost::system::error_code ec, size_t n) {
                                self->relay_took(n, space, ec);

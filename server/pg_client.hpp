@@ -126,7 +126,8 @@ class PgClient final : public ClientConnection,
   /// flush of out_ when `flush_first`).
   boost::asio::awaitable<Relayed> relay_rest(bool flush_first);
   /// Writes out_ for the relay: with others' batches behind, a client that
-  /// does not take it within kHeadPatience gets its answer read ahead.
+  /// does not take it within the pipeline's head_patience gets its answer read
+  /// ahead (pool::Pipeline::head_flush).
   boost::asio::awaitable<void> relay_flush();
   Relayed relay_finish();
   /// The relay's pipeline: sends the checked batch at in_'s front behind the
@@ -139,24 +140,17 @@ class PgClient final : public ClientConnection,
   /// relay_start(&b), sent, and the client in `b`'s train (false: nothing sent).
   bool relay_send_behind(Backend& b, bool known = false);
   /// This client waits in the pool's queue with a checked batch (wait_backend):
-  /// listed for train_pull until granted (train_wait_end). True when a train
+  /// listed for the trains (RelayPath::pull) until granted (train_wait_end). True when a train
   /// may take it (the pool's `pipelined` waiter).
   bool train_wait_begin();
   void train_wait_end();
-  /// `b` (held by this client) has room behind its running batch: clients of
-  /// this loop waiting in the pool's queue take it, oldest first.
-  void train_pull(Backend& b);
   /// The backend this client queued on was lost before its turn: an error
   /// for its batch, then the client goes on.
   void relay_abandoned(const std::string& why);
   static void post_abandoned(std::shared_ptr<PgClient> f, std::string why);
   /// The client left mid-answer (a write failed): see relay_finish.
   void relay_client_left();
-  /// The backend's running batch has gone out whole and leaves it idle:
-  /// others may join it (relay_join).
-  void train_may_open(Backend& b);
-  static void train_close(Backend& b);
-  friend bool abandon_train(Backend& b, const std::string& why);
+  friend class RelayPath;
   /// Registers a Parse the relay takes where the ordinary path finds it too.
   /// `plain`: whether it is transaction control is known (1: it is not, 0: it is).
   std::shared_ptr<Prepared> relay_register(const pg::relay::ParseMsg& m, int8_t plain = -1);
@@ -216,11 +210,11 @@ class PgClient final : public ClientConnection,
     bool plain = false;
     bool from_idle = false;
     bool discard = false;
-    bool opened = false;    ///< train_may_open was done for it
+    bool opened = false;    ///< RelayPath::turn_began was done for it
     bool stale = false;     ///< the server said a statement does not exist (26000)
     uint32_t executes = 0;  ///< Execute messages in the batch (several: one implicit transaction)
     /// Its client stopped taking its answer while others' batches wait behind:
-    /// the answer is read ahead into out_ (up to kMaxReadAhead).
+    /// the answer is read ahead into out_ (up to the pipeline's max_read_ahead).
     bool reading_ahead = false;
     /// When its turn on the backend began (relay_start, or the hand-over).
     std::chrono::steady_clock::time_point turn_started{};
@@ -228,14 +222,10 @@ class PgClient final : public ClientConnection,
     /// Which statements the batch runs (a hash of its queries' text and its
     /// statements' text and types), for the pipeline's memory of slow ones.
     uint64_t shape = 0;
+    /// The batch's id in the pipeline (pool::BatchId), new for each take_state.
+    uint64_t batch = 0;
   };
   std::unique_ptr<RelayState> relay_;
-  /// RelayStates of idle clients wait in a small per-thread cache for the
-  /// next batch (any client's) instead of being freed and built again: about
-  /// ten allocations per transaction (pg_relay.cpp).
-  static std::unique_ptr<RelayState> take_relay_state();
-  static void give_relay_state(std::unique_ptr<RelayState> state);
-  static std::vector<std::unique_ptr<RelayState>>& relay_state_cache();
 
   /// Handles one message; false closes the connection.
   boost::asio::awaitable<bool> handle(const pg::FrontendMessage& msg);

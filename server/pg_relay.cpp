@@ -16,6 +16,9 @@
 #include <sys/socket.h>
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -24,6 +27,7 @@
 
 #include "backends/sql.hpp"
 #include "server/pg_client.hpp"
+#include "server/pg_relay.hpp"
 
 namespace wirepool::server {
 
@@ -118,6 +122,25 @@ int send_rest(int fd, const std::string& data, size_t& sent) {
   return 1;
 }
 
+/// Waits until the backend's socket `fd` (watched through `b`) is writable.
+awaitable<void> wait_writable(Backend& b, int fd) {
+  auto& watcher = b.watch(fd, co_await asio::this_coro::executor);
+  boost::system::error_code ec;
+  co_await watcher.async_wait(asio::socket_base::wait_write,
+                              asio::redirect_error(asio::use_awaitable, ec));
+}
+
+/// Reads what the backend's socket `fd` has, waiting for it when nothing is
+/// there: bytes read, 0 with `ec` on end of stream or an error. A read through
+/// the reactor, unlike a wait, re-arms nothing with the kernel.
+awaitable<size_t> read_some(Backend& b, int fd, uint8_t* data, size_t size,
+                            boost::system::error_code& ec) {
+  auto& watcher = b.watch(fd, co_await asio::this_coro::executor);
+  ec.clear();
+  co_return co_await watcher.async_receive(asio::buffer(data, size),
+                                           asio::redirect_error(asio::use_awaitable, ec));
+}
+
 std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
   std::string key(sql);
   key += '\0';
@@ -128,114 +151,12 @@ std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
   return key;
 }
 
-/// At most this many idle RelayStates per event-loop thread (each about
-/// 9 KiB with its read buffer).
+/// At most this many idle RelayStates per event loop (each about 9 KiB with
+/// its read buffer).
 constexpr size_t kRelayStateCache = 64;
 /// The statements' and buffers' capacity a cached RelayState may keep.
 constexpr size_t kRelayKeepBytes = 16 * 1024;
-
-// The pipeline (relay_join).
-/// At most this many batches wait behind the running one.
-constexpr size_t kMaxFollowers = 3;
-/// A client that takes nothing of its answer for this long while others'
-/// batches wait behind it has the rest read ahead into memory, up to
-/// kMaxReadAhead; past that it is disconnected.
-constexpr auto kHeadPatience = std::chrono::milliseconds(1000);
-constexpr size_t kMaxReadAhead = 16 * 1024 * 1024;
-/// A running batch older than this may be a long one: nobody joins it.
-constexpr auto kJoinWithin = std::chrono::milliseconds(1);
-/// After this many batches in a row the backend goes back to the pool, so that
-/// RECONNECT and a lowered max get their turn; after kBusyTrainBatches while
-/// clients wait in the pool's queue (a transaction to begin, every train full
-/// or too old), so that they do not wait long behind trains (measured: -M
-/// simple p99 6.1 ms with 4 against 7.5 with 16, and more throughput).
-constexpr uint32_t kMaxTrainBatches = 16;
-constexpr uint32_t kBusyTrainBatches = 4;
-/// A batch whose turn took longer than this while at least kSlowProgress
-/// other batches of its pool started turns joining off in the pool for
-/// kSlowPause: a workload with long statements would otherwise queue short
-/// ones behind them. (The others' progress tells a long statement from the
-/// machine stalling everything, which this one does for 0.1-4 s at times.)
-constexpr auto kSlowBatch = std::chrono::seconds(1);
-constexpr uint64_t kSlowProgress = 64;
-constexpr auto kSlowPause = std::chrono::seconds(1);
-/// Statements that run long (or return large results) get no batches sent
-/// behind them, so that they do not hold up short ones each time they run.
-/// Each event loop keeps, per pool and RelayState::shape, the average turn of
-/// statements seen slow (a weight of 1/16 per turn): a shape enters when a turn
-/// took longer than kSlowStatement while kSlowProgress other batches started
-/// (not a stall of the machine), counts as slow while its average is above
-/// kSlowStatement (a 500 ms report from its first run on; a 0.2 ms lookup with
-/// a few turns delayed by the scheduler never), and leaves below 1 ms.
-constexpr auto kSlowStatement = std::chrono::milliseconds(20);
-constexpr auto kFastAgain = std::chrono::milliseconds(1);
-constexpr size_t kSlowShapes = 4096;
-using Micros = std::chrono::microseconds;
-
-uint64_t shape_key(const DatabasePool& pool, uint64_t shape) {
-  return shape ^
-         (static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&pool)) * 0x9E3779B97F4A7C15ULL);
-}
-std::unordered_map<uint64_t, Micros>& slow_shapes() {
-  thread_local std::unordered_map<uint64_t, Micros> shapes;  // key -> average turn
-  return shapes;
-}
-bool shape_slow(const DatabasePool& pool, uint64_t shape) {
-  auto& m = slow_shapes();
-  if (m.empty()) return false;
-  auto it = m.find(shape_key(pool, shape));
-  return it != m.end() && it->second > kSlowStatement;
-}
-/// A plain batch's turn took `took`; true when its shape has just become slow.
-bool note_turn(const DatabasePool& pool, uint64_t shape, Micros took, bool others_ran) {
-  auto& m = slow_shapes();
-  const bool slow_turn = took > kSlowStatement;
-  if (m.empty() && !slow_turn) return false;
-  const uint64_t key = shape_key(pool, shape);
-  auto it = m.find(key);
-  if (it == m.end()) {
-    if (!slow_turn || !others_ran) return false;
-    if (m.size() >= kSlowShapes) m.clear();  // rare: many slow shapes; they come back
-    it = m.emplace(key, Micros(0)).first;
-  } else if (slow_turn && !others_ran) {
-    return false;  // everything stalled: says nothing of the statement
-  }
-  const bool was = it->second > kSlowStatement;
-  it->second += (took - it->second) / 16;
-  if (it->second < kFastAgain) {
-    m.erase(it);
-    return false;
-  }
-  return !was && it->second > kSlowStatement;
-}
-uint64_t shape_add(uint64_t shape, std::string_view text) {
-  return (shape ^ std::hash<std::string_view>{}(text)) * 0x100000001B3ULL;
-}
 }  // namespace
-
-std::vector<std::unique_ptr<PgClient::RelayState>>& PgClient::relay_state_cache() {
-  thread_local std::vector<std::unique_ptr<RelayState>> cache;
-  return cache;
-}
-
-std::unique_ptr<PgClient::RelayState> PgClient::take_relay_state() {
-  auto& cache = relay_state_cache();
-  if (cache.empty()) return std::make_unique<RelayState>();
-  auto s = std::move(cache.back());
-  cache.pop_back();
-  return s;
-}
-
-void PgClient::give_relay_state(std::unique_ptr<RelayState> s) {
-  auto& cache = relay_state_cache();
-  if (cache.size() >= kRelayStateCache) return;  // freed here
-  s->from_server.consume(s->from_server.size());
-  if (s->from_server.capacity() > kReadChunk) s->from_server.release();
-  if (s->to_server.capacity() > kRelayKeepBytes) std::string().swap(s->to_server);
-  s->parses.clear();
-  s->tracker.clear();
-  cache.push_back(std::move(s));
-}
 
 PgClient::RelayCheck PgClient::relay_check() {
   if (!session_ || skip_until_sync_ || in_.empty()) return RelayCheck::no;
@@ -248,7 +169,7 @@ PgClient::RelayCheck PgClient::relay_check() {
   // Settings SET in the transaction are read back at its end (settle_settings).
   if (session_->settings_noted()) return RelayCheck::no;
   const size_t max_msg = server_.config().server.max_message_size;
-  if (!relay_) relay_ = take_relay_state();
+  if (!relay_) relay_ = RelayPath::of(loop_).take_state();
   RelayState& R = *relay_;
   const auto buf = in_.view();
   if (relay::scan_batch(buf, max_msg, R.frames) != relay::Scan::complete) return RelayCheck::no;
@@ -517,7 +438,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
         relay::BindMsg m;
         relay::parse_bind(body, m);
         const Prepared& p = client_statement(m.statement);
-        R.shape = shape_add(R.shape, p.key);
+        R.shape = pool::Pipeline::shape_add(R.shape, p.key);
         std::string name = server_name(p);
         relay::put_bind(R.to_server, m.portal, name, m.rest);
         R.tracker.expect(relay::Expect::bind);
@@ -560,7 +481,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
         R.tracker.expect(relay::Expect::sync);
         break;
       case 'Q':
-        R.shape = shape_add(R.shape, body);
+        R.shape = pool::Pipeline::shape_add(R.shape, body);
         R.to_server.append(f.whole(buf));
         R.tracker.expect(relay::Expect::query);
         break;
@@ -580,7 +501,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
   R.lost.clear();
   R.client_gone = false;
   R.discard = false;
-  R.turn_started = std::chrono::steady_clock::now();
+  R.turn_started = RelayPath::now();
   R.relayed_before = session_->pool().metrics().relayed.load(std::memory_order_relaxed);
   R.opened = false;
   R.stale = false;
@@ -605,7 +526,7 @@ PgClient::RelayWait PgClient::relay_pump() {
   }
   if (R.plain && R.from_idle && !R.opened && session_->pool().config().pool.pipeline) {
     R.opened = true;
-    train_may_open(*session_->backend());
+    RelayPath::of(loop_).turn_began(*this, *session_->backend());
   }
   InBuffer& in = R.from_server;
   while (R.lost.empty() && !R.done && (!R.client_gone || R.discard)) {
@@ -681,7 +602,9 @@ PgClient::RelayWait PgClient::relay_pump() {
       R.tracker.emit_due(out_);
       R.done = step.done;
       if (R.discard) out_.clear();  // its client left; the followers' answers come next
-      if (out_.size() >= (R.reading_ahead ? kMaxReadAhead : kFlushBytes)) return RelayWait::flush;
+      const size_t flush_at =
+          R.reading_ahead ? RelayPath::of(loop_).pipeline().limits().max_read_ahead : kFlushBytes;
+      if (out_.size() >= flush_at) return RelayWait::flush;
     }
     if (R.done || !R.lost.empty()) break;
     // The last read emptied the socket, so the next one may wait: the rows
@@ -732,12 +655,12 @@ awaitable<PgClient::Relayed> PgClient::relay_rest(bool flush_first) {
     if (wait == RelayWait::flush) {
       co_await relay_flush();
     } else if (wait == RelayWait::write) {
-      co_await session_->relay_wait(R.fd, true);
+      co_await wait_writable(*session_->backend(), R.fd);
     } else {
       InBuffer& in = R.from_server;
       boost::system::error_code ec;
       const size_t space = in.space();
-      size_t n = co_await session_->relay_read(R.fd, in.tail(), space, ec);
+      size_t n = co_await read_some(*session_->backend(), R.fd, in.tail(), space, ec);
       relay_took(n, space, ec);
     }
   }
@@ -747,20 +670,22 @@ awaitable<PgClient::Relayed> PgClient::relay_rest(bool flush_first) {
 awaitable<void> PgClient::relay_flush() {
   RelayState& R = *relay_;
   Backend* b = session_->backend();
-  const bool others_behind = b && !b->train.empty();
-  if (R.reading_ahead && out_.size() >= kMaxReadAhead && others_behind) {
-    spdlog::warn(
-        "client {}: disconnected: it stopped reading its result while {} other "
-        "client(s) waited behind it",
-        peer_, b->train.size());
-    relay_client_left();
-    co_return;
+  RelayPath& path = RelayPath::of(loop_);
+  switch (b ? path.head_flush(*b, R.reading_ahead, out_.size()) : pool::HeadFlush::wait) {
+    case pool::HeadFlush::disconnect:
+      spdlog::warn(
+          "client {}: disconnected: it stopped reading its result while {} other "
+          "client(s) waited behind it",
+          peer_, path.pipeline().followers(b->lease));
+      relay_client_left();
+      co_return;
+    case pool::HeadFlush::wait:
+      if (!co_await flush()) relay_client_left();
+      co_return;
+    case pool::HeadFlush::with_patience:
+      break;
   }
-  if (R.reading_ahead || !others_behind) {
-    if (!co_await flush()) relay_client_left();
-    co_return;
-  }
-  switch (co_await flush_for(kHeadPatience)) {
+  switch (co_await flush_for(path.pipeline().limits().head_patience)) {
     case Flushed::all:
       break;
     case Flushed::gone:
@@ -778,7 +703,7 @@ void PgClient::relay_client_left() {
   R.client_gone = true;
   // Batches of other clients were sent behind this one: its answers are read
   // to the end (and dropped) so that theirs follow on a usable connection.
-  if (!R.done && R.lost.empty() && !session_->backend()->train.empty()) {
+  if (!R.done && R.lost.empty() && RelayPath::of(loop_).has_followers(*session_->backend())) {
     R.discard = true;
     out_.clear();
   }
@@ -794,32 +719,31 @@ PgClient::Relayed PgClient::relay_finish() {
   // ---- The pipeline. The batch ended idle at a message boundary: the lease
   // and what the server sent behind the batch's ReadyForQuery go to the first
   // follower. Otherwise the followers' batches are lost with the connection.
-  std::shared_ptr<PgClient> next;
-  std::deque<std::shared_ptr<PgClient>> stranded;
-  if (!b.train.empty()) {
-    if (R.lost.empty() && R.done && R.status == 'I' && !mid_row) {
-      next = std::move(b.train.front());
-      b.train.pop_front();
-      InBuffer& to = next->relay_->from_server;
-      const auto rest = in.view();
-      to.consume(to.size());
-      if (!rest.empty()) {
-        to.reserve_tail(rest.size());
-        std::memcpy(to.tail(), rest.data(), rest.size());
-        to.commit(rest.size());
-      }
-      next->relay_->drained = false;
-    } else {
-      stranded.swap(b.train);
+  RelayPath& path = RelayPath::of(loop_);
+  DatabasePool& pool = session_->pool();
+  const auto now = RelayPath::now();
+  pool::TurnReport turn;
+  turn.clean = R.lost.empty() && R.done && R.status == 'I' && !mid_row;
+  turn.answered = !R.client_gone && R.lost.empty();
+  turn.plain = R.plain;
+  turn.shape = R.shape;
+  turn.turn_started = R.turn_started;
+  turn.progress = pool.metrics().relayed.load(std::memory_order_relaxed) - R.relayed_before;
+  std::shared_ptr<PgClient> next = path.turn_end(
+      *this, b, turn, now, R.lost.empty() ? "the batch ahead of it broke off mid-answer" : R.lost);
+  if (next) {
+    InBuffer& to = next->relay_->from_server;
+    const auto rest = in.view();
+    to.consume(to.size());
+    if (!rest.empty()) {
+      to.reserve_tail(rest.size());
+      std::memcpy(to.tail(), rest.data(), rest.size());
+      to.commit(rest.size());
     }
+    next->relay_->drained = false;
   }
-  if (!next) train_close(b);
   in.consume(in.size());
   if (in.capacity() > kReadChunk) in.release();  // a large answer's buffer goes at once
-  for (auto& f : stranded) {
-    post_abandoned(std::move(f),
-                   R.lost.empty() ? "the batch ahead of it broke off mid-answer" : R.lost);
-  }
 
   if (!next && (R.client_gone || !R.lost.empty())) {
     // The backend's stream is mid-answer: nobody can use it again.
@@ -879,35 +803,11 @@ PgClient::Relayed PgClient::relay_finish() {
   }
   session_->statement_end();
   session_->sync_tx_state();
-  const auto now = std::chrono::steady_clock::now();
-  DatabasePool& pool = session_->pool();
-  const bool others_ran =
-      pool.metrics().relayed.load(std::memory_order_relaxed) - R.relayed_before >= kSlowProgress;
-  if (R.plain && pool.config().pool.pipeline &&
-      note_turn(pool, R.shape, std::chrono::duration_cast<Micros>(now - R.turn_started),
-                others_ran)) {
-    spdlog::info(
-        "database {}: a batch took {} ms while others ran: no batch is sent behind its "
-        "statements while they stay slow",
-        pool.config().name,
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - R.turn_started).count());
-  }
-  if (now - R.turn_started > kSlowBatch && pool.config().pool.pipeline && others_ran &&
-      now >= pool.pipeline_paused_until()) {
-    pool.pause_pipeline(now + kSlowPause);
-    spdlog::info(
-        "database {}: pipelining paused for {} s: a batch took {} ms while others ran",
-        pool.config().name, std::chrono::duration_cast<std::chrono::seconds>(kSlowPause).count(),
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - R.turn_started).count());
-  }
   if (next) {
-    ++b.train_batches;
-    b.train_since = now;
     next->relay_->turn_started = now;
     next->relay_->relayed_before = pool.metrics().relayed.load(std::memory_order_relaxed);
     session_->hand_over(*next->session_);
-    if (b.train_open && shape_slow(pool, next->relay_->shape)) train_close(b);
-    if (b.train_open) next->train_pull(b);  // a place behind it is free again
+    if (path.pipeline().is_open(b.lease)) path.pull(*next, b);  // a place behind it is free again
     // Its answers are read on its own turn of the loop, not inside this one.
     asio::post(loop_.io, [next] { next->relay_loop(LoopEntry::reading); });
     return R.client_gone ? Relayed::closed : Relayed::yes;
@@ -919,98 +819,18 @@ PgClient::Relayed PgClient::relay_finish() {
 // ---- The pipeline (docs/protocol-postgres.md, "Pipelining"). A backend whose
 // running batch leaves it idle takes other clients' batches behind it when no
 // backend is idle: PostgreSQL then reads several transactions with one wake-up
-// instead of one each, which is where most of a pooled transaction's time goes
-// on a small machine. Open trains are listed per event loop; all of a train's
-// clients are on the loop of the session that holds its backend.
-
-namespace {
-struct OpenTrain {
-  const DatabasePool* pool;
-  Backend* backend;
-};
-std::vector<OpenTrain>& open_trains() {
-  thread_local std::vector<OpenTrain> trains;
-  return trains;
-}
-}  // namespace
-
-void PgClient::train_may_open(Backend& b) {
-  if (b.train_open || b.dirty) return;
-  if (shape_slow(session_->pool(), relay_->shape)) return;
-  // (train_batches counts on from the pool's grant: a train closed and opened
-  // again by its last batch does not start over, or the pool's queue would
-  // wait behind it for good.)
-  if (b.train.empty()) b.train_since = relay_->turn_started;
-  if (b.train_batches >= kMaxTrainBatches) return;
-  b.train_open = true;
-  open_trains().push_back({&session_->pool(), &b});
-  train_pull(b);
-}
-
-void PgClient::train_close(Backend& b) {
-  if (!b.train_open) return;
-  b.train_open = false;
-  auto& v = open_trains();
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    if (it->backend == &b) {
-      *it = v.back();
-      v.pop_back();
-      break;
-    }
-  }
-}
-
-namespace {
-/// Relayed clients of this loop waiting in their pool's queue (wait_backend)
-/// with a checked batch, in arrival order: a train takes them before any
-/// newcomer (train_pull), so that pipelining keeps the pool's first come,
-/// first served. Without this, clients arriving while a train is open jumped
-/// ahead of those already queued, and the tail grew (32 clients: p99 7.9 ms
-/// against PgBouncer's 6.4; 500 clients: 109-129 ms against 67-77).
-struct TrainWaiter {
-  const DatabasePool* pool;
-  PgClient* client;
-  std::weak_ptr<PgClient> alive;
-};
-std::deque<TrainWaiter>& train_waiters() {
-  thread_local std::deque<TrainWaiter> waiters;
-  return waiters;
-}
-bool has_train_waiters(const DatabasePool* pool) {
-  for (const auto& w : train_waiters())
-    if (w.pool == pool) return true;
-  return false;
-}
-/// How many batches a train may take in all: fewer while clients wait in the
-/// pool's queue (kBusyTrainBatches).
-uint32_t train_limit(DatabasePool& pool) {
-  return pool.metrics().clients_waiting.load(std::memory_order_relaxed) != 0 ? kBusyTrainBatches
-                                                                             : kMaxTrainBatches;
-}
-/// `b`'s train may take one more batch now (train_pull runs right as its
-/// batch began: no need to look at the clock).
-bool train_has_room(const Backend& b, uint32_t limit,
-                    std::optional<std::chrono::steady_clock::time_point> now) {
-  return b.train_open && !b.cancelling && b.train.size() < kMaxFollowers &&
-         (!now || *now - b.train_since <= kJoinWithin) &&
-         b.train_batches + b.train.size() + 1 < limit;
-}
-}  // namespace
+// instead of one each. pool/pipeline.hpp decides; RelayPath, one per event
+// loop, carries its decisions out. All of a train's clients are on the loop of
+// the session that holds its backend.
 
 bool PgClient::train_wait_begin() {
   if (!session_->pool().config().pool.pipeline) return false;
-  train_waiters().push_back({&session_->pool(), this, weak_from_this()});
+  RelayPath::of(loop_).wait_begin(*this);
   return relay_->plain;
 }
 
 void PgClient::train_wait_end() {
-  auto& v = train_waiters();
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    if (it->client == this && !it->alive.expired()) {
-      v.erase(it);
-      return;
-    }
-  }
+  RelayPath::of(loop_).wait_end(*this);
 }
 
 bool PgClient::relay_send_behind(Backend& b, bool known) {
@@ -1019,78 +839,16 @@ bool PgClient::relay_send_behind(Backend& b, bool known) {
   // Sent now, behind what is already on the way; a send that would block
   // leaves the rest for this client's turn, and nobody may follow it.
   // (A broken connection is found by the batch ahead.)
-  if (send_rest(R.fd, R.to_server, R.sent) != 1) train_close(b);
+  const bool sent_all = send_rest(R.fd, R.to_server, R.sent) == 1;
   R.opened = false;
-  b.train.push_back(shared_from_this());
+  RelayPath::of(loop_).joined(*this, b, sent_all);
   session_->pool().metrics().pipelined.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
-void PgClient::train_pull(Backend& b) {
-  DatabasePool& pool = session_->pool();
-  auto& v = train_waiters();
-  if (v.empty() || std::chrono::steady_clock::now() < pool.pipeline_paused_until()) return;
-  for (size_t i = 0; i < v.size() && train_has_room(b, train_limit(pool), std::nullopt);) {
-    if (v[i].pool != &pool) {
-      ++i;
-      continue;
-    }
-    auto c = v[i].alive.lock();
-    if (!c) {
-      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
-      continue;
-    }
-    // One that cannot go behind this batch keeps its place in the pool's queue.
-    if (!c->relay_ || !c->relay_->plain || !c->session_->settings_match(b) ||
-        !c->relay_known_on(b)) {
-      ++i;
-      continue;
-    }
-    v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
-    if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
-    if (!c->relay_send_behind(b, true)) {                // its statements were just checked
-      // Not relayable after all (the backend's socket): back to the pool's queue.
-      const bool pipelined = c->train_wait_begin();
-      c->session_->wait_backend(
-          c->loop_.io.get_executor(),
-          [c](std::variant<Backend*, AcquireError> got) { c->on_granted(std::move(got)); },
-          pipelined);
-      return;
-    }
-  }
-}
-
 bool PgClient::relay_join() {
-  RelayState& R = *relay_;
-  DatabasePool& pool = session_->pool();
-  if (!R.plain || !pool.config().pool.pipeline) return false;
-  const auto now = std::chrono::steady_clock::now();
-  if (now < pool.pipeline_paused_until()) return false;
-  auto& trains = open_trains();
-  // Clients queued before this one go first (train_pull).
-  if (trains.empty() || has_train_waiters(&pool)) return false;
-  const uint32_t limit = train_limit(pool);
-  Backend* best = nullptr;
-  for (const auto& t : trains) {
-    Backend& b = *t.backend;
-    if (t.pool != &pool || !train_has_room(b, limit, now)) continue;
-    if (best && best->train.size() <= b.train.size()) continue;
-    if (!session_->settings_match(b)) continue;
-    best = &b;
-  }
-  if (!best || !relay_send_behind(*best)) return false;
-  session_->queued();
-  return true;
-}
-
-bool abandon_train(Backend& b, const std::string& why) {
-  PgClient::train_close(b);
-  if (b.train.empty()) return true;
-  std::deque<std::shared_ptr<PgClient>> stranded;
-  stranded.swap(b.train);
-  for (auto& f : stranded)
-    PgClient::post_abandoned(std::move(f), why);
-  return false;
+  if (!relay_->plain) return false;
+  return RelayPath::of(loop_).join(*this);
 }
 
 void PgClient::post_abandoned(std::shared_ptr<PgClient> f, std::string why) {
@@ -1104,6 +862,186 @@ void PgClient::relay_abandoned(const std::string& why) {
   if (!relay_->tracker.failed()) send_error("08006", "server connection lost: " + why);
   pg::Encoder(out_).ready_for_query('I');
   relay_loop(LoopEntry::fresh);
+}
+
+RelayPath& RelayPath::of(Loop& loop) {
+  if (!loop.relay) loop.relay = std::make_shared<RelayPath>();
+  return *loop.relay;
+}
+
+pool::PoolView RelayPath::view(DatabasePool& pool) {
+  pool::PoolView v;
+  v.pipeline = pool.config().pool.pipeline;
+  v.paused_until = pool.pipeline_paused_until();
+  v.clients_waiting = pool.metrics().clients_waiting.load(std::memory_order_relaxed) != 0;
+  return v;
+}
+
+pool::BatchId RelayPath::id_of(const PgClient& c) {
+  return c.relay_->batch;
+}
+
+std::unique_ptr<PgClient::RelayState> RelayPath::take_state() {
+  std::unique_ptr<PgClient::RelayState> s;
+  if (states_.empty()) {
+    s = std::make_unique<PgClient::RelayState>();
+  } else {
+    s = std::move(states_.back());
+    states_.pop_back();
+  }
+  s->batch = ++next_batch_;
+  return s;
+}
+
+void RelayPath::give_state(std::unique_ptr<PgClient::RelayState> s) {
+  if (states_.size() >= kRelayStateCache) return;  // freed here
+  s->from_server.consume(s->from_server.size());
+  if (s->from_server.capacity() > kReadChunk) s->from_server.release();
+  if (s->to_server.capacity() > kRelayKeepBytes) std::string().swap(s->to_server);
+  s->parses.clear();
+  s->tracker.clear();
+  states_.push_back(std::move(s));
+}
+
+void RelayPath::track(Backend& b) {
+  if (b.train == this) return;
+  b.train = this;
+  backends_[b.lease] = &b;
+}
+
+void RelayPath::turn_began(PgClient& head, Backend& b) {
+  const PgClient::RelayState& R = *head.relay_;
+  DatabasePool& pool = head.session_->pool();
+  const bool opened =
+      pipeline_.handle_turn_began(b.lease, key(pool), R.shape, b.dirty, R.turn_started);
+  track(b);
+  if (opened) pull(head, b);
+}
+
+bool RelayPath::join(PgClient& c) {
+  DatabasePool& pool = c.session_->pool();
+  pipeline_.join_order(key(pool), view(pool), now(), trains_scratch_);
+  for (pool::TrainId t : trains_scratch_) {
+    Backend& b = *backends_.at(t);
+    if (b.cancelling || !c.session_->settings_match(b)) continue;
+    if (!c.relay_send_behind(b)) return false;
+    c.session_->queued();
+    return true;
+  }
+  return false;
+}
+
+void RelayPath::joined(PgClient& c, Backend& b, bool sent_all) {
+  const pool::BatchId id = id_of(c);
+  pipeline_.handle_joined(b.lease, id, c.relay_->shape, sent_all);
+  followers_[id] = c.shared_from_this();
+}
+
+void RelayPath::pull(PgClient& head, Backend& b) {
+  DatabasePool& pool = head.session_->pool();
+  pipeline_.pull_order(b.lease, view(pool), now(), batches_scratch_);
+  for (pool::BatchId w : batches_scratch_) {
+    // Each one taken may leave the pool's queue empty, and the train's limit higher.
+    if (b.cancelling || !pipeline_.has_room(b.lease, view(pool))) break;
+    auto it = waiters_.find(w);
+    std::shared_ptr<PgClient> c = it == waiters_.end() ? nullptr : it->second.lock();
+    if (!c) {
+      pipeline_.handle_wait_end(w);
+      if (it != waiters_.end()) waiters_.erase(it);
+      continue;
+    }
+    // One that cannot go behind this batch keeps its place in the pool's queue.
+    if (!c->relay_ || !c->relay_->plain || !c->session_->settings_match(b) ||
+        !c->relay_known_on(b)) {
+      continue;
+    }
+    pipeline_.handle_wait_end(w);
+    waiters_.erase(it);
+    if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
+    if (!c->relay_send_behind(b, true)) {                // its statements were just checked
+      // Not relayable after all (the backend's socket): back to the pool's queue.
+      const bool pipelined = c->train_wait_begin();
+      c->session_->wait_backend(
+          c->loop_.io.get_executor(),
+          [c](std::variant<Backend*, AcquireError> got) { c->on_granted(std::move(got)); },
+          pipelined);
+      return;
+    }
+  }
+}
+
+void RelayPath::wait_begin(PgClient& c) {
+  const pool::BatchId id = id_of(c);
+  pipeline_.handle_wait_begin(id, key(c.session_->pool()));
+  waiters_[id] = c.weak_from_this();
+}
+
+void RelayPath::wait_end(PgClient& c) {
+  if (waiters_.empty() || !c.relay_) return;
+  auto it = waiters_.find(id_of(c));
+  if (it == waiters_.end()) return;
+  pipeline_.handle_wait_end(it->first);
+  waiters_.erase(it);
+}
+
+std::shared_ptr<PgClient> RelayPath::turn_end(PgClient& head, Backend& b, const pool::TurnReport& r,
+                                              pool::TimePoint now, const std::string& why) {
+  DatabasePool& pool = head.session_->pool();
+  const auto next = pipeline_.handle_turn_end(b.lease, key(pool), r, view(pool), now);
+  act(&pool, why);
+  if (!next) return nullptr;
+  auto it = followers_.find(*next);
+  std::shared_ptr<PgClient> c = std::move(it->second);
+  followers_.erase(it);
+  return c;
+}
+
+bool RelayPath::has_followers(const Backend& b) const {
+  return b.train == this && pipeline_.followers(b.lease) != 0;
+}
+
+pool::HeadFlush RelayPath::head_flush(const Backend& b, bool reading_ahead, size_t buffered) const {
+  return pipeline_.head_flush(b.lease, reading_ahead, buffered);
+}
+
+bool RelayPath::may_cancel(const Backend& b) const {
+  return pipeline_.may_cancel(b.lease);
+}
+
+bool RelayPath::release(Backend& b, const std::string& why) {
+  const bool clean = pipeline_.handle_released(b.lease);
+  act(nullptr, why);
+  backends_.erase(b.lease);
+  b.train = nullptr;
+  return clean;
+}
+
+void RelayPath::act(DatabasePool* pool, const std::string& why) {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  while (auto a = pipeline_.poll_action()) {
+    if (auto* f = std::get_if<pool::Fail>(&*a)) {
+      auto it = followers_.find(f->batch);
+      if (it == followers_.end()) continue;
+      auto c = std::move(it->second);
+      followers_.erase(it);
+      PgClient::post_abandoned(std::move(c), why);
+    } else if (auto* p = std::get_if<pool::Pause>(&*a)) {
+      if (!pool) continue;
+      pool->pause_pipeline(p->until);
+      spdlog::info(
+          "database {}: pipelining paused for {} s: a batch took {} ms while others ran",
+          pool->config().name,
+          std::chrono::duration_cast<std::chrono::seconds>(pipeline_.limits().slow_pause).count(),
+          duration_cast<milliseconds>(p->took).count());
+    } else if (auto* slow = std::get_if<pool::ShapeSlow>(&*a)) {
+      if (!pool) continue;
+      spdlog::info(
+          "database {}: a batch took {} ms while others ran: no batch is sent behind its "
+          "statements while they stay slow",
+          pool->config().name, duration_cast<milliseconds>(slow->took).count());
+    }
+  }
 }
 
 }  // namespace wirepool::server

@@ -73,12 +73,16 @@ class Client : public boost::intrusive::list_base_hook<
   virtual std::string_view database() const = 0;
 };
 
+class RelayPath;
+
 /// One event-loop thread.
 struct Loop {
   asio::io_context io{1};
   boost::intrusive::list<Client, boost::intrusive::constant_time_size<false>> clients;
   asio::steady_timer sweep_timer{io};
   std::thread thread;
+  /// The PostgreSQL relay's state on this loop (server/pg_relay.hpp), made at first use.
+  std::shared_ptr<RelayPath> relay;
 };
 
 /// Something a CancelRequest can reach (any thread).

@@ -276,8 +276,8 @@ asio::awaitable<std::optional<db::Error>> Session::ensure_backend(bool pipelined
 
 void Session::give_back(bool healthy) {
   if (!backend_) return;
-  if (backend_->train_open || !backend_->train.empty()) {
-    healthy = abandon_train(*backend_, "the session ahead of it ended") && healthy;
+  if (backend_->train) {
+    healthy = backend_->train->release(*backend_, "the session ahead of it ended") && healthy;
   }
   spdlog::trace("session {}: gives backend {} back{}", id_, backend_->id,
                 healthy ? "" : " (unusable)");
@@ -405,10 +405,10 @@ void Session::interrupt(Backend& b) {
     return;
   }
   // PostgreSQL's cancel names the connection, not the statement: with other
-  // clients' batches pipelined behind this one (pg_relay.cpp's train), the
+  // clients' batches pipelined behind this one (the relay's train), the
   // server may be on theirs when it lands. Not sent then; the statement ends
   // as if the cancel came too late.
-  if (!b.train.empty()) {
+  if (b.train && !b.train->may_cancel(b)) {
     spdlog::debug("session {}: cancel not sent: other clients' batches follow on backend {}", id_,
                   b.id);
     return;
@@ -444,26 +444,6 @@ void Session::relay_running(bool running) {
   if (!backend_) return;
   set_running(*backend_, running);
   if (running && cancel_reason_ != CancelReason::none) interrupt(*backend_);
-}
-
-asio::awaitable<void> Session::relay_wait(int fd, bool write) {
-  co_await wait_fd(*backend_, fd, write);
-}
-
-asio::awaitable<size_t> Session::relay_read(int fd, uint8_t* data, size_t size,
-                                            boost::system::error_code& ec) {
-  Backend& b = *backend_;
-  auto ex = co_await asio::this_coro::executor;
-  auto& watcher = b.watch(fd, ex);
-  ec.clear();
-  size_t n = co_await watcher.async_receive(asio::buffer(data, size),
-                                            asio::redirect_error(asio::use_awaitable, ec));
-  co_return n;
-}
-
-asio::generic::stream_protocol::socket& Session::relay_socket(int fd,
-                                                              const asio::any_io_executor& ex) {
-  return backend_->watch(fd, ex);
 }
 
 void Session::explain_cancel(db::Error& e) const {

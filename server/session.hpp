@@ -224,17 +224,6 @@ class Session : public db::EventSink {
   /// itself: marks the backend as running this session's statement (so that a
   /// cancel reaches it) or no longer.
   void relay_running(bool running);
-  /// Waits until the backend's socket `fd` is readable (or writable).
-  boost::asio::awaitable<void> relay_wait(int fd, bool write);
-  /// Reads what the backend's socket `fd` has (waiting for it when nothing is
-  /// there): bytes read, 0 with `ec` on end of stream or an error. A read
-  /// through the reactor, unlike a wait, re-arms nothing with the kernel.
-  boost::asio::awaitable<size_t> relay_read(int fd, uint8_t* data, size_t size,
-                                            boost::system::error_code& ec);
-  /// The backend's socket `fd` as an Asio socket on `executor`, for a read
-  /// with a completion handler rather than a coroutine (relay_read's).
-  boost::asio::generic::stream_protocol::socket& relay_socket(
-      int fd, const boost::asio::any_io_executor& executor);
 
   /// Brackets one client statement: sets the statement deadline (statement_timeout
   /// setting, else server.query_timeout) and clears a stale cancel.
