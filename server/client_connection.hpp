@@ -13,10 +13,10 @@
 #include <string>
 #include <utility>
 
-#include "server/auth.hpp"
 #include "server/metrics.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
+#include "session/auth.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {

@@ -1,4 +1,4 @@
-#include "server/auth.hpp"
+#include "session/auth.hpp"
 
 #include <fcntl.h>
 #include <openssl/hmac.h>
