@@ -17,6 +17,7 @@
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "session/auth.hpp"
+#include "session/login_policy.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {
@@ -52,9 +53,6 @@ class InBuffer {
   std::unique_ptr<uint8_t[]> data_;
   size_t begin_ = 0, end_ = 0, cap_ = 0;
 };
-
-/// Whether `addr` is in the listener's allow-list (an empty list allows all).
-bool address_allowed(const config::Listener& listener, const boost::asio::ip::address& addr);
 
 class ClientConnection : public Client {
  public:
@@ -123,9 +121,8 @@ class ClientConnection : public Client {
   boost::asio::awaitable<void> wait_until(TimePoint t);
   /// The client's address as the login limits count it.
   const AddressKey& address() const { return address_; }
-  /// Why `user`'s certificate requirement refuses this client (nullopt: it does
-  /// not, or the user needs none): a certificate whose public key is pinned for
-  /// the user, or one signed by tls.client_ca whose common name is the user.
+  /// Why `user`'s certificate requirement refuses this client's certificate
+  /// (session/login_policy.hpp); nullopt when it does not.
   std::optional<std::string> certificate_refusal(const UserRecord& user,
                                                  const config::Tls& tls) const;
   /// The idle wait ended (data, a timeout, the drain, an error): resume() runs

@@ -83,6 +83,28 @@ struct overloaded : Ts... {
 template <class... Ts>
 overloaded(Ts...) -> overloaded<Ts...>;
 
+/// Applies the startup packet's `options` ("-c name=value --name=value ...").
+std::optional<SettingError> set_startup_options(Settings& settings, std::string_view o) {
+  while (!o.empty()) {
+    while (!o.empty() && o.front() == ' ')
+      o.remove_prefix(1);
+    size_t end = o.find(' ');
+    std::string_view tok = o.substr(0, end);
+    o = end == std::string_view::npos ? std::string_view() : o.substr(end);
+    if (tok == "-c") continue;
+    if (tok.rfind("--", 0) == 0)
+      tok.remove_prefix(2);
+    else if (tok.rfind("-c", 0) == 0)
+      tok.remove_prefix(2);
+    auto eq = tok.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string name(tok.substr(0, eq));
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (auto err = settings.set(name, tok.substr(eq + 1))) return err;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -321,9 +343,7 @@ awaitable<void> PgClient::fatal(std::string_view sqlstate, std::string_view mess
 // ---------------------------------------------------------------------------
 // Startup and authentication
 
-awaitable<bool> PgClient::login() {
-  const auto& scfg = server_.config().server;
-  io_deadline_ = std::chrono::steady_clock::now() + scfg.login_timeout;
+awaitable<bool> PgClient::read_startup(StartupParams& params, uint32_t& protocol) {
   const bool tls_on = listener_.tls != config::TlsMode::off && server_.pg_tls();
   if (tls_on) {
     // Direct TLS (PostgreSQL 17's sslnegotiation=direct): a ClientHello first.
@@ -339,8 +359,6 @@ awaitable<bool> PgClient::login() {
     }
   }
   int negotiations = 0;
-  uint32_t protocol = 0;
-  std::vector<std::pair<std::string, std::string>> params;  // copied: the buffer is reused
   for (;;) {
     auto d = pg::decode_startup(in_.view());
     if (d.status == pg::DecodeStatus::need_more) {
@@ -363,19 +381,7 @@ awaitable<bool> PgClient::login() {
     }
     in_.consume(d.consumed);
     if (auto* cancel = std::get_if<pg::CancelRequest>(&d.message)) {
-      bool done = server_.cancels().cancel(cancel->pid, cancel->secret);
-      const config::Peer* peer = done ? nullptr : server_.cancel_peer(cancel->pid);
-      if (peer) {
-        // Another process issued this key (several processes on one port,
-        // replicas behind a Service): forward the request to it, once.
-        bool sent = co_await forward_cancel(*peer, cancel->pid, cancel->secret);
-        spdlog::info("client {}: cancel request for {} {} peer {} ({}:{})", peer_, cancel->pid,
-                     sent ? "forwarded to" : "could not be forwarded to", peer->id, peer->address,
-                     peer->port);
-        co_return false;
-      }
-      spdlog::info("client {}: cancel request for {} {}", peer_, cancel->pid,
-                   done ? "delivered" : "matched no session");
+      co_await on_cancel_request(cancel->pid, cancel->secret);
       co_return false;
     }
     if (std::holds_alternative<pg::SslRequest>(d.message) ||
@@ -400,15 +406,83 @@ awaitable<bool> PgClient::login() {
     protocol = sm.protocol;
     for (auto& [k, v] : sm.params)
       params.emplace_back(std::string(k), std::string(v));
-    break;
+    co_return true;
   }
+}
 
-  if (server_.draining()) {
-    co_await fatal("57P03", "the database system is shutting down");
+awaitable<void> PgClient::on_cancel_request(int32_t pid, int32_t secret) {
+  bool done = server_.cancels().cancel(pid, secret);
+  const config::Peer* peer = done ? nullptr : server_.cancel_peer(pid);
+  if (peer) {
+    // Another process issued this key (several processes on one port,
+    // replicas behind a Service): forward the request to it, once.
+    bool sent = co_await forward_cancel(*peer, pid, secret);
+    spdlog::info("client {}: cancel request for {} {} peer {} ({}:{})", peer_, pid,
+                 sent ? "forwarded to" : "could not be forwarded to", peer->id, peer->address,
+                 peer->port);
+    co_return;
+  }
+  spdlog::info("client {}: cancel request for {} {}", peer_, pid,
+               done ? "delivered" : "matched no session");
+}
+
+awaitable<void> PgClient::refuse_login(const LoginDecision& d, const std::string& user,
+                                       const std::string& database, TimePoint answer_at) {
+  switch (d.refusal) {
+    case LoginRefusal::none:
+      break;
+    case LoginRefusal::shutting_down:
+      co_await fatal("57P03", "the database system is shutting down");
+      break;
+    case LoginRefusal::tls_required:
+      // Before any credential is exchanged.
+      spdlog::warn("client {}: refused: TLS is required on this listener (user \"{}\")", peer_,
+                   user);
+      co_await fatal("28000", "this wirepool listener requires TLS: connect with sslmode=require");
+      break;
+    case LoginRefusal::too_many_clients:
+      spdlog::warn("client {}: refused: max_clients ({}) reached", peer_,
+                   server_.config().server.max_clients);
+      co_await fatal("53300", "sorry, too many clients already");
+      break;
+    case LoginRefusal::login_failed: {
+      // Logged with the real reason, without the password; answered with one
+      // message for every reason, kLoginFailureDelay after the client's last
+      // message (it slows guessing down and hides which check refused).
+      server_.login_failed();
+      server_.throttle().failed(address(), user);
+      spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, d.reason);
+      co_await wait_until(answer_at + kLoginFailureDelay);
+      std::string msg = "password authentication failed for user \"" + user + "\"";
+      co_await fatal("28P01", msg);
+      break;
+    }
+    case LoginRefusal::unknown_database: {
+      spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user,
+                   database);
+      std::string msg = "database \"" + database + "\" does not exist";
+      co_await fatal("3D000", msg);
+      break;
+    }
+  }
+}
+
+awaitable<bool> PgClient::login() {
+  const auto& scfg = server_.config().server;
+  io_deadline_ = std::chrono::steady_clock::now() + scfg.login_timeout;
+  StartupParams params;  // copied: the buffer is reused
+  uint32_t protocol = 0;
+  if (!co_await read_startup(params, protocol)) co_return false;
+
+  LoginFacts facts;
+  facts.draining = server_.draining();
+  const auto& admission = server_.admission();
+  std::string user, database, options;
+  if (auto d = decide_login(LoginStage::requested, facts, admission);
+      d.refusal != LoginRefusal::none) {
+    co_await refuse_login(d, user, database, {});
     co_return false;
   }
-
-  std::string user, database, options;
   std::vector<std::string_view> unrecognized;
   for (auto& [k, v] : params) {
     if (k == "user")
@@ -428,56 +502,49 @@ awaitable<bool> PgClient::login() {
     co_await fatal("28000", "no PostgreSQL user name specified in startup packet");
     co_return false;
   }
-  if (listener_.tls == config::TlsMode::required && !ssl_) {
-    // Before any credential is exchanged.
-    spdlog::warn("client {}: refused: TLS is required on this listener (user \"{}\")", peer_, user);
-    co_await fatal("28000", "this wirepool listener requires TLS: connect with sslmode=require");
-    co_return false;
-  }
   if (database.empty()) database = user;
-  uint32_t minor = protocol & 0xffff;
-  if (minor > 0 || !unrecognized.empty()) {
-    pg::Encoder(out_).negotiate_protocol_version(0, unrecognized);
-  }
 
   users_ = server_.users();  // kept: the session refers to its UserRecord
   const UserRecord* record = users_->find(user);
-  const bool known = server_.has_database(database);
-  const bool admin_console = !known && database == kAdminDatabase;
-  // A full server refuses before the exchange; admin users may use the reserve.
-  if (!server_.admission().has_room(record && record->admin)) {
-    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
-    co_await fatal("53300", "sorry, too many clients already");
+  facts.tls = ssl_ != nullptr;
+  facts.tls_required = listener_.tls == config::TlsMode::required;
+  facts.user = record;
+  facts.database = database;
+  facts.database_known = server_.has_database(database);
+  facts.admin_console = !facts.database_known && database == kAdminDatabase;
+  if (record) facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
+  auto due = decide_login(LoginStage::credentials_due, facts, admission);
+  uint32_t minor = protocol & 0xffff;
+  if (due.refusal != LoginRefusal::tls_required && (minor > 0 || !unrecognized.empty())) {
+    pg::Encoder(out_).negotiate_protocol_version(0, unrecognized);
+  }
+  if (due.refusal != LoginRefusal::none) {
+    co_await refuse_login(due, user, database, {});
     co_return false;
   }
-  // What refuses this login whatever the password is decided now and
-  // answered after the exchange exactly as a wrong password: the proof is
-  // never checked for it, so no answer tells a right password from a wrong one.
-  std::optional<std::string> refusal;
-  if (!record) {
-    refusal = "no such user";
-  } else if (auto why = certificate_refusal(*record, server_.config().tls)) {
-    refusal = "certificate refused: " + *why;
-  } else if (admin_console && !record->admin) {
-    refusal = "not an admin user, asked for the admin console";
-  } else if (known && !record->may_use(database)) {
-    refusal = "may not use database \"" + database + "\"";
+  // Whatever refuses this login besides the proof is decided after the
+  // exchange and answered exactly as a wrong password: the proof is never
+  // checked for it, so no answer tells a right password from a wrong one.
+  auto credentials = co_await authenticate(user);
+  if (!credentials) co_return false;
+  facts.password_ok = credentials->ok;
+  facts.password_failure = credentials->failure;
+  auto checked = decide_login(LoginStage::credentials_checked, facts, admission, ticket_.get());
+  if (checked.refusal != LoginRefusal::login_failed) {
+    pg::Encoder(out_).auth_sasl_final(credentials->server_final);
   }
-  if (!co_await authenticate(user, refusal)) co_return false;
+  if (checked.refusal != LoginRefusal::none) {
+    co_await refuse_login(checked, user, database, credentials->answer_at);
+    co_return false;
+  }
+  if (facts.admin_console) co_return co_await admin_login(*record);
+  if (!co_await open_session(*record, user, database, params, options)) co_return false;
+  co_return co_await finish_login(user, database);
+}
 
-  if (!ticket_->promote(record->admin)) {
-    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
-    co_await fatal("53300", "sorry, too many clients already");
-    co_return false;
-  }
-  if (admin_console) co_return co_await admin_login(*record);
-  if (!known) {
-    spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user, database);
-    std::string msg = "database \"" + database + "\" does not exist";
-    co_await fatal("3D000", msg);
-    co_return false;
-  }
-
+awaitable<bool> PgClient::open_session(const UserRecord& record, const std::string& user,
+                                       const std::string& database, const StartupParams& params,
+                                       const std::string& options) {
   // The user's own pool: its backend connections serve no other user.
   auto pool = server_.pool_for(database, user);
   if (!pool) {
@@ -485,16 +552,16 @@ awaitable<bool> PgClient::login() {
     co_await fatal("3D000", msg);
     co_return false;
   }
-  auto session = std::make_unique<Session>(pool, *record, server_.blocking(), scfg.query_timeout);
+  auto session = std::make_unique<Session>(pool, record, server_.blocking(),
+                                           server_.config().server.query_timeout);
   session->set_client_metrics(&counters_);
   db_counters_ = &pool->metrics();
   auto& settings = session->settings();
-  const bool native = pool->pg_native();
-  if (native) {
+  if (pool->pg_native()) {
     settings.mirror_only();  // the backend's settings are the truth
   } else {
     (void)settings.set("session_authorization", user);
-    if (record->admin) (void)settings.set("is_superuser", "on");
+    if (record.admin) (void)settings.set("is_superuser", "on");
   }
   for (auto& [k, v] : params) {
     if (k == "user" || k == "database" || k == "options" || k.rfind("_pq_.", 0) == 0) continue;
@@ -503,37 +570,21 @@ awaitable<bool> PgClient::login() {
       co_return false;
     }
   }
-  // options: "-c name=value --name=value ..."
-  {
-    std::string_view o = options;
-    while (!o.empty()) {
-      while (!o.empty() && o.front() == ' ')
-        o.remove_prefix(1);
-      size_t end = o.find(' ');
-      std::string_view tok = o.substr(0, end);
-      o = end == std::string_view::npos ? std::string_view() : o.substr(end);
-      if (tok == "-c") continue;
-      if (tok.rfind("--", 0) == 0)
-        tok.remove_prefix(2);
-      else if (tok.rfind("-c", 0) == 0)
-        tok.remove_prefix(2);
-      auto eq = tok.find('=');
-      if (eq == std::string_view::npos) continue;
-      std::string name(tok.substr(0, eq));
-      std::replace(name.begin(), name.end(), '-', '_');
-      if (auto err = settings.set(name, tok.substr(eq + 1))) {
-        co_await fatal(err->sqlstate, err->message);
-        co_return false;
-      }
-    }
+  if (auto err = set_startup_options(settings, options)) {
+    co_await fatal(err->sqlstate, err->message);
+    co_return false;
   }
   settings.commit_startup();
   session_ = std::move(session);
+  co_return true;
+}
 
+awaitable<bool> PgClient::finish_login(const std::string& user, const std::string& database) {
   // A PostgreSQL backend reports its own parameters: take them from a backend
   // that has the client's settings (which also checks those settings now,
   // where the client expects errors about them). A lease this brief waits for
   // a connection given back rather than opening one past pipeline_max.
+  const bool native = session_->pool_ptr()->pg_native();
   std::vector<std::pair<std::string, std::string>> reported;
   if (native) {
     auto err = co_await session_->ensure_backend(/*pipelined=*/true);
@@ -560,7 +611,7 @@ awaitable<bool> PgClient::login() {
       enc.parameter_status(name, value);
   } else {
     for (auto name : Settings::reported()) {
-      enc.parameter_status(name, settings.get(name).value_or(""));
+      enc.parameter_status(name, session_->settings().get(name).value_or(""));
     }
   }
   auto [pid, secret] = server_.cancels().add(weak_from_this());
@@ -758,8 +809,7 @@ std::string_view PgClient::database() const {
   return admin_user_.empty() ? std::string_view() : kAdminDatabase;
 }
 
-awaitable<bool> PgClient::authenticate(const std::string& user,
-                                       const std::optional<std::string>& refusal) {
+awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate(const std::string& user) {
   // Over TLS, SCRAM-SHA-256-PLUS binds the exchange to this TLS session
   // (tls-server-end-point), so a man in the middle cannot relay it.
   std::string binding = ssl_ && tls_ctx_ ? tls_ctx_->channel_binding_data() : std::string();
@@ -767,74 +817,58 @@ awaitable<bool> PgClient::authenticate(const std::string& user,
   if (!binding.empty()) mechs.push_back(pg::scram::kMechanismPlus);
   mechs.push_back(pg::scram::kMechanism);
   pg::Encoder(out_).auth_sasl(mechs);
-  if (!co_await flush()) co_return false;
+  if (!co_await flush()) co_return std::nullopt;
 
   pg::scram::ServerExchange exchange(users_->verifier_for(user), binding);
-  auto answer_at = std::chrono::steady_clock::now();
-  auto fail = [&](std::string_view why) -> awaitable<bool> {
-    // Logged with the real reason, without the password; answered with one
-    // message for every reason, kLoginFailureDelay after the client's last
-    // message (it slows guessing down and hides which check refused).
-    server_.login_failed();
-    server_.throttle().failed(address(), user);
-    spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, why);
-    co_await wait_until(answer_at + kLoginFailureDelay);
-    std::string msg = "password authentication failed for user \"" + user + "\"";
-    co_await fatal("28P01", msg);
-    co_return false;
-  };
+  Credentials c;
   // SASLInitialResponse
   {
     auto body = co_await read_password_message();
-    if (!body) co_return false;
-    answer_at = std::chrono::steady_clock::now();
+    if (!body) co_return std::nullopt;
+    c.answer_at = std::chrono::steady_clock::now();
     auto init = pg::parse_sasl_initial(*body);
     std::string mechanism = init ? std::string(init->mechanism) : "";
     std::string data = init && init->data ? std::string(*init->data) : "";
     if (!init) {
       co_await fatal("08P01", "malformed SASLInitialResponse");
-      co_return false;
+      co_return std::nullopt;
     }
     auto answer = exchange.client_first(mechanism, data);
     if (answer.outcome != pg::scram::ServerExchange::Outcome::next) {
-      co_return co_await fail(answer.message);
+      c.failure = std::move(answer.message);
+      co_return c;
     }
     pg::Encoder(out_).auth_sasl_continue(answer.message);
-    if (!co_await flush()) co_return false;
+    if (!co_await flush()) co_return std::nullopt;
   }
   // SASLResponse
-  {
-    auto body = co_await read_password_message();
-    if (!body) co_return false;
-    answer_at = std::chrono::steady_clock::now();
-    // Failed logins from this address (and for this user) wait their turn
-    // before the proof is looked at, up to the login deadline.
-    if (auto wait = server_.throttle().delay(address(), user); wait.count() > 0) {
-      if (io_deadline_ && answer_at + wait >= *io_deadline_) {
-        metrics().refused(RefusedReason::throttled);
-        spdlog::warn(
-            "client {}: authentication refused for user \"{}\" without checking it: too many "
-            "failed logins from {} (the next check in {} ms, after login_timeout)",
-            peer_, user, to_string(address()),
-            std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
-        server_.login_failed();
-        co_await wait_until(answer_at + kLoginFailureDelay);
-        std::string msg = "password authentication failed for user \"" + user + "\"";
-        co_await fatal("28P01", msg);
-        co_return false;
-      }
-      co_await wait_until(answer_at + wait);
-      if (timed_out_) co_return false;
-      answer_at = std::chrono::steady_clock::now();
+  auto body = co_await read_password_message();
+  if (!body) co_return std::nullopt;
+  c.answer_at = std::chrono::steady_clock::now();
+  // Failed logins from this address (and for this user) wait their turn
+  // before the proof is looked at, up to the login deadline.
+  if (auto wait = server_.throttle().delay(address(), user); wait.count() > 0) {
+    if (io_deadline_ && c.answer_at + wait >= *io_deadline_) {
+      metrics().refused(RefusedReason::throttled);
+      spdlog::warn(
+          "client {}: authentication refused for user \"{}\" without checking it: too many "
+          "failed logins from {} (the next check in {} ms, after login_timeout)",
+          peer_, user, to_string(address()),
+          std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+      server_.login_failed();
+      co_await wait_until(c.answer_at + kLoginFailureDelay);
+      std::string msg = "password authentication failed for user \"" + user + "\"";
+      co_await fatal("28P01", msg);
+      co_return std::nullopt;
     }
-    auto answer = exchange.client_final(*body);
-    if (refusal) co_return co_await fail(*refusal);
-    if (answer.outcome != pg::scram::ServerExchange::Outcome::success) {
-      co_return co_await fail(answer.message);
-    }
-    pg::Encoder(out_).auth_sasl_final(answer.message);
+    co_await wait_until(c.answer_at + wait);
+    if (timed_out_) co_return std::nullopt;
+    c.answer_at = std::chrono::steady_clock::now();
   }
-  co_return true;
+  auto answer = exchange.client_final(*body);
+  c.ok = answer.outcome == pg::scram::ServerExchange::Outcome::success;
+  (c.ok ? c.server_final : c.failure) = std::move(answer.message);
+  co_return c;
 }
 
 // ---------------------------------------------------------------------------

@@ -81,11 +81,36 @@ class PgClient final : public ClientConnection,
   /// Closes readers, releases the backend, closes the socket.
   boost::asio::awaitable<void> end();
   void arm_idle_deadline();
+  /// The startup packet's parameters, copied (the read buffer is reused).
+  using StartupParams = std::vector<std::pair<std::string, std::string>>;
+  /// Startup, authentication and the session, in decide_login's order.
   boost::asio::awaitable<bool> login();
-  /// The SCRAM exchange. `refusal`: why this login fails whatever the proof
-  /// (unknown user, certificate, database), decided before the exchange.
-  boost::asio::awaitable<bool> authenticate(const std::string& user,
-                                            const std::optional<std::string>& refusal);
+  /// Reads up to the StartupMessage: direct TLS, SSLRequest / GSSENCRequest,
+  /// a CancelRequest (served, then false). False: the connection ends.
+  boost::asio::awaitable<bool> read_startup(StartupParams& params, uint32_t& protocol);
+  /// Delivers a CancelRequest's key, or forwards it to the peer that issued it.
+  boost::asio::awaitable<void> on_cancel_request(int32_t pid, int32_t secret);
+  /// Answers a refused login with its SQLSTATE (a login_failed one
+  /// kLoginFailureDelay after `answer_at`, counted against the throttle).
+  boost::asio::awaitable<void> refuse_login(const LoginDecision& d, const std::string& user,
+                                            const std::string& database, TimePoint answer_at);
+  /// The result of the SCRAM exchange (nothing decided yet but the proof).
+  struct Credentials {
+    bool ok = false;           ///< the proof was right
+    std::string failure;       ///< why not, for the log
+    std::string server_final;  ///< SASLFinal's data, sent once the login is admitted
+    TimePoint answer_at{};     ///< when the client's last message came
+  };
+  /// The SCRAM exchange; nullopt when the client left or was answered already
+  /// (a malformed message, a throttled attempt refused unchecked).
+  boost::asio::awaitable<std::optional<Credentials>> authenticate(const std::string& user);
+  /// The client's session on the user's pool, with its startup parameters and options.
+  boost::asio::awaitable<bool> open_session(const UserRecord& record, const std::string& user,
+                                            const std::string& database,
+                                            const StartupParams& params,
+                                            const std::string& options);
+  /// AuthenticationOk, the parameters, the cancel key and ReadyForQuery.
+  boost::asio::awaitable<bool> finish_login(const std::string& user, const std::string& database);
   /// Sends a CancelRequest to the peer that issued its key (bounded by kPeerCancelTimeout).
   static boost::asio::awaitable<bool> forward_cancel(const config::Peer& peer, int32_t pid,
                                                      int32_t secret);

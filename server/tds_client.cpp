@@ -22,7 +22,6 @@
 #include <openssl/ssl.h>
 
 #include "backends/sql.hpp"
-#include "protocol/pg/scram.hpp"
 #include "protocol/tds/errors.hpp"
 
 namespace wirepool::server {
@@ -462,6 +461,44 @@ awaitable<bool> TdsClient::wrapped_handshake() {
   co_return true;
 }
 
+awaitable<void> TdsClient::refuse_login(const LoginDecision& d, const std::string& user,
+                                        const std::string& database, TimePoint answer_at) {
+  switch (d.refusal) {
+    case LoginRefusal::none:
+      break;
+    case LoginRefusal::shutting_down:
+      co_await login_error(6005, 14, "SHUTDOWN is in progress.");
+      break;
+    case LoginRefusal::too_many_clients:
+      spdlog::warn("client {}: refused: max_clients ({}) reached", peer_,
+                   server_.config().server.max_clients);
+      co_await login_error(17809, 20,
+                           "Could not connect because the maximum number of user connections "
+                           "has already been reached.");
+      break;
+    case LoginRefusal::tls_required:  // not reached: TDS logins come over TLS only
+    case LoginRefusal::login_failed: {
+      // Logged with the real reason, without the password; one answer for
+      // every reason, after the same delay.
+      server_.login_failed();
+      server_.throttle().failed(address(), user);
+      spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, d.reason);
+      co_await wait_until(answer_at + kLoginFailureDelay);
+      std::string m = "Login failed for user '" + user + "'.";
+      co_await login_error(kLoginFailed, 14, m);
+      break;
+    }
+    case LoginRefusal::unknown_database: {
+      spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user,
+                   database);
+      std::string m =
+          "Cannot open database \"" + database + "\" requested by the login. The login failed.";
+      co_await login_error(4060, 11, m);
+      break;
+    }
+  }
+}
+
 awaitable<bool> TdsClient::login() {
   const auto& scfg = server_.config().server;
   io_deadline_ = std::chrono::steady_clock::now() + scfg.login_timeout;
@@ -577,8 +614,13 @@ awaitable<bool> TdsClient::login() {
   uint32_t psize = lg.packet_size == 0 ? tds::kDefaultPacketSize : lg.packet_size;
   psize = std::clamp<uint32_t>(psize, tds::kMinPacketSize, tds::kMaxPacketSize);
 
-  if (server_.draining()) {
-    co_await login_error(6005, 14, "SHUTDOWN is in progress.");
+  LoginFacts facts;
+  facts.draining = server_.draining();
+  facts.tls = true;  // TDS logins come over TLS only
+  const auto& admission = server_.admission();
+  if (auto d = decide_login(LoginStage::requested, facts, admission);
+      d.refusal != LoginRefusal::none) {
+    co_await refuse_login(d, user, "", {});
     co_return false;
   }
   if (lg.integrated_security()) {
@@ -597,12 +639,10 @@ awaitable<bool> TdsClient::login() {
   }
   users_ = server_.users();  // kept: the session refers to its UserRecord
   const UserRecord* record = users_->find(user);
-  // A full server refuses before the password; admin users may use the reserve.
-  if (!server_.admission().has_room(record && record->admin)) {
-    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
-    co_await login_error(17809, 20,
-                         "Could not connect because the maximum number of user connections "
-                         "has already been reached.");
+  facts.user = record;
+  if (auto d = decide_login(LoginStage::credentials_due, facts, admission);
+      d.refusal != LoginRefusal::none) {
+    co_await refuse_login(d, user, "", {});
     co_return false;
   }
   // The database: LOGIN7's, else the user's first allowed one, else the first configured.
@@ -615,18 +655,9 @@ awaitable<bool> TdsClient::login() {
         break;
       }
   }
-  const bool known = server_.has_database(database);
-  // What refuses this login whatever the password is decided before it is
-  // looked at, and answered exactly as a wrong password (18456, after the
-  // same delay): no answer tells a right password from a wrong one.
-  std::optional<std::string> refusal;
-  if (!record) {
-    refusal = "no such user";
-  } else if (auto why = certificate_refusal(*record, server_.config().tls)) {
-    refusal = "certificate refused: " + *why;
-  } else if (known && !record->may_use(database)) {
-    refusal = "may not use database \"" + database + "\"";
-  }
+  facts.database = database;
+  facts.database_known = server_.has_database(database);
+  if (record) facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
   auto answer_at = std::chrono::steady_clock::now();
   // Failed logins from this address (and for this user) wait their turn
   // before the password is looked at, up to the login deadline.
@@ -648,41 +679,20 @@ awaitable<bool> TdsClient::login() {
     if (timed_out_) co_return false;
     answer_at = std::chrono::steady_clock::now();
   }
-  // The password, checked against the user's SCRAM verifier (an unknown
-  // user's against a fake one, a refused user's too, so that all take the
-  // same time) on the hashing threads: PBKDF2 with a verifier's iteration
-  // count takes milliseconds to seconds, never on an event loop.
-  // (By reference only: GCC 12 may destroy a lambda's owning captures twice
-  // across a co_await; the verifier and lg.password live in this frame.)
-  const pg::scram::Verifier verifier = users_->verifier_for(user);
-  auto check = [&verifier, &lg] {
+  // The password is checked for every login (an unknown or refused user's
+  // too, so that all take the same time) on the hashing threads, never on an
+  // event loop. (By reference only: GCC 12 may destroy a lambda's owning
+  // captures twice across a co_await; the users and lg.password live in this frame.)
+  const UserStore& users = *users_;
+  auto check = [&users, &user, &lg] {
     as_hashing_thread();
-    return pg::scram::verify_password(verifier, lg.password);
+    return users.check_password(user, lg.password);
   };
-  const bool password_ok = co_await server_.hashing().run(check);
+  facts.password_ok = co_await server_.hashing().run(check);
   if (timed_out_) co_return false;
-  if (refusal || !password_ok) {
-    server_.login_failed();
-    server_.throttle().failed(address(), user);
-    spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user,
-                 refusal ? *refusal : std::string("wrong password"));
-    co_await wait_until(answer_at + kLoginFailureDelay);
-    std::string m = "Login failed for user '" + user + "'.";
-    co_await login_error(kLoginFailed, 14, m);
-    co_return false;
-  }
-  if (!ticket_->promote(record->admin)) {
-    spdlog::warn("client {}: refused: max_clients ({}) reached", peer_, scfg.max_clients);
-    co_await login_error(17809, 20,
-                         "Could not connect because the maximum number of user connections "
-                         "has already been reached.");
-    co_return false;
-  }
-  if (!known) {
-    spdlog::info("client {}: user \"{}\" asked for unknown database \"{}\"", peer_, user, database);
-    std::string m =
-        "Cannot open database \"" + database + "\" requested by the login. The login failed.";
-    co_await login_error(4060, 11, m);
+  auto checked = decide_login(LoginStage::credentials_checked, facts, admission, ticket_.get());
+  if (checked.refusal != LoginRefusal::none) {
+    co_await refuse_login(checked, user, database, answer_at);
     co_return false;
   }
   // The user's own pool: its backend connections serve no other user.

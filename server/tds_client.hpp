@@ -48,6 +48,11 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
 
   boost::asio::awaitable<void> begin();
   boost::asio::awaitable<bool> login();
+  /// Answers a refused login with its SQL Server error number (a
+  /// login_failed one kLoginFailureDelay after `answer_at`, counted against
+  /// the throttle).
+  boost::asio::awaitable<void> refuse_login(const LoginDecision& d, const std::string& user,
+                                            const std::string& database, TimePoint answer_at);
   /// TDS 7.x: the TLS handshake inside PRELOGIN packets (after the cleartext PRELOGIN).
   boost::asio::awaitable<bool> wrapped_handshake();
   /// The next whole message (bounded by the login deadline or the I/O timeout).

@@ -95,4 +95,8 @@ pg::scram::Verifier UserStore::verifier_for(std::string_view name) const {
   return v;
 }
 
+bool UserStore::check_password(std::string_view name, std::string_view password) const {
+  return pg::scram::verify_password(verifier_for(name), password);
+}
+
 }  // namespace wirepool::server
