@@ -23,7 +23,7 @@
 #include <unordered_map>
 
 #include "backends/sql.hpp"
-#include "server/pg_client.hpp"
+#include "server/pg/client.hpp"
 
 namespace wirepool::server {
 

@@ -1,4 +1,4 @@
-#include "server/pg_client.hpp"
+#include "server/pg/client.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>

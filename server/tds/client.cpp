@@ -1,4 +1,4 @@
-#include "server/tds_client.hpp"
+#include "server/tds/client.hpp"
 
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
