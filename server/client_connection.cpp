@@ -434,6 +434,14 @@ awaitable<void> ClientConnection::wait_until(TimePoint t) {
   co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
 }
 
+db::Error make_error(std::string_view sqlstate, std::string message, db::Errc code) {
+  db::Error e;
+  e.code = code;
+  e.sqlstate = std::string(sqlstate);
+  e.message = std::move(message);
+  return e;
+}
+
 std::optional<std::string> ClientConnection::certificate_refusal(const UserRecord& user,
                                                                  const config::Tls& tls) const {
   if (user.client_cert_pins.empty()) return std::nullopt;
