@@ -434,34 +434,20 @@ awaitable<void> ClientConnection::wait_until(TimePoint t) {
   co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
 }
 
-bool address_allowed(const config::Listener& listener, const asio::ip::address& addr) {
-  if (listener.allow.empty()) return true;
-  bool ok = false;
-  if (addr.is_v4()) {
-    auto b = addr.to_v4().to_bytes();
-    for (const auto& c : listener.allow)
-      ok = ok || c.contains(b.data(), false);
-  } else {
-    auto b = addr.to_v6().to_bytes();
-    for (const auto& c : listener.allow)
-      ok = ok || c.contains(b.data(), true);
-  }
-  return ok;
+db::Error make_error(std::string_view sqlstate, std::string message, db::Errc code) {
+  db::Error e;
+  e.code = code;
+  e.sqlstate = std::string(sqlstate);
+  e.message = std::move(message);
+  return e;
 }
 
 std::optional<std::string> ClientConnection::certificate_refusal(const UserRecord& user,
                                                                  const config::Tls& tls) const {
   if (user.client_cert_pins.empty()) return std::nullopt;
-  tls::PeerCertificate peer;
-  if (ssl_) peer = tls::peer_certificate(ssl_.get());
-  bool pinned = peer.present &&
-                tls::ClientContext::pin_matches(peer.public_key_sha256, user.client_cert_pins);
-  bool by_ca = peer.present && !tls.client_ca.empty() && peer.chain_verified &&
-               peer.common_name == user.name;
-  if (pinned || by_ca) return std::nullopt;
-  if (!ssl_) return "no TLS";
-  if (!peer.present) return "no client certificate";
-  return "public key sha256 " + peer.public_key_sha256 + " is not pinned for the user";
+  if (!ssl_) return server::certificate_refusal(user, tls, nullptr);
+  const tls::PeerCertificate peer = tls::peer_certificate(ssl_.get());
+  return server::certificate_refusal(user, tls, &peer);
 }
 
 void ClientConnection::close_transport() {

@@ -13,10 +13,11 @@
 #include <string>
 #include <utility>
 
-#include "server/auth.hpp"
 #include "server/metrics.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
+#include "session/auth.hpp"
+#include "session/login_policy.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {
@@ -31,6 +32,17 @@ inline constexpr size_t kFirstRead = 1000;
 inline constexpr size_t kFlushBytes = 64 * 1024;
 /// A client that stops mid-message or stops reading results for this long is closed.
 inline constexpr auto kIoTimeout = std::chrono::seconds(60);
+/// How long a failed login waits before it is answered (it slows guessing
+/// down and hides which check refused).
+inline constexpr auto kLoginFailureDelay = std::chrono::milliseconds(250);
+
+/// Thrown when the client's socket fails while a result is being sent; caught
+/// by the protocol's serve(), which ends the connection.
+struct ClientGone {};
+
+/// An error for the client, as a driver would report it.
+db::Error make_error(std::string_view sqlstate, std::string message,
+                     db::Errc code = db::Errc::invalid_query);
 
 /// The read buffer: allocated while a message is arriving, released while the
 /// client is idle so that an idle client holds no buffer.
@@ -52,9 +64,6 @@ class InBuffer {
   std::unique_ptr<uint8_t[]> data_;
   size_t begin_ = 0, end_ = 0, cap_ = 0;
 };
-
-/// Whether `addr` is in the listener's allow-list (an empty list allows all).
-bool address_allowed(const config::Listener& listener, const boost::asio::ip::address& addr);
 
 class ClientConnection : public Client {
  public:
@@ -123,9 +132,8 @@ class ClientConnection : public Client {
   boost::asio::awaitable<void> wait_until(TimePoint t);
   /// The client's address as the login limits count it.
   const AddressKey& address() const { return address_; }
-  /// Why `user`'s certificate requirement refuses this client (nullopt: it does
-  /// not, or the user needs none): a certificate whose public key is pinned for
-  /// the user, or one signed by tls.client_ca whose common name is the user.
+  /// Why `user`'s certificate requirement refuses this client's certificate
+  /// (session/login_policy.hpp); nullopt when it does not.
   std::optional<std::string> certificate_refusal(const UserRecord& user,
                                                  const config::Tls& tls) const;
   /// The idle wait ended (data, a timeout, the drain, an error): resume() runs
@@ -143,12 +151,11 @@ class ClientConnection : public Client {
   ///
   /// `hot` (a plaintext client that has just been answered): the wait is a
   /// receive into in_ itself, so the request arrives with the wake-up and
-  /// the peek's second recv is saved (one system call of ~5 per relayed
-  /// transaction; Asio 1.81 starts every receive, hot or cold, with one
-  /// attempt at once). in_ (and the protocol's out_) are kept while the
-  /// client stays hot; the sweep turns a hot wait that lasted kHotSweeps
-  /// sweeps (0.75-1 s) into a cold one and releases both. TLS clients always wait cold (their
-  /// bytes are records for OpenSSL to read).
+  /// the peek's second recv is saved (docs/performance-notes.md). in_ (and
+  /// the protocol's out_) are kept while the client stays hot; the sweep
+  /// turns a hot wait that lasted kHotSweeps sweeps into a cold one and
+  /// releases both. TLS clients always wait cold (their bytes are records
+  /// for OpenSSL to read).
   void wait_idle(std::shared_ptr<ClientConnection> self, bool hot = false);
   /// Sweeps a hot idle wait lasts before it turns cold.
   static constexpr int kHotSweeps = 4;

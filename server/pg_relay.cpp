@@ -1,7 +1,7 @@
 // The relay: a PostgreSQL client of a PostgreSQL backend in transaction mode
 // has its batches (messages up to a Sync, or one Query) sent to the server as
 // bytes and the server's answers sent back as bytes, with only the names of
-// prepared statements rewritten. The ordinary path (pg_client.cpp) decodes
+// prepared statements rewritten. The ordinary path (server/pg/) decodes
 // every message into driver calls through libpq and encodes every row again;
 // the relay does neither, and that is most of the proxy's own CPU per
 // transaction (docs/protocol-postgres.md, "The relay", has the rules and the
@@ -26,7 +26,7 @@
 #include <unordered_map>
 
 #include "backends/sql.hpp"
-#include "server/pg_client.hpp"
+#include "server/pg/client.hpp"
 #include "server/pg_relay.hpp"
 
 namespace wirepool::server {

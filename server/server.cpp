@@ -21,8 +21,8 @@
 #include "server/http.hpp"
 #include "server/log.hpp"
 #include "server/notify.hpp"
-#include "server/pg_client.hpp"
-#include "server/tds_client.hpp"
+#include "server/pg/client.hpp"
+#include "server/tds/client.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {

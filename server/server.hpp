@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "server/admission.hpp"
-#include "server/auth.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
 #include "server/log_limiter.hpp"
-#include "server/login_throttle.hpp"
 #include "server/metrics.hpp"
+#include "session/admission.hpp"
+#include "session/auth.hpp"
+#include "session/login_throttle.hpp"
 #include "tls/tls.hpp"
 
 namespace wirepool::server {

@@ -21,11 +21,11 @@
 #include <string_view>
 
 #include "backends/db.hpp"
-#include "server/auth.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
 #include "server/metrics.hpp"
-#include "server/settings.hpp"
+#include "session/auth.hpp"
+#include "session/settings.hpp"
 
 namespace wirepool::server {
 

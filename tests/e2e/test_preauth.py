@@ -19,6 +19,9 @@ Covers:
 - Failed-login throttling: 40 parallel guessing connections from one address
   get at most a few dozen password checks in 8 s; the attacked user still logs
   in at once from a clean address.
+- One refusal order for both protocols: a refused client certificate or a
+  wrong password with an unknown database is a failed login (28P01, 18456),
+  right credentials with one are told the database does not exist (3D000, 4060).
 - Every refusal looks the same: unknown user, wrong password, missing client
   certificate (right password), a database the user may not use (right
   password), the admin console for a non-admin: one message, 28P01, and the
@@ -106,9 +109,10 @@ def sasl_first(user, database, port, source=None):
     return s, first_bare, body[4:].decode(), buf
 
 
-def scram_attempt(port, user, password, database="app", source=None):
+def scram_attempt(port, user, password, database="app", source=None, follow=False):
     """A whole SCRAM login by hand: (sqlstate or "ok", message, seconds from the
-    client-final to the answer)."""
+    client-final to the answer). `follow`: past a right proof, up to the error
+    or ReadyForQuery that ends the login."""
     s, first_bare, server_first, buf = sasl_first(user, database, port, source)
     with s:
         attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
@@ -126,6 +130,8 @@ def scram_attempt(port, user, password, database="app", source=None):
         s.sendall(b"p" + struct.pack("!I", len(final) + 4) + final)
         t, body, buf = read_message(s, buf)
         took = time.monotonic() - started
+        while follow and t not in (b"E", b"Z"):
+            t, body, buf = read_message(s, buf)
         if t == b"E":
             code, message = error_of(body)
             return code, message, took
@@ -498,6 +504,40 @@ class UniformRefusalTest(WirepoolTestCase):
         log = self.wp.log()
         self.assertIn('authentication failed for user "carol": certificate refused', log)
         self.assertIn('authentication failed for user "bob": may not use database "other"', log)
+
+
+class RefusalOrderTest(WirepoolTestCase):
+    """Both protocols decide a login in one order (PostgreSQL's: credentials,
+    client certificate included, before the database), so the same situation
+    gets the same refusal."""
+    tls = "{ generate: true }"
+    tds = True
+    server = "login_failure_burst: 1000000"
+    users = """
+      - { name: alice, password: wonderland }
+      - { name: carol, password: cert, client_cert_pins: ["%s"] }
+    """ % ("ab" * 32)
+
+    def outcomes(self, user, password, database):
+        code, message, _ = scram_attempt(self.wp.port, user, password, database, follow=True)
+        answer = tds_login(self.wp.tds_port, self.wp.certificate(), user, password, database)
+        return (code, message), answer
+
+    def test_refused_certificate_with_unknown_database_is_a_failed_login(self):
+        pg, tds = self.outcomes("carol", "cert", "nosuch")
+        self.assertEqual(pg, ("28P01", 'password authentication failed for user "carol"'))
+        self.assertIn("Login failed for user 'carol'.".encode("utf-16-le"), tds)
+        self.assertNotIn("Cannot open database".encode("utf-16-le"), tds)
+
+    def test_wrong_password_with_unknown_database_is_a_failed_login(self):
+        pg, tds = self.outcomes("alice", "wrong", "nosuch")
+        self.assertEqual(pg, ("28P01", 'password authentication failed for user "alice"'))
+        self.assertIn("Login failed for user 'alice'.".encode("utf-16-le"), tds)
+
+    def test_right_credentials_with_unknown_database_name_the_database(self):
+        pg, tds = self.outcomes("alice", "wonderland", "nosuch")
+        self.assertEqual(pg, ("3D000", 'database "nosuch" does not exist'))
+        self.assertIn('Cannot open database "nosuch"'.encode("utf-16-le"), tds)
 
 
 class FakeSaltTest(unittest.TestCase):

@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "server/admission.hpp"
-#include "server/login_throttle.hpp"
+#include "session/admission.hpp"
+#include "session/login_throttle.hpp"
 
 namespace wirepool::server {
 namespace {

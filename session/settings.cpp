@@ -1,4 +1,4 @@
-#include "server/settings.hpp"
+#include "session/settings.hpp"
 
 #include <algorithm>
 #include <cctype>

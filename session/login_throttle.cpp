@@ -1,4 +1,4 @@
-#include "server/login_throttle.hpp"
+#include "session/login_throttle.hpp"
 
 #include <algorithm>
 

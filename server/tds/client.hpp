@@ -47,7 +47,19 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   friend bool is_would_block(Fetch f) { return f == Fetch::wait; }
 
   boost::asio::awaitable<void> begin();
+  /// PRELOGIN and TLS, then LOGIN7, in decide_login's order.
   boost::asio::awaitable<bool> login();
+  /// TDS 8.0 (TLS first, PRELOGIN inside it) or 7.x (a cleartext PRELOGIN
+  /// answered "encryption required", then TLS inside PRELOGIN packets).
+  boost::asio::awaitable<bool> prelogin();
+  /// The admitted client's session and the login response.
+  boost::asio::awaitable<bool> finish_login(const UserRecord& record, const std::string& database,
+                                            const tds::Login7& lg, uint32_t psize);
+  /// Answers a refused login with its SQL Server error number (a
+  /// login_failed one kLoginFailureDelay after `answer_at`, counted against
+  /// the throttle).
+  boost::asio::awaitable<void> refuse_login(const LoginDecision& d, const std::string& user,
+                                            const std::string& database, TimePoint answer_at);
   /// TDS 7.x: the TLS handshake inside PRELOGIN packets (after the cleartext PRELOGIN).
   boost::asio::awaitable<bool> wrapped_handshake();
   /// The next whole message (bounded by the login deadline or the I/O timeout).

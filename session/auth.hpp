@@ -54,6 +54,10 @@ class UserStore {
   /// proportion to how many users have it, so that a count of its own does
   /// not single a real user out (docs/security.md).
   pg::scram::Verifier verifier_for(std::string_view name) const;
+  /// Whether `password` is `name`'s, checked against verifier_for(name), so an
+  /// unknown name takes as long as a real one. PBKDF2 with the verifier's
+  /// iteration count (milliseconds to seconds): never on an event loop.
+  bool check_password(std::string_view name, std::string_view password) const;
 
  private:
   std::unordered_map<std::string, UserRecord> users_;

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "server/admission.hpp"
+#include "session/admission.hpp"
 
 namespace wirepool::server {
 

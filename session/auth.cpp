@@ -1,4 +1,4 @@
-#include "server/auth.hpp"
+#include "session/auth.hpp"
 
 #include <fcntl.h>
 #include <openssl/hmac.h>
@@ -93,6 +93,10 @@ pg::scram::Verifier UserStore::verifier_for(std::string_view name) const {
     v.iterations = iterations_[pick % iterations_.size()];
   }
   return v;
+}
+
+bool UserStore::check_password(std::string_view name, std::string_view password) const {
+  return pg::scram::verify_password(verifier_for(name), password);
 }
 
 }  // namespace wirepool::server

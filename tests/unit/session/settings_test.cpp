@@ -15,7 +15,7 @@
 // settings, RESET/SHOW forms, malformed statements answer 42601, non-setting statements answer
 // nullopt.
 
-#include "server/settings.hpp"
+#include "session/settings.hpp"
 
 #include <gtest/gtest.h>
 

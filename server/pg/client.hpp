@@ -81,11 +81,36 @@ class PgClient final : public ClientConnection,
   /// Closes readers, releases the backend, closes the socket.
   boost::asio::awaitable<void> end();
   void arm_idle_deadline();
+  /// The startup packet's parameters, copied (the read buffer is reused).
+  using StartupParams = std::vector<std::pair<std::string, std::string>>;
+  /// Startup, authentication and the session, in decide_login's order.
   boost::asio::awaitable<bool> login();
-  /// The SCRAM exchange. `refusal`: why this login fails whatever the proof
-  /// (unknown user, certificate, database), decided before the exchange.
-  boost::asio::awaitable<bool> authenticate(const std::string& user,
-                                            const std::optional<std::string>& refusal);
+  /// Reads up to the StartupMessage: direct TLS, SSLRequest / GSSENCRequest,
+  /// a CancelRequest (served, then false). False: the connection ends.
+  boost::asio::awaitable<bool> read_startup(StartupParams& params, uint32_t& protocol);
+  /// Delivers a CancelRequest's key, or forwards it to the peer that issued it.
+  boost::asio::awaitable<void> on_cancel_request(int32_t pid, int32_t secret);
+  /// Answers a refused login with its SQLSTATE (a login_failed one
+  /// kLoginFailureDelay after `answer_at`, counted against the throttle).
+  boost::asio::awaitable<void> refuse_login(const LoginDecision& d, const std::string& user,
+                                            const std::string& database, TimePoint answer_at);
+  /// The result of the SCRAM exchange (nothing decided yet but the proof).
+  struct Credentials {
+    bool ok = false;           ///< the proof was right
+    std::string failure;       ///< why not, for the log
+    std::string server_final;  ///< SASLFinal's data, sent once the login is admitted
+    TimePoint answer_at{};     ///< when the client's last message came
+  };
+  /// The SCRAM exchange; nullopt when the client left or was answered already
+  /// (a malformed message, a throttled attempt refused unchecked).
+  boost::asio::awaitable<std::optional<Credentials>> authenticate(const std::string& user);
+  /// The client's session on the user's pool, with its startup parameters and options.
+  boost::asio::awaitable<bool> open_session(const UserRecord& record, const std::string& user,
+                                            const std::string& database,
+                                            const StartupParams& params,
+                                            const std::string& options);
+  /// AuthenticationOk, the parameters, the cancel key and ReadyForQuery.
+  boost::asio::awaitable<bool> finish_login(const std::string& user, const std::string& database);
   /// Sends a CancelRequest to the peer that issued its key (bounded by kPeerCancelTimeout).
   static boost::asio::awaitable<bool> forward_cancel(const config::Peer& peer, int32_t pid,
                                                      int32_t secret);
@@ -247,6 +272,16 @@ class PgClient final : public ClientConnection,
   /// (without RowDescription when `describe_rows` is false). False after an error.
   boost::asio::awaitable<bool> session_statement(std::string_view stmt, const Classified& cls,
                                                  bool describe_rows);
+  /// BEGIN / START TRANSACTION (inside an implicit transaction: it becomes explicit).
+  boost::asio::awaitable<bool> begin_statement(std::string_view stmt, const Classified& cls);
+  /// COMMIT / END (`commit`) or ROLLBACK / ABORT; COMMIT of a failed transaction rolls back.
+  boost::asio::awaitable<bool> end_statement(bool commit);
+  /// SET / RESET / SHOW on the session's settings (SHOW's rows appended).
+  bool setting_statement(std::string_view stmt, bool describe_rows);
+  /// DISCARD ALL / PLANS / SEQUENCES / TEMP.
+  boost::asio::awaitable<bool> discard_statement(std::string_view stmt);
+  /// DEALLOCATE [PREPARE] { name | ALL } on the client's prepared statements.
+  bool deallocate_statement(std::string_view stmt);
   boost::asio::awaitable<void> on_parse(const pg::Parse& m);
   /// Prepares a statement on the backend (once) to learn its parameters and
   /// columns. False after an error was sent.
@@ -264,6 +299,16 @@ class PgClient final : public ClientConnection,
   /// at a time (nothing sent). docs/protocol-postgres.md, "Batches".
   boost::asio::awaitable<bool> try_batch(const std::shared_ptr<Prepared>& p,
                                          const std::string& statement, Portal& first);
+  /// The groups of a batch already received after the Bind in hand ([Bind]
+  /// [Describe portal] Execute, reading what the socket has when one is cut):
+  /// their parameters (the first left empty), whether each was described, and
+  /// where the last complete one ends in in_.
+  struct BatchGroups {
+    std::vector<std::vector<db::Param>> rows;
+    std::vector<bool> described;
+    size_t end = 0;
+  };
+  BatchGroups collect_batch(const Prepared& st, const std::string& statement);
   boost::asio::awaitable<void> on_describe(const pg::Describe& m);
   boost::asio::awaitable<void> on_execute(const pg::Execute& m);
   /// Before an Execute runs `cls` on the backend: the block's implicit
@@ -328,12 +373,12 @@ class PgClient final : public ClientConnection,
   /// Set when an extended-query message fails. Per the protocol the server then
   /// sends one ErrorResponse and ignores all further messages until the next Sync.
   bool skip_until_sync_ = false;
+  /// The session's state was lost with its backend: end the client.
   bool backend_gone_ = false;
   /// Session mode: the client ran LISTEN, so its backend is watched while the
   /// client idles and notifications go out at once, as PostgreSQL sends them.
   bool listening_ = false;
-  bool watching_backend_ = false;  ///< such a watch is pending  ///< the session's state was lost
-                                   ///< with its backend: end the client
+  bool watching_backend_ = false;  ///< such a watch is pending
   /// A batch failed (and ran again one execution at a time): no other batch
   /// until Sync, so a bad row costs one failed batch, not one per row.
   bool batch_refused_ = false;

@@ -1,4 +1,4 @@
-#include "server/admission.hpp"
+#include "session/admission.hpp"
 
 #include <cstring>
 

@@ -1,0 +1,361 @@
+// TdsClient: SQL batches, their statements (some answered by wirepool, the
+// rest run on the backend) and results streamed as TDS tokens.
+
+#include "server/tds/client.hpp"
+
+#include <openssl/crypto.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "backends/sql.hpp"
+#include "protocol/tds/errors.hpp"
+#include "server/tds/client_detail.hpp"
+
+namespace wirepool::server {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using namespace tds_detail;
+
+namespace {
+
+/// DONE's CurCmd for a statement verb (what SQL Server reports).
+uint16_t command_of(std::string_view verb) {
+  if (verb == "SELECT") return 0xC1;
+  if (verb == "INSERT") return 0xC3;
+  if (verb == "DELETE") return 0xC4;
+  if (verb == "UPDATE") return 0xC5;
+  return 0;
+}
+
+/// T-SQL session options a SQL Server client sets right after login (tedious
+/// sends a batch of them). A backend that is not SQL Server has no equivalent:
+/// wirepool acknowledges them. NOCOUNT is honoured by wirepool itself.
+bool is_tsql_option(std::string_view name) {
+  static const char* const kOptions[] = {"textsize",
+                                         "quoted_identifier",
+                                         "arithabort",
+                                         "arithignore",
+                                         "numeric_roundabort",
+                                         "ansi_warnings",
+                                         "ansi_padding",
+                                         "ansi_nulls",
+                                         "concat_null_yields_null",
+                                         "cursor_close_on_commit",
+                                         "implicit_transactions",
+                                         "language",
+                                         "dateformat",
+                                         "datefirst",
+                                         "xact_abort",
+                                         "lock_timeout",
+                                         "deadlock_priority",
+                                         "ansi_null_dflt_on",
+                                         "ansi_null_dflt_off",
+                                         "ansi_defaults",
+                                         "nocount",
+                                         "rowcount",
+                                         "transaction",
+                                         "context_info",
+                                         "query_governor_cost_limit",
+                                         "statistics",
+                                         "showplan_all",
+                                         "showplan_text",
+                                         "showplan_xml",
+                                         "noexec",
+                                         "parseonly",
+                                         "fmtonly",
+                                         "forceplan",
+                                         "remote_proc_transactions",
+                                         "concat_null_yields_null",
+                                         "xact_abort"};
+  for (const char* o : kOptions)
+    if (name == o) return true;
+  return false;
+}
+
+}  // namespace
+
+/// A result being sent: the reader, the columns announced, where sending stands.
+/// Jobs on non-blocking backends are repeated after a wait, so all progress is here.
+struct TdsClient::Result {
+  enum class Phase : uint8_t { start, first_row, rows, closing, finished };
+  Phase phase = Phase::start;
+  db::Rows rows;
+  std::vector<tds::ColumnMeta> meta;
+  std::vector<db::ValueView> row;
+  bool has_columns = false;
+  bool have_row = false;  ///< the first row was fetched before COLMETADATA
+  int64_t sent = 0;
+  db::CommandInfo info;
+  std::optional<db::Error> failure;
+};
+
+awaitable<bool> TdsClient::session_statement(std::string_view stmt, bool in_proc, bool more,
+                                             bool* ok) {
+  *ok = true;
+  auto words = sql::leading_words(stmt, sql::Dialect::tsql, 3);
+  for (auto& w : words)
+    w = lower(w);
+  if (words.empty()) co_return false;
+  const uint8_t done_tok = in_proc ? tds::token::kDoneInProc : tds::token::kDone;
+  const uint16_t more_bit = more ? tds::done::kMore : 0;
+  auto is_tran = [](const std::string& w) {
+    return w == "tran" || w == "transaction" || w == "work";
+  };
+  const std::string& w0 = words[0];
+  bool begin = (w0 == "begin" && (words.size() == 1 || is_tran(words[1]))) ||
+               (w0 == "start" && words.size() > 1 && words[1] == "transaction");
+  bool commit = (w0 == "commit" || w0 == "end") && (words.size() == 1 || is_tran(words[1]));
+  bool rollback = w0 == "rollback" && (words.size() == 1 || is_tran(words[1])) &&
+                  (words.size() < 3 || words.size() == 2);
+  if (w0 == "rollback" && words.size() >= 3) {
+    error_token(6401, 16,
+                "wirepool does not support ROLLBACK TRANSACTION to a savepoint or a named "
+                "transaction from TDS clients");
+    done_token(done_tok, tds::done::kError | more_bit, 0, 0);
+    *ok = false;
+    co_return true;
+  }
+  if (begin || commit || rollback) {
+    db::Status st;
+    if (begin) {
+      st = co_await begin_tx();
+    } else if (commit) {
+      st = co_await commit_tx();
+    } else {
+      st = co_await rollback_tx();
+    }
+    if (!st.ok()) {
+      backend_error(st.take_error());
+      done_token(done_tok, tds::done::kError | more_bit, 0, 0);
+      *ok = false;
+    } else {
+      done_token(done_tok, more_bit, 0, 0);
+    }
+    co_return true;
+  }
+  if (w0 == "set" && words.size() > 1 && is_tsql_option(words[1]) &&
+      session_->pool().dialect() != sql::Dialect::tsql) {
+    if (words[1] == "nocount" && words.size() > 2) nocount_ = words[2] == "on";
+    if (words[1] == "implicit_transactions" && words.size() > 2 && words[2] == "on") {
+      error_token(15001, 16,
+                  "wirepool does not support SET IMPLICIT_TRANSACTIONS ON for this backend");
+      done_token(done_tok, tds::done::kError | more_bit, 0, 0);
+      *ok = false;
+      co_return true;
+    }
+    done_token(done_tok, more_bit, 0, 0);
+    co_return true;
+  }
+  co_return false;
+}
+
+awaitable<void> TdsClient::sql_batch(const std::string& text) {
+  auto dialect = session_->pool().dialect();
+  auto stmts = sql::split_statements(
+      text, dialect == sql::Dialect::postgres || dialect == sql::Dialect::sqlite
+                ? dialect
+                : sql::Dialect::tsql);
+  session_->statement_begin();
+  if (stmts.empty()) {
+    done_token(tds::token::kDone, tds::done::kFinal, 0, 0);
+  }
+  const std::vector<db::Param> none;
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    bool more = i + 1 < stmts.size();
+    bool ok = true;
+    std::string stmt(stmts[i]);
+    if (!co_await session_statement(stmt, false, more, &ok)) {
+      ok = co_await run_statement(stmt, none, false, more);
+    }
+    if (!ok) {
+      // SQL Server goes on after most statement errors; wirepool stops the
+      // batch at the first one (docs/tds.md), so the DONE above ends it.
+      if (more) {
+        done_token(tds::token::kDone, tds::done::kError, 0, 0);
+      }
+      break;
+    }
+    if (attention_ || gone_) break;
+  }
+  session_->statement_end();
+}
+
+awaitable<bool> TdsClient::run_statement(const std::string& sql,
+                                         const std::vector<db::Param>& params, bool in_proc,
+                                         bool more) {
+  const uint8_t done_tok = in_proc ? tds::token::kDoneInProc : tds::token::kDone;
+  const uint16_t more_bit = (more || in_proc) ? tds::done::kMore : 0;
+  if (auto err = co_await session_->ensure_backend()) {
+    error_token(*err);
+    done_token(done_tok, tds::done::kError | more_bit, 0, 0);
+    co_return false;
+  }
+  Result r;
+  db::Error err;
+  std::string* out = &payload_;
+  auto first = co_await session_->run([&](Backend& b) -> Fetch {
+    if (r.phase == Result::Phase::start) {
+      auto q = b.conn.query(sql, params);
+      if (db::is_would_block(q)) return Fetch::wait;
+      if (!q.ok()) {
+        err = q.take_error();
+        return Fetch::error;
+      }
+      r.rows = std::move(q.value());
+      r.phase = Result::Phase::first_row;
+    }
+    return fetch_rows(r, *out, err);
+  });
+  Fetch f = co_await stream(r, err, first);
+  forward_notices();
+  if (f == Fetch::error) {
+    if (attention_ && err.sqlstate == "57014") {
+      done_token(done_tok, more_bit, command_of(r.info.verb), static_cast<uint64_t>(r.sent));
+      co_return false;
+    }
+    backend_error(std::move(err));
+    done_token(done_tok, tds::done::kError | more_bit, 0, 0);
+    co_return false;
+  }
+  const std::string verb =
+      r.info.verb.empty() ? sql::command_verb(sql, session_->pool().dialect()) : r.info.verb;
+  uint64_t count = r.has_columns ? static_cast<uint64_t>(r.sent)
+                                 : static_cast<uint64_t>(std::max<int64_t>(r.info.affected, 0));
+  bool has_count = !nocount_ && (r.has_columns || r.info.affected >= 0);
+  done_token(done_tok, more_bit | (has_count ? tds::done::kCount : 0), command_of(verb), count);
+  co_return true;
+}
+
+TdsClient::Fetch TdsClient::fetch_rows(Result& r, std::string& out, db::Error& err) {
+  using Phase = Result::Phase;
+  tds::TokenEncoder enc(out);
+  for (;;) {
+    switch (r.phase) {
+      case Phase::start:
+      case Phase::first_row: {
+        // COLMETADATA goes out before the rows, so a column whose type the
+        // backend does not know yet (a SQLite expression) takes the kind of
+        // its first value: fetch the first row first.
+        auto cols = r.rows.columns();
+        r.has_columns = !cols.empty();
+        r.row.resize(cols.size());
+        if (!r.has_columns) {
+          r.phase = Phase::closing;
+          break;
+        }
+        auto got = r.rows.next_borrowed(r.row);
+        if (db::is_would_block(got)) return Fetch::wait;
+        if (!got.ok()) {
+          r.failure = got.take_error();
+          r.phase = Phase::closing;
+          break;
+        }
+        r.have_row = got.value();
+        r.meta.resize(cols.size());
+        for (size_t i = 0; i < cols.size(); ++i) {
+          db::Column c = cols[i];
+          const db::ValueView* sample = r.have_row ? &r.row[i] : nullptr;
+          if (c.kind == db::Kind::Null && sample && !sample->is_null()) c.kind = sample->kind;
+          r.meta[i].name = c.name;
+          r.meta[i].flags = tds::col_flag::kNullable;
+          r.meta[i].type = tds::column_type(c, tds::kDefaultCollation, sample);
+        }
+        enc.col_metadata(r.meta);
+        r.phase = Phase::rows;
+        break;
+      }
+      case Phase::rows: {
+        for (;;) {
+          if (!r.have_row) {
+            if (out.size() >= kFlushBytes) return Fetch::flush;
+            auto got = r.rows.next_borrowed(r.row);
+            if (db::is_would_block(got)) return Fetch::wait;
+            if (!got.ok()) {
+              r.failure = got.take_error();
+              r.phase = Phase::closing;
+              break;
+            }
+            if (!got.value()) {
+              r.info = r.rows.command();
+              r.phase = Phase::closing;
+              break;
+            }
+          }
+          r.have_row = false;
+          // A dynamically typed backend may hold another kind than the column's:
+          // the codec converts what converts exactly (numbers to text, integers
+          // to float) and refuses the rest (docs/tds.md).
+          auto st = enc.row(r.meta, r.row);
+          if (!st.ok()) {
+            r.failure = st.take_error();
+            r.phase = Phase::closing;
+            break;
+          }
+          ++r.sent;
+        }
+        break;
+      }
+      case Phase::closing: {
+        if (!r.has_columns && !r.failure) r.info = r.rows.command();
+        if (r.rows.is_open()) {
+          auto st = r.rows.close();
+          if (db::is_would_block(st)) return Fetch::wait;
+        }
+        r.phase = Phase::finished;
+        break;
+      }
+      case Phase::finished:
+        if (r.failure) {
+          err = *r.failure;
+          return Fetch::error;
+        }
+        return Fetch::done;
+    }
+  }
+}
+
+awaitable<TdsClient::Fetch> TdsClient::stream(Result& r, db::Error& err, Fetch f) {
+  std::string* out = &payload_;
+  auto step = [&](Backend&) -> Fetch { return fetch_rows(r, *out, err); };
+  for (;;) {
+    if (f == Fetch::flush) {
+      pack(false);
+      if (!co_await flush()) {
+        r.failure = make_error("08006", "client connection lost", db::Errc::connection);
+        r.phase = Result::Phase::closing;
+        co_await session_->run(step);
+        throw ClientGone{};
+      }
+    } else if (f != Fetch::more) {
+      if (f == Fetch::error && !attention_) session_->explain_cancel(err);
+      co_return f;
+    }
+    if ((session_->cancel_reason() != CancelReason::none || attention_ || gone_) &&
+        r.phase == Result::Phase::rows) {
+      r.failure = make_error("57014", "canceling statement", db::Errc::busy);
+      r.phase = Result::Phase::closing;
+    }
+    f = co_await session_->run(step);
+  }
+}
+
+}  // namespace wirepool::server
