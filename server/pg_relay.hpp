@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "pool/pipeline.hpp"
-#include "server/pg_client.hpp"
+#include "server/pg/client.hpp"
 #include "server/relay_train.hpp"
 
 namespace wirepool::server {
