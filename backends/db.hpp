@@ -25,7 +25,7 @@
 #include <variant>
 #include <vector>
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::db {
 

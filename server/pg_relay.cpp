@@ -22,7 +22,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 #include "server/pg_client.hpp"
 
 namespace wirepool::server {

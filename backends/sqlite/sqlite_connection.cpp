@@ -20,7 +20,7 @@
 #include <optional>
 #include <sstream>
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 #include "backends/sqlite/sqlite_errors.hpp"
 #include "backends/sqlite/sqlite_types.hpp"
 

@@ -21,7 +21,7 @@
 #include <memory>
 #include <optional>
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 #include "backends/tds/tds_errors.hpp"
 #include "backends/tds/tds_params.hpp"
 #include "backends/tds/tds_transport.hpp"
