@@ -25,9 +25,9 @@
 #include <optional>
 #include <unordered_map>
 
-#include "backends/sql.hpp"
 #include "server/pg/client.hpp"
 #include "server/pg_relay.hpp"
+#include "sql/classify.hpp"
 
 namespace wirepool::server {
 
@@ -40,66 +40,6 @@ namespace relay = pg::relay;
 /// the ordinary path, which reads while it writes).
 inline constexpr size_t kMaxRelayBatchBytes = 256 * 1024;
 namespace {
-
-/// Statements the relay sends as they are: they change nothing wirepool keeps
-/// for the client (settings, prepared statements, LISTEN, COPY) and need no
-/// answer of the session layer. 0: not one of them; 1: a query or DML; 2:
-/// transaction control (a batch with one may leave the backend in a
-/// transaction, so no other client's batch may follow it in the pipeline).
-int relay_word(std::string_view w) {
-  static constexpr std::string_view kWords[] = {
-      "SELECT", "INSERT", "UPDATE", "DELETE", "WITH",     "VALUES", "TABLE",     "EXPLAIN", "MERGE",
-      "BEGIN",  "START",  "COMMIT", "END",    "ROLLBACK", "ABORT",  "SAVEPOINT", "RELEASE",
-  };
-  constexpr size_t kPlain = 9;  // the first ones
-  for (size_t i = 0; i < std::size(kWords); ++i) {
-    const auto k = kWords[i];
-    if (w.size() == k.size() && std::equal(w.begin(), w.end(), k.begin(), [](char a, char b) {
-          return std::toupper(static_cast<unsigned char>(a)) == b;
-        })) {
-      return i < kPlain ? 1 : 2;
-    }
-  }
-  return 0;
-}
-
-/// `sql` holds only statements the relay may send (`single`: exactly one);
-/// `plain` is cleared when one of them is transaction control.
-/// The common case (one statement, no comment before it) is decided without
-/// the lexer; anything else goes through it.
-bool relay_safe(std::string_view sql, bool single, bool& plain, const Settings& settings) {
-  // set_config() and advisory locks may outlive the transaction: the ordinary
-  // path follows them (sql::session_effects).
-  if (sql::mentions_session_functions(sql)) return false;
-  size_t end = sql.size();
-  while (end > 0 && (std::isspace(static_cast<unsigned char>(sql[end - 1])) || sql[end - 1] == ';'))
-    --end;
-  std::string_view body = sql.substr(0, end);
-  if (body.empty()) return false;  // the empty query: the ordinary path answers it
-  if (body.find(';') == std::string_view::npos) {
-    size_t b = 0;
-    while (b < body.size() && std::isspace(static_cast<unsigned char>(body[b])))
-      ++b;
-    size_t e = b;
-    while (e < body.size() && std::isalpha(static_cast<unsigned char>(body[e])))
-      ++e;
-    if (e > b && (e == body.size() || !std::isalnum(static_cast<unsigned char>(body[e])))) {
-      const int w = relay_word(body.substr(b, e - b));
-      plain = plain && w == 1;
-      return w != 0;
-    }
-  }
-  // The server splits as its standard_conforming_strings says.
-  auto stmts = sql::split_statements(sql, sql::Dialect::postgres, settings.backslash_quotes());
-  if (stmts.empty() || (single && stmts.size() != 1)) return false;
-  for (auto st : stmts) {
-    auto words = sql::leading_words(st, sql::Dialect::postgres, 1);
-    const int w = words.empty() ? 0 : relay_word(words[0]);
-    if (w == 0) return false;
-    plain = plain && w == 1;
-  }
-  return true;
-}
 
 uint32_t be32(const char* p) {
   auto u = [p](int i) { return uint32_t(static_cast<unsigned char>(p[i])); };
@@ -176,6 +116,8 @@ PgClient::RelayCheck PgClient::relay_check() {
   const size_t total = R.frames.back().offset + R.frames.back().size;
   if (total > kMaxRelayBatchBytes) return RelayCheck::no;
   R.total = total;
+  // The server splits statements as its standard_conforming_strings says.
+  const bool bq = session_->settings().backslash_quotes();
 
   // ---- 1. Does the relay take this batch? Decided before anything changes.
   std::vector<std::string_view> named;  // client statement names this batch parses
@@ -192,7 +134,7 @@ PgClient::RelayCheck PgClient::relay_check() {
     if (p.relay_ok < 0 || p.relay_plain < 0) {
       bool pl = true;
       const bool ok = p.cls.kind == StatementKind::backend && !p.blank && p.show_name.empty() &&
-                      relay_safe(p.sql, true, pl, session_->settings());
+                      sql::relay_may_send(p.sql, true, pl, bq);
       if (p.relay_ok < 0) p.relay_ok = ok;
       p.relay_plain = ok && pl;
     }
@@ -205,12 +147,12 @@ PgClient::RelayCheck PgClient::relay_check() {
     switch (f.type) {
       case 'Q':
         if (body.empty() || body.find('\0') != body.size() - 1) return RelayCheck::no;
-        if (!relay_safe(body.substr(0, body.size() - 1), false, plain, session_->settings()))
+        if (!sql::relay_may_send(body.substr(0, body.size() - 1), false, plain, bq))
           return RelayCheck::no;
         break;
       case 'P': {
         if (!relay::parse_parse(body, R.parse) ||
-            !relay_safe(R.parse.sql, true, plain, session_->settings())) {
+            !sql::relay_may_send(R.parse.sql, true, plain, bq)) {
           return RelayCheck::no;
         }
         if (R.parse.name.empty()) {

@@ -20,88 +20,46 @@ namespace asio = boost::asio;
 
 namespace {
 
-/// PostgreSQL's rule for a statement outside a transaction block, from its
-/// leading words (PreventInTransactionBlock, RequireTransactionBlock and
-/// WarnNoTransactionBlock in PostgreSQL's sources).
-void block_rule(std::string_view stmt, const std::vector<std::string>& words, Classified& c) {
-  auto is = [&words](size_t i, std::string_view w) { return words.size() > i && words[i] == w; };
-  auto rule = [&c](BlockRule r, const char* name) {
-    c.block = r;
-    c.block_name = name;
-  };
-  const std::string& w0 = words[0];
-  if (w0 == "SAVEPOINT") {
-    rule(BlockRule::require, "SAVEPOINT");
-  } else if (w0 == "RELEASE") {
-    rule(BlockRule::require, "RELEASE SAVEPOINT");
-  } else if ((w0 == "ROLLBACK" || w0 == "ABORT") &&
-             (is(1, "TO") || ((is(1, "WORK") || is(1, "TRANSACTION")) && is(2, "TO")))) {
-    rule(BlockRule::require, "ROLLBACK TO SAVEPOINT");
-  } else if (w0 == "LOCK") {
-    rule(BlockRule::require, "LOCK TABLE");
-  } else if (w0 == "DECLARE") {
-    // A cursor WITH HOLD outlives its transaction; others need a block.
-    auto more = sql::leading_words(stmt, sql::Dialect::postgres, 10);
-    bool hold = false;
-    for (size_t i = 1; i + 1 < more.size() && more[i] != "FOR"; ++i) {
-      hold = hold || (more[i] == "WITH" && more[i + 1] == "HOLD");
-    }
-    if (!hold) rule(BlockRule::require, "DECLARE CURSOR");
-  } else if (w0 == "SET" && is(1, "LOCAL")) {
-    rule(BlockRule::warn, "SET LOCAL");
-  } else if (w0 == "SET" && is(1, "TRANSACTION")) {
-    rule(BlockRule::warn, "SET TRANSACTION");
-  } else if (w0 == "VACUUM" || (w0 == "ALTER" && is(1, "SYSTEM")) ||
-             ((w0 == "CREATE" || w0 == "DROP") &&
-              (is(1, "DATABASE") || is(1, "TABLESPACE") || is(1, "SUBSCRIPTION"))) ||
-             ((w0 == "COMMIT" || w0 == "ROLLBACK") && is(1, "PREPARED")) ||
-             (w0 == "CLUSTER" && words.size() == 1)) {
-    rule(BlockRule::prevent, "");
-  } else if (w0 == "CREATE" || w0 == "DROP" || w0 == "REINDEX") {
-    auto more = sql::leading_words(stmt, sql::Dialect::postgres, 5);
-    for (const auto& w : more) {
-      if (w == "CONCURRENTLY") rule(BlockRule::prevent, "");
-    }
-    if (w0 == "REINDEX" && (is(1, "DATABASE") || is(1, "SYSTEM"))) rule(BlockRule::prevent, "");
+/// Where the session layer runs a statement of kind `k`. Prepared statement
+/// names are the session's own (a backend knows them under other names), and
+/// DISCARD ALL resets what the session keeps: both stay with the session layer
+/// even for backends that keep their own settings.
+StatementKind route(sql::StatementKind k, bool backend_keeps_settings) {
+  using K = sql::StatementKind;
+  switch (k) {
+    case K::begin:
+      return StatementKind::begin;
+    case K::commit:
+      return StatementKind::commit;
+    case K::rollback:
+      return StatementKind::rollback;
+    case K::deallocate:
+      return StatementKind::deallocate;
+    case K::discard_all:
+      return StatementKind::discard;
+    case K::set:
+    case K::reset:
+    case K::show:
+      return backend_keeps_settings ? StatementKind::backend : StatementKind::setting;
+    case K::discard:
+      return backend_keeps_settings ? StatementKind::backend : StatementKind::discard;
+    case K::listen:
+      return backend_keeps_settings ? StatementKind::backend : StatementKind::listen;
+    case K::other:
+      break;
   }
+  return StatementKind::backend;
 }
 
 }  // namespace
 
 Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings) {
+  auto info = sql::classify(stmt, dialect);
   Classified c;
-  c.verb = sql::command_verb(stmt, dialect);
-  auto words = sql::leading_words(stmt, dialect, 3);
-  if (words.empty()) return c;
-  if (dialect == sql::Dialect::postgres) block_rule(stmt, words, c);
-  const std::string& w0 = words[0];
-  const std::string w1 = words.size() > 1 ? words[1] : "";
-  if (w0 == "BEGIN" || (w0 == "START" && w1 == "TRANSACTION")) {
-    c.kind = StatementKind::begin;
-  } else if ((w0 == "COMMIT" || w0 == "END") && w1 != "PREPARED") {
-    c.kind = StatementKind::commit;
-  } else if ((w0 == "ROLLBACK" || w0 == "ABORT") && w1 != "PREPARED" && w1 != "TO") {
-    // ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] x goes to the backend
-    bool to = words.size() > 2 && words[2] == "TO";
-    if (!to) c.kind = StatementKind::rollback;
-  }
-  if (c.kind != StatementKind::backend) return c;
-  // Prepared statement names are the session's own (a backend knows them under
-  // other names), and DISCARD ALL resets what the session keeps: both stay
-  // with the session layer even for backends that keep their own settings.
-  if (w0 == "DEALLOCATE") {
-    c.kind = StatementKind::deallocate;
-  } else if (w0 == "DISCARD" && w1 == "ALL") {
-    c.kind = StatementKind::discard;
-  }
-  if (c.kind != StatementKind::backend || backend_keeps_settings) return c;
-  if (w0 == "SET" || w0 == "RESET" || (w0 == "SHOW" && dialect != sql::Dialect::mysql)) {
-    c.kind = StatementKind::setting;
-  } else if (w0 == "DISCARD") {
-    c.kind = StatementKind::discard;
-  } else if (w0 == "LISTEN" || w0 == "UNLISTEN" || w0 == "NOTIFY") {
-    c.kind = StatementKind::listen;
-  }
+  c.kind = route(info.kind, backend_keeps_settings);
+  c.verb = std::move(info.verb);
+  c.block = info.block;
+  c.block_name = info.block_name;
   return c;
 }
 

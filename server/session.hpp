@@ -26,6 +26,7 @@
 #include "server/metrics.hpp"
 #include "session/auth.hpp"
 #include "session/settings.hpp"
+#include "sql/classify.hpp"
 
 namespace wirepool::server {
 
@@ -41,15 +42,7 @@ enum class StatementKind : uint8_t {
   listen,      ///< LISTEN / UNLISTEN / NOTIFY on a backend without notifications
 };
 
-/// How a statement relates to transaction blocks in PostgreSQL: what it does
-/// in the implicit transaction of an extended-query block (messages up to a
-/// Sync), which is no transaction block.
-enum class BlockRule : uint8_t {
-  any,      ///< runs inside a transaction block or outside
-  prevent,  ///< cannot run inside one (VACUUM, CREATE DATABASE, ... CONCURRENTLY)
-  require,  ///< an error outside one (SAVEPOINT, RELEASE, ROLLBACK TO, LOCK, DECLARE)
-  warn,     ///< a warning outside one, and no lasting effect (SET LOCAL, SET TRANSACTION)
-};
+using sql::BlockRule;
 
 struct Classified {
   StatementKind kind = StatementKind::backend;
@@ -58,8 +51,9 @@ struct Classified {
   const char* block_name = "";  ///< PostgreSQL's name for it in the block rule's message
 };
 
-/// Decides where a single statement goes. Backends that keep their own settings
-/// (PostgreSQL) receive SET/SHOW/DISCARD/DEALLOCATE/LISTEN themselves.
+/// Decides where a single statement goes (sql::classify says what it is).
+/// Backends that keep their own settings (PostgreSQL) receive
+/// SET/SHOW/DISCARD/LISTEN themselves.
 Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings);
 
 enum class CancelReason : uint8_t { none, user, timeout, client_gone };

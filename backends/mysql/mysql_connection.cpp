@@ -29,7 +29,7 @@
 
 #include "backends/mysql/mysql_errors.hpp"
 #include "backends/mysql/mysql_types.hpp"
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::mysql {
 

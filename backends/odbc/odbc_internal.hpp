@@ -48,7 +48,7 @@
 #include "backends/odbc/odbc_errors.hpp"
 #include "backends/odbc/odbc_text.hpp"
 #include "backends/odbc/odbc_types.hpp"
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::odbc::detail {
 

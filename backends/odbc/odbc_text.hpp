@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backends/db.hpp"
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::odbc {
 

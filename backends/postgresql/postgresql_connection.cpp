@@ -29,7 +29,7 @@
 #include "backends/postgresql/postgresql_session.hpp"
 #include "backends/postgresql/postgresql_tls.hpp"
 #include "backends/postgresql/postgresql_types.hpp"
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::postgresql {
 

@@ -20,9 +20,9 @@
 #include <optional>
 #include <sstream>
 
-#include "backends/sql.hpp"
 #include "backends/sqlite/sqlite_errors.hpp"
 #include "backends/sqlite/sqlite_types.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::sqlite {
 

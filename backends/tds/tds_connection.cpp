@@ -21,11 +21,11 @@
 #include <memory>
 #include <optional>
 
-#include "backends/sql.hpp"
 #include "backends/tds/tds_errors.hpp"
 #include "backends/tds/tds_params.hpp"
 #include "backends/tds/tds_transport.hpp"
 #include "protocol/tds/errors.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::tdsdrv {
 

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <optional>
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::tdsdrv {
 

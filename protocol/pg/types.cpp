@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace wirepool::pg {
 namespace {
@@ -867,7 +868,7 @@ std::string type_label(uint32_t type_oid) {
 }
 
 std::string_view kind_label(db::Kind k) {
-  // Local: wp_pg does not link the contract's .cpp files (db::to_string).
+  // PostgreSQL's words for a value kind, in conversion errors sent to clients.
   switch (k) {
     case db::Kind::Null:
       return "null";

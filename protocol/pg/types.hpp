@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "backends/db.hpp"
+#include "sql/types.hpp"
 
 namespace wirepool::pg {
 

@@ -445,6 +445,7 @@ std::string value_as_text(const db::ValueView& v) {
   }
 }
 
+/// A value kind's name in encoding errors, which clients see.
 std::string kind_name(db::Kind k) {
   switch (k) {
     case db::Kind::Null:

@@ -1,7 +1,7 @@
 #pragma once
 // TDS data types, sans-I/O ([MS-TDS] 2.2.5.4 - 2.2.5.6): TYPE_INFO, values,
 // UCS-2 text, collations, and the mapping from the driver contract's columns
-// and values (backends/db.hpp) to TDS types. No sockets, no logging.
+// and values (sql/types.hpp) to TDS types. No sockets, no logging.
 //
 // Decoders take a byte span and answer {ok, need_more, error} with how many
 // bytes they consumed; encoders append to a std::string. A value that does not
@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "backends/db.hpp"
+#include "sql/types.hpp"
 
 namespace wirepool::tds {
 

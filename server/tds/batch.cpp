@@ -24,7 +24,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "backends/sql.hpp"
+#include "sql/classify.hpp"
+#include "sql/lexer.hpp"
 #include "protocol/tds/errors.hpp"
 #include "server/tds/client_detail.hpp"
 
@@ -44,51 +45,6 @@ uint16_t command_of(std::string_view verb) {
   if (verb == "DELETE") return 0xC4;
   if (verb == "UPDATE") return 0xC5;
   return 0;
-}
-
-/// T-SQL session options a SQL Server client sets right after login (tedious
-/// sends a batch of them). A backend that is not SQL Server has no equivalent:
-/// wirepool acknowledges them. NOCOUNT is honoured by wirepool itself.
-bool is_tsql_option(std::string_view name) {
-  static const char* const kOptions[] = {"textsize",
-                                         "quoted_identifier",
-                                         "arithabort",
-                                         "arithignore",
-                                         "numeric_roundabort",
-                                         "ansi_warnings",
-                                         "ansi_padding",
-                                         "ansi_nulls",
-                                         "concat_null_yields_null",
-                                         "cursor_close_on_commit",
-                                         "implicit_transactions",
-                                         "language",
-                                         "dateformat",
-                                         "datefirst",
-                                         "xact_abort",
-                                         "lock_timeout",
-                                         "deadlock_priority",
-                                         "ansi_null_dflt_on",
-                                         "ansi_null_dflt_off",
-                                         "ansi_defaults",
-                                         "nocount",
-                                         "rowcount",
-                                         "transaction",
-                                         "context_info",
-                                         "query_governor_cost_limit",
-                                         "statistics",
-                                         "showplan_all",
-                                         "showplan_text",
-                                         "showplan_xml",
-                                         "noexec",
-                                         "parseonly",
-                                         "fmtonly",
-                                         "forceplan",
-                                         "remote_proc_transactions",
-                                         "concat_null_yields_null",
-                                         "xact_abort"};
-  for (const char* o : kOptions)
-    if (name == o) return true;
-  return false;
 }
 
 }  // namespace
@@ -111,22 +67,11 @@ struct TdsClient::Result {
 awaitable<bool> TdsClient::session_statement(std::string_view stmt, bool in_proc, bool more,
                                              bool* ok) {
   *ok = true;
-  auto words = sql::leading_words(stmt, sql::Dialect::tsql, 3);
-  for (auto& w : words)
-    w = lower(w);
-  if (words.empty()) co_return false;
+  const auto c = sql::classify_tsql(stmt);
+  if (c.kind == sql::TsqlKind::other) co_return false;
   const uint8_t done_tok = in_proc ? tds::token::kDoneInProc : tds::token::kDone;
   const uint16_t more_bit = more ? tds::done::kMore : 0;
-  auto is_tran = [](const std::string& w) {
-    return w == "tran" || w == "transaction" || w == "work";
-  };
-  const std::string& w0 = words[0];
-  bool begin = (w0 == "begin" && (words.size() == 1 || is_tran(words[1]))) ||
-               (w0 == "start" && words.size() > 1 && words[1] == "transaction");
-  bool commit = (w0 == "commit" || w0 == "end") && (words.size() == 1 || is_tran(words[1]));
-  bool rollback = w0 == "rollback" && (words.size() == 1 || is_tran(words[1])) &&
-                  (words.size() < 3 || words.size() == 2);
-  if (w0 == "rollback" && words.size() >= 3) {
+  if (c.kind == sql::TsqlKind::rollback_named) {
     error_token(6401, 16,
                 "wirepool does not support ROLLBACK TRANSACTION to a savepoint or a named "
                 "transaction from TDS clients");
@@ -134,6 +79,9 @@ awaitable<bool> TdsClient::session_statement(std::string_view stmt, bool in_proc
     *ok = false;
     co_return true;
   }
+  const bool begin = c.kind == sql::TsqlKind::begin;
+  const bool commit = c.kind == sql::TsqlKind::commit;
+  const bool rollback = c.kind == sql::TsqlKind::rollback;
   if (begin || commit || rollback) {
     db::Status st;
     if (begin) {
@@ -152,10 +100,11 @@ awaitable<bool> TdsClient::session_statement(std::string_view stmt, bool in_proc
     }
     co_return true;
   }
-  if (w0 == "set" && words.size() > 1 && is_tsql_option(words[1]) &&
-      session_->pool().dialect() != sql::Dialect::tsql) {
-    if (words[1] == "nocount" && words.size() > 2) nocount_ = words[2] == "on";
-    if (words[1] == "implicit_transactions" && words.size() > 2 && words[2] == "on") {
+  // A backend that is not SQL Server has no equivalent of T-SQL's session
+  // options: wirepool acknowledges them and honours NOCOUNT itself.
+  if (c.kind == sql::TsqlKind::set_option && session_->pool().dialect() != sql::Dialect::tsql) {
+    if (c.option == "nocount" && !c.value.empty()) nocount_ = c.value == "on";
+    if (c.option == "implicit_transactions" && c.value == "on") {
       error_token(15001, 16,
                   "wirepool does not support SET IMPLICIT_TRANSACTIONS ON for this backend");
       done_token(done_tok, tds::done::kError | more_bit, 0, 0);

@@ -24,7 +24,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 #include "protocol/tds/errors.hpp"
 #include "server/tds/client_detail.hpp"
 

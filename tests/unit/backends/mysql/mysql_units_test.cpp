@@ -22,7 +22,7 @@
 #include "backends/mysql/mysql_errors.hpp"
 #include "backends/mysql/mysql_options.hpp"
 #include "backends/mysql/mysql_types.hpp"
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::mysql {
 namespace {

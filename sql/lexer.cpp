@@ -6,7 +6,7 @@
 // unterminated literal or comment runs to the end of the text, as the backends'
 // own lexers treat it (they then report the error).
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 #include <algorithm>
 #include <array>

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::sql {
 namespace {

@@ -1,4 +1,4 @@
-// The lexers of backends/sql.cpp, per dialect, as tables of cases:
+// The lexers of sql/lexer.cpp, per dialect, as tables of cases:
 //  - split_statements: top-level semicolons only; pieces trimmed; blank pieces dropped;
 //    literals, quoted identifiers, comments and dollar bodies hold semicolons;
 //    postgres: E'' backslash escapes, nested /* */, $$/$tag$ bodies ($1 is a marker,
@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/sql.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::sql {
 namespace {

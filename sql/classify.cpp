@@ -1,0 +1,216 @@
+#include "sql/classify.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+#include <vector>
+
+namespace wirepool::sql {
+
+namespace {
+
+/// PostgreSQL's rule for a statement outside a transaction block, from its
+/// leading words (PreventInTransactionBlock, RequireTransactionBlock and
+/// WarnNoTransactionBlock in PostgreSQL's sources).
+void block_rule(std::string_view stmt, const std::vector<std::string>& words, StatementInfo& c) {
+  auto is = [&words](size_t i, std::string_view w) { return words.size() > i && words[i] == w; };
+  auto rule = [&c](BlockRule r, const char* name) {
+    c.block = r;
+    c.block_name = name;
+  };
+  const std::string& w0 = words[0];
+  if (w0 == "SAVEPOINT") {
+    rule(BlockRule::require, "SAVEPOINT");
+  } else if (w0 == "RELEASE") {
+    rule(BlockRule::require, "RELEASE SAVEPOINT");
+  } else if ((w0 == "ROLLBACK" || w0 == "ABORT") &&
+             (is(1, "TO") || ((is(1, "WORK") || is(1, "TRANSACTION")) && is(2, "TO")))) {
+    rule(BlockRule::require, "ROLLBACK TO SAVEPOINT");
+  } else if (w0 == "LOCK") {
+    rule(BlockRule::require, "LOCK TABLE");
+  } else if (w0 == "DECLARE") {
+    // A cursor WITH HOLD outlives its transaction; others need a block.
+    auto more = leading_words(stmt, Dialect::postgres, 10);
+    bool hold = false;
+    for (size_t i = 1; i + 1 < more.size() && more[i] != "FOR"; ++i) {
+      hold = hold || (more[i] == "WITH" && more[i + 1] == "HOLD");
+    }
+    if (!hold) rule(BlockRule::require, "DECLARE CURSOR");
+  } else if (w0 == "SET" && is(1, "LOCAL")) {
+    rule(BlockRule::warn, "SET LOCAL");
+  } else if (w0 == "SET" && is(1, "TRANSACTION")) {
+    rule(BlockRule::warn, "SET TRANSACTION");
+  } else if (w0 == "VACUUM" || (w0 == "ALTER" && is(1, "SYSTEM")) ||
+             ((w0 == "CREATE" || w0 == "DROP") &&
+              (is(1, "DATABASE") || is(1, "TABLESPACE") || is(1, "SUBSCRIPTION"))) ||
+             ((w0 == "COMMIT" || w0 == "ROLLBACK") && is(1, "PREPARED")) ||
+             (w0 == "CLUSTER" && words.size() == 1)) {
+    rule(BlockRule::prevent, "");
+  } else if (w0 == "CREATE" || w0 == "DROP" || w0 == "REINDEX") {
+    auto more = leading_words(stmt, Dialect::postgres, 5);
+    for (const auto& w : more) {
+      if (w == "CONCURRENTLY") rule(BlockRule::prevent, "");
+    }
+    if (w0 == "REINDEX" && (is(1, "DATABASE") || is(1, "SYSTEM"))) rule(BlockRule::prevent, "");
+  }
+}
+
+StatementKind kind_of(const std::vector<std::string>& words, Dialect d) {
+  const std::string& w0 = words[0];
+  const std::string_view w1 = words.size() > 1 ? std::string_view(words[1]) : std::string_view();
+  if (w0 == "BEGIN" || (w0 == "START" && w1 == "TRANSACTION")) return StatementKind::begin;
+  if ((w0 == "COMMIT" || w0 == "END") && w1 != "PREPARED") return StatementKind::commit;
+  if (w0 == "ROLLBACK" || w0 == "ABORT") {
+    // ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] x and ROLLBACK PREPARED are the backend's.
+    bool to = w1 == "TO" || (words.size() > 2 && words[2] == "TO");
+    return w1 == "PREPARED" || to ? StatementKind::other : StatementKind::rollback;
+  }
+  if (w0 == "DEALLOCATE") return StatementKind::deallocate;
+  if (w0 == "DISCARD") return w1 == "ALL" ? StatementKind::discard_all : StatementKind::discard;
+  if (w0 == "SET") return StatementKind::set;
+  if (w0 == "RESET") return StatementKind::reset;
+  if (w0 == "SHOW" && d != Dialect::mysql) return StatementKind::show;
+  if (w0 == "LISTEN" || w0 == "UNLISTEN" || w0 == "NOTIFY") return StatementKind::listen;
+  return StatementKind::other;
+}
+
+bool is_tran(std::string_view w) {
+  return w == "tran" || w == "transaction" || w == "work";
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+StatementInfo classify(std::string_view stmt, Dialect d) {
+  StatementInfo c;
+  c.verb = command_verb(stmt, d);
+  auto words = leading_words(stmt, d, 3);
+  if (words.empty()) return c;
+  if (d == Dialect::postgres) block_rule(stmt, words, c);
+  c.kind = kind_of(words, d);
+  c.relay = relay_use(words[0]);
+  return c;
+}
+
+RelayUse relay_use(std::string_view w) {
+  static constexpr std::string_view kWords[] = {
+      "SELECT", "INSERT", "UPDATE", "DELETE", "WITH",     "VALUES", "TABLE",     "EXPLAIN", "MERGE",
+      "BEGIN",  "START",  "COMMIT", "END",    "ROLLBACK", "ABORT",  "SAVEPOINT", "RELEASE",
+  };
+  constexpr size_t kPlain = 9;  // the first ones
+  for (size_t i = 0; i < std::size(kWords); ++i) {
+    const auto k = kWords[i];
+    if (w.size() == k.size() && std::equal(w.begin(), w.end(), k.begin(), [](char a, char b) {
+          return std::toupper(static_cast<unsigned char>(a)) == b;
+        })) {
+      return i < kPlain ? RelayUse::plain : RelayUse::transaction;
+    }
+  }
+  return RelayUse::no;
+}
+
+bool relay_may_send(std::string_view text, bool single, bool& plain, bool backslash_quotes) {
+  // set_config() and advisory locks may outlive the transaction: the session
+  // layer follows them (session_effects).
+  if (mentions_session_functions(text)) return false;
+  size_t end = text.size();
+  while (end > 0 &&
+         (std::isspace(static_cast<unsigned char>(text[end - 1])) || text[end - 1] == ';'))
+    --end;
+  std::string_view body = text.substr(0, end);
+  if (body.empty()) return false;  // the empty query: the session layer answers it
+  // The common case (one statement, no comment before it) is decided without the lexer.
+  if (body.find(';') == std::string_view::npos) {
+    size_t b = 0;
+    while (b < body.size() && std::isspace(static_cast<unsigned char>(body[b])))
+      ++b;
+    size_t e = b;
+    while (e < body.size() && std::isalpha(static_cast<unsigned char>(body[e])))
+      ++e;
+    if (e > b && (e == body.size() || !std::isalnum(static_cast<unsigned char>(body[e])))) {
+      const RelayUse use = relay_use(body.substr(b, e - b));
+      plain = plain && use == RelayUse::plain;
+      return use != RelayUse::no;
+    }
+  }
+  auto stmts = split_statements(text, Dialect::postgres, backslash_quotes);
+  if (stmts.empty() || (single && stmts.size() != 1)) return false;
+  for (auto st : stmts) {
+    auto words = leading_words(st, Dialect::postgres, 1);
+    const RelayUse use = words.empty() ? RelayUse::no : relay_use(words[0]);
+    if (use == RelayUse::no) return false;
+    plain = plain && use == RelayUse::plain;
+  }
+  return true;
+}
+
+TsqlStatementInfo classify_tsql(std::string_view stmt) {
+  TsqlStatementInfo c;
+  auto words = leading_words(stmt, Dialect::tsql, 3);
+  if (words.empty()) return c;
+  for (auto& w : words)
+    w = lower(w);
+  const std::string& w0 = words[0];
+  const size_t n = words.size();
+  if (w0 == "rollback" && n >= 3) {
+    c.kind = TsqlKind::rollback_named;
+  } else if ((w0 == "begin" && (n == 1 || is_tran(words[1]))) ||
+             (w0 == "start" && n > 1 && words[1] == "transaction")) {
+    c.kind = TsqlKind::begin;
+  } else if ((w0 == "commit" || w0 == "end") && (n == 1 || is_tran(words[1]))) {
+    c.kind = TsqlKind::commit;
+  } else if (w0 == "rollback" && (n == 1 || is_tran(words[1]))) {
+    c.kind = TsqlKind::rollback;
+  } else if (w0 == "set" && n > 1 && is_tsql_option(words[1])) {
+    c.kind = TsqlKind::set_option;
+    c.option = words[1];
+    if (n > 2) c.value = words[2];
+  }
+  return c;
+}
+
+bool is_tsql_option(std::string_view name) {
+  static constexpr std::string_view kOptions[] = {"textsize",
+                                                  "quoted_identifier",
+                                                  "arithabort",
+                                                  "arithignore",
+                                                  "numeric_roundabort",
+                                                  "ansi_warnings",
+                                                  "ansi_padding",
+                                                  "ansi_nulls",
+                                                  "concat_null_yields_null",
+                                                  "cursor_close_on_commit",
+                                                  "implicit_transactions",
+                                                  "language",
+                                                  "dateformat",
+                                                  "datefirst",
+                                                  "xact_abort",
+                                                  "lock_timeout",
+                                                  "deadlock_priority",
+                                                  "ansi_null_dflt_on",
+                                                  "ansi_null_dflt_off",
+                                                  "ansi_defaults",
+                                                  "nocount",
+                                                  "rowcount",
+                                                  "transaction",
+                                                  "context_info",
+                                                  "query_governor_cost_limit",
+                                                  "statistics",
+                                                  "showplan_all",
+                                                  "showplan_text",
+                                                  "showplan_xml",
+                                                  "noexec",
+                                                  "parseonly",
+                                                  "fmtonly",
+                                                  "forceplan",
+                                                  "remote_proc_transactions"};
+  return std::find(std::begin(kOptions), std::end(kOptions), name) != std::end(kOptions);
+}
+
+}  // namespace wirepool::sql
