@@ -14,8 +14,8 @@
 
 #include "protocol/pg/scram.hpp"
 #include "server/admin.hpp"
-#include "server/pg_relay.hpp"
 #include "server/pg/client_detail.hpp"
+#include "server/pg_relay.hpp"
 #include "tls/tls.hpp"
 
 #include <openssl/err.h>

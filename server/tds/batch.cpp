@@ -24,10 +24,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "sql/classify.hpp"
-#include "sql/lexer.hpp"
 #include "protocol/tds/errors.hpp"
 #include "server/tds/client_detail.hpp"
+#include "sql/classify.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::server {
 

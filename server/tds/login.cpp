@@ -24,9 +24,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "sql/lexer.hpp"
 #include "protocol/tds/errors.hpp"
 #include "server/tds/client_detail.hpp"
+#include "sql/lexer.hpp"
 
 namespace wirepool::server {
 
