@@ -14,7 +14,14 @@ text queries, psycopg 3's bound parameters: prepared statements): a 1 MiB value
 passes, one byte more answers 54000 and the same backend connection serves the
 next statement; a 200 MB REPEAT() answers 54000 with the backend connection
 closed (its row packet is refused unread), the next statement works on a new
-one, and peak RSS grows by less than 50 MB.
+one, and peak RSS grows by less than 50 MB. Through the SQL Server driver (a
+second wirepool's TDS listener over SQLite, serving values up to 1 GiB), with
+max_value_size: 1MiB: a 1 MiB varbinary(max) and an 800 kB nvarchar(max) (1.6 MB
+of UCS-2) pass; a blob one byte over the limit answers 54000 by its announced
+PLP length; a text of 400,000 CJK characters (800 kB of UCS-2, 1.2 MB of UTF-8)
+answers 54000 after decoding; a 200 MB blob answers 54000 with peak RSS growing
+by less than 50 MB; after each the next statement works on the same client
+connection.
 """
 
 import json
@@ -162,6 +169,49 @@ class MysqlValueSizeTest(unittest.TestCase):
             # A bound parameter: the driver runs a prepared statement (binary protocol).
             return conn.execute(sql, (n,)).fetchone()
         self.check(ext)
+
+
+class TdsValueSizeTest(unittest.TestCase):
+    """max_value_size: 1MiB on a `driver: tds` entry; its server allows 1 GiB."""
+
+    def setUp(self):
+        backend = Wirepool(name="limits-tds-backend", tls="{ generate: true }", tds=True,
+                           server="max_value_size: 1GiB").start()
+        self.addCleanup(backend.cleanup)
+        os.environ["WIREPOOL_TEST_TDS_PASSWORD"] = "wonderland"
+        self.wp = Wirepool(server="max_value_size: 1MiB", name="limits-tds", databases=f"""
+          - name: app
+            driver: tds
+            connection: "host=127.0.0.1;port={backend.tds_port};user=alice;database=app"
+            password_env: WIREPOOL_TEST_TDS_PASSWORD
+            pool: {{ mode: transaction, max: 1 }}
+            tls: {{ ca: {backend.certificate()} }}
+        """).start()
+        self.addCleanup(self.wp.cleanup)
+        conn = psycopg2.connect(self.wp.kv())
+        conn.autocommit = True
+        self.addCleanup(conn.close)
+        self.cur = conn.cursor()
+
+    def refused(self, sql):
+        with self.assertRaises(psycopg2.Error) as ctx:
+            self.cur.execute(sql)
+        self.assertEqual(ctx.exception.pgcode, "54000", ctx.exception)
+        self.assertIn("value too large", str(ctx.exception))
+        self.cur.execute("SELECT 1")
+        self.assertEqual(self.cur.fetchone(), (1,))
+
+    def test_values_above_the_limit_are_refused(self):
+        limit = 1 << 20
+        self.cur.execute(f"SELECT zeroblob({limit}), hex(zeroblob(400000))")
+        blob, text = self.cur.fetchone()
+        self.assertEqual((len(blob), len(text)), (limit, 800000))
+        self.refused(f"SELECT zeroblob({limit + 1})")
+        self.refused("SELECT replace(hex(zeroblob(200000)), '0', '世')")
+        before = vm_hwm_kib(self.wp.proc.pid)
+        self.refused("SELECT zeroblob(200000000)")
+        grown = vm_hwm_kib(self.wp.proc.pid) - before
+        self.assertLess(grown, 50 * 1024, f"peak RSS grew by {grown} KiB")
 
 
 if __name__ == "__main__":
