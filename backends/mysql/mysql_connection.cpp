@@ -63,6 +63,18 @@ Error busy_error() {
   return e;
 }
 
+/// What a row packet may hold beside one value of max_value_size bytes: the
+/// other columns and the length prefixes. A larger packet is refused unread.
+constexpr uint64_t kRowHeadroom = 64 << 10;
+/// The largest packet the MySQL protocol and Connector/C accept (1 GiB).
+constexpr uint64_t kMaxPacket = 1ull << 30;
+
+/// MYSQL_OPT_MAX_ALLOWED_PACKET for a max_value_size: a row packet above it
+/// fails with CR_NET_PACKET_TOO_LARGE before the library allocates it.
+unsigned long packet_cap(uint64_t max_value_size) {
+  return static_cast<unsigned long>(std::min(max_value_size + kRowHeadroom, kMaxPacket));
+}
+
 /// Sets the options every connection (and the cancel side connection) uses.
 void set_common_options(MYSQL* m, const ConnectInfo& info, unsigned timeout,
                         unsigned write_timeout) {
@@ -78,6 +90,10 @@ void set_common_options(MYSQL* m, const ConnectInfo& info, unsigned timeout,
   // The server must never read files of the proxy's host (LOAD DATA LOCAL).
   const unsigned no_local = 0;
   mysql_options(m, MYSQL_OPT_LOCAL_INFILE, &no_local);
+  if (info.max_value_size != 0) {
+    const unsigned long cap = packet_cap(info.max_value_size);
+    mysql_options(m, MYSQL_OPT_MAX_ALLOWED_PACKET, &cap);
+  }
   if (!info.tls_ca.empty()) {
     mysql_options(m, MYSQL_OPT_SSL_CA, info.tls_ca.c_str());
     const my_bool verify = 1;  // the chain and the host name
@@ -136,6 +152,20 @@ struct Session {
   /// Records what an error means for the connection.
   Error note(Error e, bool was_in_trans) {
     if (e.code == db::Errc::connection) broken = true;
+    // A failed fetch of a prepared statement may leave its own errno 0.
+    if (info.max_value_size != 0 && (e.code == db::Errc::connection || e.vendor_code == 0) &&
+        packet_refused()) {
+      // A row packet above packet_cap(): refused before it was read, and the
+      // library closed the connection, with the rest of it still on the wire.
+      Error big = Error::value_too_large(info.max_value_size);
+      big.code = db::Errc::connection;
+      big.vendor_code = 2020;  // CR_NET_PACKET_TOO_LARGE
+      big.detail = "MySQL sends a row as one packet; a row above " +
+                   std::to_string(packet_cap(info.max_value_size)) +
+                   " bytes is refused whole and the backend connection is closed.";
+      broken = true;
+      return big;
+    }
     if (e.sqlstate == "57014")
       e.message = "canceling statement due to user request (" + e.message + ")";
     // A deadlock rolls the whole transaction back. An ERR packet carries no
@@ -143,6 +173,10 @@ struct Session {
     if (was_in_trans && e.vendor_code == 1213) tx_aborted = true;
     return e;
   }
+
+  /// Connector/C refused a packet above its cap: it sets net.error 1 (2 on a
+  /// read or write failure) but reports 2013 "Lost connection", not 2020.
+  bool packet_refused() const { return mysql->net.error == 1 || mysql->net.last_errno == 2020; }
 
   /// The reader let go of the wire: statements closed meanwhile are closed now.
   void release(ReaderBase* reader) {
@@ -195,6 +229,12 @@ void Session::close() {
   for (MYSQL_STMT* s : deferred_close)
     mysql_stmt_close(s);
   deferred_close.clear();
+}
+
+/// A value read as the server's bytes (text, bytes, decimal), which
+/// server.max_value_size bounds.
+bool is_string(Read r) {
+  return r == Read::text || r == Read::bytes || r == Read::decimal;
 }
 
 int64_t affected_of(my_ulonglong n) {
@@ -250,7 +290,12 @@ class TextRows final : public ReaderBase {
       return false;
     }
     const unsigned long* lengths = mysql_fetch_lengths(res_);
+    const uint64_t limit = session_->info.max_value_size;
     for (size_t i = 0; i < columns_.size(); ++i) {
+      if (limit != 0 && r[i] != nullptr && lengths[i] > limit && is_string(reads_[i])) {
+        finish_all();  // the row was read whole: the connection stays usable
+        return Error::value_too_large(limit);
+      }
       row[i] = value_of(i, r[i], lengths[i]);
     }
     return true;
@@ -639,6 +684,16 @@ class StmtRows final : public ReaderBase {
       Error e = session_->stmt_error(stmt, was_in_trans_);
       drain();
       return e;
+    }
+    // The length of each value is known before it is copied out of the row.
+    if (const uint64_t limit = session_->info.max_value_size; limit != 0) {
+      for (size_t i = 0; i < cells_.size(); ++i) {
+        const Cell& c = cells_[i];
+        if (binds_[i].buffer_type == MYSQL_TYPE_BLOB && !c.is_null && c.length > limit) {
+          drain();
+          return Error::value_too_large(limit);
+        }
+      }
     }
     if (rc == MYSQL_DATA_TRUNCATED) {
       // A value longer than its buffer: grow the buffer, read the column again,

@@ -30,6 +30,9 @@ constexpr Rule kRules[] = {
     {2005, "08001", Errc::connection},     // CR_UNKNOWN_HOST
     {2026, "08001", Errc::connection},     // CR_SSL_CONNECTION_ERROR
     {2014, "55000", Errc::busy},           // CR_COMMANDS_OUT_OF_SYNC
+    // CR_NET_PACKET_TOO_LARGE: a packet above MYSQL_OPT_MAX_ALLOWED_PACKET was
+    // left half read, so the connection is unusable.
+    {2020, "54000", Errc::connection},
     {2031, "08P01", Errc::invalid_query},  // CR_PARAMS_NOT_BOUND
     {2034, "08P01", Errc::invalid_query},  // CR_INVALID_PARAMETER_NO
 };

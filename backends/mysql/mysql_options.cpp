@@ -137,6 +137,7 @@ ConnectInfo connect_info(const db::OpenOptions& o) {
   ConnectInfo info = parse_connection(o.connection, nullptr);
   if (!o.password.empty()) info.password = o.password;
   info.tls_ca = o.tls_ca;
+  info.max_value_size = o.max_value_size;
   return info;
 }
 

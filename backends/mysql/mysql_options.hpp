@@ -32,6 +32,7 @@ struct ConnectInfo {
   std::string socket;
   unsigned connect_timeout = 10;  ///< seconds
   std::string tls_ca;             ///< from the tls block: empty = plaintext
+  uint64_t max_value_size = 0;    ///< OpenOptions::max_value_size (0 = no limit)
 };
 
 /// Parses key=value pairs. Problems (unknown key, bad number, syntax) are

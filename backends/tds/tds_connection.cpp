@@ -200,7 +200,7 @@ struct Session {
       }
       if (d.status == tds::DecodeStatus::error) {
         t.mark_broken();
-        return protocol_error(d.error);
+        return d.over_limit ? value_too_large(true) : protocol_error(d.error);
       }
       if (t.response_complete()) {
         // The cancelled response ended first: the acknowledgement is a message of its own.
@@ -220,6 +220,19 @@ struct Session {
     }
   }
 
+  /// 54000 for a value above opt.max_value_size. `unread`: the value was
+  /// refused inside its token, so the connection is closed with it.
+  Error value_too_large(bool unread) const {
+    Error e = Error::value_too_large(opt.max_value_size != 0 ? opt.max_value_size
+                                                             : tds::Limits{}.max_value);
+    if (unread) {
+      e.code = db::Errc::connection;
+      e.detail =
+          "The value was refused before it was read whole; the backend connection is closed.";
+    }
+    return e;
+  }
+
   /// The next token of the current response (nullopt at its end). A cancel()
   /// while waiting sends ATTENTION and answers 57014.
   Result<std::optional<tds::Token>> next_token() {
@@ -236,7 +249,7 @@ struct Session {
       }
       if (d.status == tds::DecodeStatus::error) {
         t.mark_broken();
-        return protocol_error(d.error);
+        return d.over_limit ? value_too_large(true) : protocol_error(d.error);
       }
       if (t.response_complete()) {
         if (tok_pos < t.tokens().size()) {
@@ -332,6 +345,19 @@ class TdsRows final : public db::RowsImpl {
       tds::Token& t = *tok.value();
       if (auto* r = std::get_if<tds::Row>(&t)) {
         row_ = std::move(*r);
+        if (const uint64_t limit = s_->opt.max_value_size; limit != 0) {
+          // UCS-2 is decoded to UTF-8 within twice the limit: check the result.
+          for (const tds::TypedValue& v : row_.values) {
+            if ((v.value.kind == db::Kind::Text || v.value.kind == db::Kind::Bytes) &&
+                v.value.str.size() > limit) {
+              row_ = {};
+              Error e = s_->value_too_large(false);
+              // The stream is in step: cancel the rest and keep the connection.
+              if (auto st = s_->attention(); !st.ok()) e.code = db::Errc::connection;
+              return fail(std::move(e));
+            }
+          }
+        }
         const size_t n = std::min(row.size(), row_.values.size());
         for (size_t i = 0; i < n; ++i)
           row[i] = db::view_of(row_.values[i].value);
@@ -1004,6 +1030,12 @@ std::string routing_target(std::string_view raw) {
 db::Result<db::Connection> open_connection(const Options& options) {
   auto s = std::make_shared<Session>();
   s->opt = options;
+  if (options.max_value_size != 0) {
+    tds::Limits limits;
+    limits.max_value = static_cast<size_t>(options.max_value_size);
+    limits.ucs2_as_utf8 = true;
+    s->decoder = tds::TokenDecoder(limits);
+  }
   std::string error;
   s->ctx = tls::ClientContext::create(options.tls_ca, options.tls_pins, &error, tls::kAlpnTds);
   if (!s->ctx) {

@@ -220,6 +220,7 @@ Options parse_options(const db::OpenOptions& o) {
   }
   out.tls_ca = o.tls_ca;
   out.tls_pins = o.tls_pins;
+  out.max_value_size = o.max_value_size;
   return out;
 }
 

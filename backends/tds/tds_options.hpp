@@ -31,6 +31,7 @@ struct Options {
   uint32_t packet_size = 8192;
   std::string tls_ca;
   std::vector<std::string> tls_pins;
+  uint64_t max_value_size = 0;  ///< OpenOptions::max_value_size (0 = the codec's 64 MiB)
 };
 
 /// The largest packet size the driver uses: a packet must fit one TLS record

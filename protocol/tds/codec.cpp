@@ -22,6 +22,13 @@ Decoded<M> fail(std::string message) {
   d.error = std::move(message);
   return d;
 }
+/// A failure of an inner decode, with `prefix` before its message; keeps over_limit.
+template <class M, class N>
+Decoded<M> fail_from(std::string prefix, const Decoded<N>& inner) {
+  Decoded<M> d = fail<M>(std::move(prefix) + inner.error);
+  d.over_limit = inner.over_limit;
+  return d;
+}
 template <class M>
 Decoded<M> done_ok(M m, size_t consumed) {
   Decoded<M> d;
@@ -1368,7 +1375,7 @@ Decoded<Token> TokenDecoder::next(Bytes all) {
           auto v = decode_value(columns_[i].type, r.rest(), limits_);
           if (v.status == DecodeStatus::need_more) return {};
           if (v.status == DecodeStatus::error)
-            return fail<Token>("column " + columns_[i].name + ": " + v.error);
+            return fail_from<Token>("column " + columns_[i].name + ": ", v);
           r.take(v.consumed);
           row.values.push_back(std::move(v.message));
         }
@@ -1406,7 +1413,7 @@ Decoded<Token> TokenDecoder::next(Bytes all) {
         r.take(t.consumed);
         auto v = decode_value(t.message, r.rest(), limits_);
         if (v.status == DecodeStatus::need_more) return {};
-        if (v.status == DecodeStatus::error) return fail<Token>("RETURNVALUE: " + v.error);
+        if (v.status == DecodeStatus::error) return fail_from<Token>("RETURNVALUE: ", v);
         r.take(v.consumed);
         rv.value = std::move(v.message);
         return ok(std::move(rv));

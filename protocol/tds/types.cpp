@@ -214,6 +214,10 @@ bool is_char_type(uint8_t t) {
 bool is_ushort_type(uint8_t t) {
   return is_char_type(t) || t == type::kBigVarBinary || t == type::kBigBinary;
 }
+/// The types whose values travel as UCS-2.
+bool is_ucs2_type(uint8_t t) {
+  return t == type::kNVarChar || t == type::kNChar || t == type::kXml;
+}
 
 size_t fixed_size(uint8_t t) {
   switch (t) {
@@ -1066,17 +1070,24 @@ Decoded<TypedValue> decode_value(const TypeInfo& t, Bytes in, const Limits& limi
     if (!r.ok()) return need_more<TypedValue>();
     if (total != UINT64_MAX) {
       constexpr uint64_t kUnknown = 0xFFFFFFFFFFFFFFFEULL;
-      if (total != kUnknown && total > limits.max_value)
-        return fail<TypedValue>("PLP value of " + std::to_string(total) +
-                                " bytes exceeds the limit of " + std::to_string(limits.max_value));
+      const uint64_t cap =
+          uint64_t{limits.max_value} * (limits.ucs2_as_utf8 && is_ucs2_type(ty) ? 2 : 1);
+      auto over = [&](std::string message) {
+        auto d = fail<TypedValue>(std::move(message));
+        d.over_limit = true;
+        return d;
+      };
+      // Refused by the announced length, else once the chunks pass the limit.
+      if (total != kUnknown && total > cap)
+        return over("PLP value of " + std::to_string(total) + " bytes exceeds the limit of " +
+                    std::to_string(cap));
       std::string data;
       for (;;) {
         const uint32_t n = r.u32();
         if (!r.ok()) return need_more<TypedValue>();
         if (n == 0) break;
-        if (data.size() + n > limits.max_value)
-          return fail<TypedValue>("PLP value exceeds the limit of " +
-                                  std::to_string(limits.max_value) + " bytes");
+        if (data.size() + n > cap)
+          return over("PLP value exceeds the limit of " + std::to_string(cap) + " bytes");
         Bytes chunk = r.take(n);
         if (!r.ok()) return need_more<TypedValue>();
         wire::put_bytes(data, chunk);

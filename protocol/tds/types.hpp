@@ -35,12 +35,18 @@ struct Decoded {
   M message{};
   size_t consumed = 0;  ///< bytes of the input that make up `message` (0 unless ok)
   std::string error;    ///< what was wrong (status == error), for the client and the log
+  /// status == error because a value passed Limits::max_value (the input
+  /// itself may be well formed).
+  bool over_limit = false;
 };
 
 /// Size caps applied while decoding values (PLP reassembly, strings).
 struct Limits {
   /// The largest value (a PLP value after reassembly, or any other) accepted.
   size_t max_value = 64u << 20;
+  /// max_value counts a UCS-2 (N type) value as UTF-8: its wire bytes may reach
+  /// twice max_value, since each UTF-16 unit is at least one UTF-8 byte.
+  bool ucs2_as_utf8 = false;
 };
 
 // ---------------------------------------------------------------------------

@@ -198,6 +198,8 @@ TEST(MysqlErrors, ErrnoDecidesNotTheGenericSqlstate) {
       {1317, "70100", "57014", db::Errc::busy},
       {2006, "HY000", "08006", db::Errc::connection},
       {2013, "HY000", "08006", db::Errc::connection},
+      // CR_NET_PACKET_TOO_LARGE: server.max_value_size, and the connection goes.
+      {2020, "HY000", "54000", db::Errc::connection},
   };
   for (const auto& c : cases) {
     const db::Error e = map_error(c.errnum, c.server_sqlstate, "the server's message");

@@ -288,6 +288,61 @@ TEST(TdsTypes, PlpIsChunkedAndReassembled) {
   EXPECT_EQ(decode_value(t, bytes_of(out), Limits{.max_value = 20000}).status, DecodeStatus::error);
 }
 
+TEST(TdsTypes, PlpAboveTheLimitIsRefusedByItsTotalOrItsChunksAndMarkedOverLimit) {
+  const TypeInfo bin{.type = type::kBigVarBinary, .max_length = kPlpMarker};
+  std::string out;
+  ASSERT_TRUE(encode_value(out, bin, db::ValueView::bytes(std::string(20001, 'q'))).ok());
+  // The announced total alone decides: only its 8 bytes are needed.
+  auto d = decode_value(bin, bytes_of(out.substr(0, 8)), Limits{.max_value = 20000});
+  EXPECT_EQ(d.status, DecodeStatus::error);
+  EXPECT_TRUE(d.over_limit);
+  // Unknown total: refused once the chunks pass the limit, before the last one arrives.
+  std::string unknown = out;
+  unknown[0] = '\xFE';
+  for (int i = 1; i < 8; ++i)
+    unknown[i] = '\xFF';
+  d = decode_value(bin, bytes_of(unknown.substr(0, 8 + 2 * (4 + 8000) + 4)),
+                   Limits{.max_value = 10000});
+  EXPECT_EQ(d.status, DecodeStatus::error);
+  EXPECT_TRUE(d.over_limit);
+  // A malformed value is an error, not over the limit.
+  std::string wrong = out;
+  wrong[0] = static_cast<char>(wrong[0] + 1);
+  EXPECT_FALSE(decode_value(bin, bytes_of(wrong)).over_limit);
+  // ucs2_as_utf8: N types may take twice the limit on the wire; binary ones may not.
+  const TypeInfo ntext{.type = type::kNVarChar, .max_length = kPlpMarker};
+  std::string text;
+  ASSERT_TRUE(encode_value(text, ntext, db::ValueView::text(std::string(6000, 'a'))).ok());
+  EXPECT_EQ(decode_value(ntext, bytes_of(text), Limits{.max_value = 6000}).status,
+            DecodeStatus::error);
+  d = decode_value(ntext, bytes_of(text), Limits{.max_value = 6000, .ucs2_as_utf8 = true});
+  ASSERT_EQ(d.status, DecodeStatus::ok);
+  EXPECT_EQ(d.message.value.str.size(), 6000u);
+  d = decode_value(ntext, bytes_of(text), Limits{.max_value = 5999, .ucs2_as_utf8 = true});
+  EXPECT_EQ(d.status, DecodeStatus::error);
+  EXPECT_TRUE(d.over_limit);
+  EXPECT_EQ(
+      decode_value(bin, bytes_of(out), Limits{.max_value = 10001, .ucs2_as_utf8 = true}).status,
+      DecodeStatus::error);
+}
+
+TEST(TdsTokens, RowWithAValueAboveTheLimitIsMarkedOverLimit) {
+  std::string out;
+  TokenEncoder e(out);
+  const std::vector<ColumnMeta> cols{
+      ColumnMeta{.type = {.type = type::kBigVarBinary, .max_length = kPlpMarker}, .name = "b"}};
+  e.col_metadata(cols);
+  const std::string bytes(20001, 'q');
+  const db::ValueView big = db::ValueView::bytes(bytes);
+  ASSERT_TRUE(e.row(cols, std::span<const db::ValueView>(&big, 1)).ok());
+  TokenDecoder dec(Limits{.max_value = 20000});
+  auto md = dec.next(bytes_of(out));
+  ASSERT_EQ(md.status, DecodeStatus::ok);
+  auto row = dec.next(bytes_of(out).subspan(md.consumed));
+  EXPECT_EQ(row.status, DecodeStatus::error);
+  EXPECT_TRUE(row.over_limit);
+}
+
 TEST(TdsTokens, StreamDecodingAnswersNeedMoreAtEveryCut) {
   std::string out;
   TokenEncoder e(out);
