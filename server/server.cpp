@@ -916,6 +916,7 @@ void Server::check_drained() {
     }
   } else if (now >= drain_deadline_) {
     spdlog::warn("shutdown_grace over: closing {} remaining client(s)", remaining);
+    log_drain_wait(remaining);
     for (auto& loop : loops_) {
       asio::post(loop->io, [l = loop.get()] {
         for (auto& c : l->clients)
@@ -924,10 +925,52 @@ void Server::check_drained() {
     }
     drain_deadline_ = now + std::chrono::seconds(5);
   }
+  if (remaining > 0 && ++drain_ticks_ % 50 == 0) log_drain_wait(remaining);
   drain_timer_.expires_after(std::chrono::milliseconds(100));
   drain_timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) check_drained();
   });
+}
+
+void Server::log_drain_wait(int64_t counted) {
+  // Each loop lists its own clients; the last one to answer compares the
+  // total with the count: a client counted but on no loop has left and is
+  // still held by an operation that has not ended.
+  struct Tally {
+    std::atomic<size_t> listed{0};
+    std::atomic<size_t> loops_left;
+  };
+  auto tally = std::make_shared<Tally>();
+  tally->loops_left = loops_.size();
+  for (auto& loop : loops_) {
+    asio::post(loop->io, [l = loop.get(), tally, counted] {
+      size_t n = 0;
+      for (auto& c : l->clients) {
+        ++n;
+        ClientInfo info;
+        if (c.describe(info)) {
+          spdlog::info("draining: waiting for client {} ({}:{}, {}@{}): {}", info.id, info.address,
+                       info.port, info.user, info.database, info.state);
+        } else {
+          spdlog::info("draining: waiting for a client that has not logged in");
+        }
+      }
+      tally->listed += n;
+      if (--tally->loops_left == 0 && tally->listed.load() < static_cast<size_t>(counted)) {
+        spdlog::warn(
+            "draining: {} client(s) counted, {} connected: {} left but are still held by an "
+            "operation that has not ended",
+            counted, tally->listed.load(), counted - static_cast<int64_t>(tally->listed.load()));
+      }
+    });
+  }
+  for (auto& pool : pools()) {
+    auto s = pool->stats();
+    if (s.in_use + s.waiting > 0) {
+      spdlog::info("draining: database \"{}\" (user \"{}\"): {} backend(s) in use, {} waiting",
+                   pool->config().name, pool->user(), s.in_use, s.waiting);
+    }
+  }
 }
 
 void Server::stop_all() {

@@ -222,6 +222,9 @@ class Server {
   std::string ready_status() const;
   void begin_drain();
   void check_drained();
+  /// Logs what the drain still waits for: the clients each loop still has
+  /// (and how many are counted without being on any), the backends in use.
+  void log_drain_wait(int64_t counted);
   void stop_all();
 
   // Declaration order is destruction order, reversed: loops (and the client
@@ -288,6 +291,7 @@ class Server {
   bool retire_armed_ = false;
   TimePoint drain_deadline_{};
   int pool_close_waits_ = 0;
+  int drain_ticks_ = 0;  ///< check_drained calls while clients remain
   int signals_seen_ = 0;
   int exit_code_ = 0;
 };

@@ -211,6 +211,16 @@ void PgClient::watch_notifications() {
                   });
 }
 
+void PgClient::stop_watching_backend() {
+  Backend* b = session_ ? session_->backend() : nullptr;
+  if (!watching_backend_ || !b || !b->watcher) return;
+  // Its handler holds this client: it ends here, not when the backend next
+  // turns readable, which may never be seen (the pool's reset reads the
+  // backend's answer on another thread) and then the drain waits forever.
+  boost::system::error_code ec;
+  b->watcher->cancel(ec);
+}
+
 void PgClient::on_backend_readable(boost::system::error_code ec) {
   watching_backend_ = false;
   // Not idle: the client's own statement reads the backend now.
@@ -498,6 +508,7 @@ void PgClient::arm_idle_deadline() {
 awaitable<void> PgClient::end() {
   // Orderly teardown: close readers and give the backend back.
   if (session_) {
+    stop_watching_backend();
     try {
       co_await close_portals();
       co_await session_->finish();

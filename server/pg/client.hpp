@@ -201,6 +201,8 @@ class PgClient final : public ClientConnection,
   /// (`hot`: it has just been answered; ClientConnection::wait_idle).
   void go_idle(bool hot);
   void watch_notifications();
+  /// Ends that watch before the backend goes back to the pool.
+  void stop_watching_backend();
   void on_backend_readable(boost::system::error_code ec);
   /// The relay's per-batch scratch, allocated while the client is busy.
   struct RelayState {

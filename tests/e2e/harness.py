@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 import shutil
 import signal
 import socket
@@ -89,6 +90,8 @@ class Wirepool:
             f.write(text)
         os.makedirs(os.path.join(self.dir, "state"), exist_ok=True)
         self.proc = None
+        self.keep = False
+        self.stop_report = None
 
     def start(self, timeout=15):
         self._log = open(self.log_path, "ab")
@@ -116,22 +119,59 @@ class Wirepool:
                 time.sleep(0.05)
         raise RuntimeError(f"wirepool did not listen on {self.port}:\n{self.log()}")
 
-    def stop(self, timeout=20):
+    def shutdown_grace(self):
+        """The configured server.shutdown_grace in seconds (wirepool's default 30 s)."""
+        with open(self.config_path) as f:
+            m = re.search(r"^\s*shutdown_grace:\s*(\d+)\s*(ms|s|min|h)?\s*$", f.read(), re.M)
+        if not m:
+            return 30.0
+        return int(m.group(1)) * {"ms": 0.001, "s": 1, "min": 60, "h": 3600}[m.group(2) or "s"]
+
+    def stop(self, timeout=None):
+        """SIGTERM, then waits for the drain: by default shutdown_grace plus the
+        5 s wirepool gives its backends to close, plus a margin. A wirepool still
+        running then is killed (exit -9) after the threads' stacks are written
+        to `stop-timeout.txt` in the kept state directory (`stop_report`)."""
+        if timeout is None:
+            timeout = self.shutdown_grace() + 10
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                self.stop_report = self._dump_stuck(timeout)
                 self.proc.kill()
                 self.proc.wait()
         if self.proc:
             self._log.close()
         return self.proc.returncode if self.proc else None
 
+    def _dump_stuck(self, waited):
+        """What a wirepool that did not finish its drain was doing: its threads'
+        stacks (gdb), and where the report and the log are kept."""
+        self.keep = True
+        parts = [f"wirepool (pid {self.proc.pid}) still running {waited:.0f} s after SIGTERM"]
+        if shutil.which("gdb"):
+            try:
+                r = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch",
+                                    "-ex", "thread apply all bt"],
+                                   capture_output=True, text=True, timeout=60)
+                parts.append(r.stdout)
+            except subprocess.TimeoutExpired:
+                parts.append("gdb did not answer within 60 s")
+        else:
+            parts.append("no gdb: no stacks")
+        text = "\n".join(parts)
+        path = os.path.join(self.dir, "stop-timeout.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        return f"{parts[0]}; stacks and log kept in {self.dir} (stop-timeout.txt, wirepool.log)"
+
     def cleanup(self):
         self.stop()
-        # WIREPOOL_KEEP=1 keeps the state directory and log for a post-mortem.
-        if os.environ.get("WIREPOOL_KEEP"):
+        # WIREPOOL_KEEP=1 keeps the state directory and log for a post-mortem,
+        # and so does a stop that timed out.
+        if os.environ.get("WIREPOOL_KEEP") or self.keep:
             print(f"kept {self.dir}")
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -299,10 +339,12 @@ class WirepoolTestCase(unittest.TestCase):
     def tearDownClass(cls):
         code = cls.wp.stop()
         log = cls.wp.log()
+        report = cls.wp.stop_report
         cls.wp.cleanup()
         # Every run must end in an orderly drain, never a crash.
         if code not in (0, None):
-            raise AssertionError(f"wirepool exited with {code}:\n{log[-4000:]}")
+            why = f"\n{report}" if report else ""
+            raise AssertionError(f"wirepool exited with {code}:{why}\n{log[-4000:]}")
         for bad in ("AddressSanitizer", "runtime error:", "critical"):
             if bad in log:
                 raise AssertionError(f"wirepool log has '{bad}':\n{log[-4000:]}")

@@ -14,7 +14,8 @@ PostgreSQL restart is survived without restarting wirepool; SET follows the
 client across backends in transaction mode (and a rolled-back SET does not);
 named prepared statements in transaction mode from many clients, the same name
 in two clients, DEALLOCATE; COPY FROM STDIN and TO STDOUT; LISTEN/NOTIFY in
-session mode, refused in transaction mode; psql's \\d, \\dt, \\l; pgbench -i, then
+session mode, refused in transaction mode, and 20 listeners that left neither
+counted nor waited for by SIGTERM's drain; psql's \\d, \\dt, \\l; pgbench -i, then
 -S and the TPC-B-like script in simple, extended and prepared modes with zero
 failed transactions.
 """
@@ -32,7 +33,7 @@ import psycopg2
 import psycopg2.errors
 import psycopg2.extensions
 
-from harness import NODE_PATH, PGBENCH, WirepoolTestCase, psql, raw_login
+from harness import NODE_PATH, PGBENCH, Wirepool, WirepoolTestCase, psql, raw_login
 from wire import SYNC, Reader, bind, execute, parse, query
 
 INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
@@ -363,6 +364,40 @@ class PostgresTest(WirepoolTestCase):
                 self.assertIn("actually processed: 1600/1600", r.stdout)
                 failed = re.search(r"number of failed transactions: (\d+)", r.stdout)
                 self.assertEqual(failed.group(1), "0", r.stdout)
+
+
+class LeftListenersTest(unittest.TestCase):
+    """Session-mode clients that ran LISTEN (their backend is watched while
+    they idle) and then left: each is gone at once, and SIGTERM's drain does
+    not wait for them (#28: conformance_psycopg3's teardown outlived its
+    stop timeout)."""
+
+    def test_listeners_that_left_do_not_hold_the_drain(self):
+        info = pg_info()
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = info["password"]
+        wp = Wirepool(database_entry(info, "pgsession", "session", 20),
+                      "- { name: alice, password: wonderland }",
+                      server="shutdown_grace: 2s\n", http=True)
+        wp.start()
+        self.addCleanup(wp.cleanup)
+        def clients():
+            m = wp.metrics()
+            return sum(m[f'wirepool_client_connections{{protocol="postgres",state="{s}"}}']
+                       for s in ("active", "waiting", "idle"))
+        listeners = [psycopg2.connect(wp.kv(database="pgsession")) for _ in range(20)]
+        for c in listeners:
+            c.autocommit = True
+            c.cursor().execute("LISTEN ch")
+        self.assertEqual(clients(), 20)
+        for c in listeners:
+            c.close()
+        left, end = None, time.monotonic() + 10
+        while left != 0 and time.monotonic() < end:
+            time.sleep(0.1)
+            left = clients()
+        self.assertEqual(left, 0, "clients that left are still counted")
+        self.assertEqual(wp.stop(timeout=15), 0, wp.stop_report)
+        self.assertNotIn("still held", wp.log())
 
 
 if __name__ == "__main__":
