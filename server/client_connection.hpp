@@ -172,6 +172,14 @@ class ClientConnection : public Client {
   /// Takes what the hot idle wait received (true: the bytes are in in_, and
   /// the socket had no more), else false: the caller reads.
   bool take_hot_read() { return std::exchange(hot_read_, false); }
+  /// Sets io_deadline_ for the idle wait: `server`'s idle_in_transaction_timeout
+  /// inside a transaction, else its client_idle_timeout (none when 0).
+  void arm_idle_deadline(const config::Server& server);
+  /// Why an idle wait ended, as resume() sees it: a request to serve, the idle
+  /// deadline (logged here; timed_out_ cleared), shutdown or a drain outside a
+  /// transaction, or a socket error.
+  enum class IdleEnd : uint8_t { request, timeout, shutdown, error };
+  IdleEnd idle_end(boost::system::error_code ec);
   /// Goes on after the idle wait: the protocol serves the client or ends it.
   virtual boost::asio::awaitable<void> resume(boost::system::error_code ec) = 0;
   /// A protocol's way to go on without a coroutine: true when it took the

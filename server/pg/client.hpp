@@ -76,7 +76,6 @@ class PgClient final : public ClientConnection,
   boost::asio::awaitable<void> resume(boost::system::error_code ec) override;
   /// Closes readers, releases the backend, closes the socket.
   boost::asio::awaitable<void> end();
-  void arm_idle_deadline();
   /// The startup packet's parameters, copied (the read buffer is reused).
   using StartupParams = std::vector<std::pair<std::string, std::string>>;
   /// Startup, authentication and the session, in decide_login's order.

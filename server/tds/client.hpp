@@ -66,7 +66,6 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   boost::asio::awaitable<void> serve(bool readable);
   boost::asio::awaitable<void> resume(boost::system::error_code ec) override;
   boost::asio::awaitable<void> end();
-  void arm_idle_deadline();
 
   /// Handles one request message; false closes the connection.
   boost::asio::awaitable<bool> handle(tds::Message& msg);
