@@ -356,6 +356,30 @@ void ClientConnection::terminate() {
   if (session_) session_->cancel(CancelReason::user);
 }
 
+void ClientConnection::arm_idle_deadline(const config::Server& server) {
+  auto now = std::chrono::steady_clock::now();
+  if (session_->in_transaction()) {
+    if (server.idle_in_transaction_timeout.count() > 0) {
+      io_deadline_ = now + server.idle_in_transaction_timeout;
+    }
+  } else if (server.client_idle_timeout.count() > 0) {
+    io_deadline_ = now + server.client_idle_timeout;
+  }
+}
+
+ClientConnection::IdleEnd ClientConnection::idle_end(boost::system::error_code ec) {
+  if (timed_out_) {
+    timed_out_ = false;
+    spdlog::info(
+        "client {}: closed by {}", peer_,
+        session_->in_transaction() ? "idle_in_transaction_timeout" : "client_idle_timeout");
+    return IdleEnd::timeout;
+  }
+  if (terminating_ || (draining_ && !session_->in_transaction())) return IdleEnd::shutdown;
+  if (ec && ec != asio::error::operation_aborted) return IdleEnd::error;
+  return IdleEnd::request;
+}
+
 void ClientConnection::on_readable(boost::system::error_code ec) {
   idle_wait_ = false;
   io_deadline_.reset();

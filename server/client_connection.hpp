@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "server/metrics.hpp"
+#include "server/result_pump.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "session/auth.hpp"
@@ -27,9 +28,6 @@ inline constexpr size_t kReadChunk = 8 * 1024;
 /// A client's first read after an idle wait: most requests are small, and a
 /// block this size comes from malloc's per-thread cache, where 8 KiB does not.
 inline constexpr size_t kFirstRead = 1000;
-/// Output is written to the socket once this much is buffered mid-result
-/// (backpressure: the next rows are fetched only after the client took these).
-inline constexpr size_t kFlushBytes = 64 * 1024;
 /// A client that stops mid-message or stops reading results for this long is closed.
 inline constexpr auto kIoTimeout = std::chrono::seconds(60);
 /// How long a failed login waits before it is answered (it slows guessing
@@ -108,6 +106,18 @@ class ClientConnection : public Client {
   /// flush() that waits at most `patience`: `blocked` when the client has not
   /// taken all of out_ by then (what it took is gone from out_).
   boost::asio::awaitable<Flushed> flush_for(std::chrono::milliseconds patience);
+  /// Sends a result (server/result_pump.cpp): runs `pump` on the session's
+  /// backend into `out` until it is done, reaches `limit` rows (0: none) or
+  /// fails (`err`), writing out_ between chunks; `first` is what the job that
+  /// opened the result already fetched. A cancel between chunks ends it with
+  /// 57014; a client gone mid-result closes the reader and throws ClientGone.
+  boost::asio::awaitable<Pumped> pump_result(ResultPump& pump, RowSink& sink, std::string& out,
+                                             int64_t limit, db::Error& err, Pumped first);
+  /// Before pump_result writes out_: moves what `out` holds into out_ (TDS
+  /// frames its tokens into packets).
+  virtual void frame_output() {}
+  /// The protocol's own reason to stop a result between chunks.
+  virtual bool result_stopped() const { return false; }
   /// Writes out_ from `off` on until it would block (`off` advanced), all is
   /// written (out_ cleared) or the client is gone (out_ cleared): the one
   /// write loop of flush() and try_flush().
@@ -162,6 +172,14 @@ class ClientConnection : public Client {
   /// Takes what the hot idle wait received (true: the bytes are in in_, and
   /// the socket had no more), else false: the caller reads.
   bool take_hot_read() { return std::exchange(hot_read_, false); }
+  /// Sets io_deadline_ for the idle wait: `server`'s idle_in_transaction_timeout
+  /// inside a transaction, else its client_idle_timeout (none when 0).
+  void arm_idle_deadline(const config::Server& server);
+  /// Why an idle wait ended, as resume() sees it: a request to serve, the idle
+  /// deadline (logged here; timed_out_ cleared), shutdown or a drain outside a
+  /// transaction, or a socket error.
+  enum class IdleEnd : uint8_t { request, timeout, shutdown, error };
+  IdleEnd idle_end(boost::system::error_code ec);
   /// Goes on after the idle wait: the protocol serves the client or ends it.
   virtual boost::asio::awaitable<void> resume(boost::system::error_code ec) = 0;
   /// A protocol's way to go on without a coroutine: true when it took the

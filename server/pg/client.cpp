@@ -155,21 +155,24 @@ awaitable<void> PgClient::resume(boost::system::error_code ec) {
   auto self = shared_from_this();
   bool close = false;
   try {
-    if (timed_out_) {
-      timed_out_ = false;
-      if (session_->in_transaction()) {
-        spdlog::info("client {}: closed by idle_in_transaction_timeout", peer_);
-        co_await fatal("25P03", "terminating connection due to idle-in-transaction timeout");
-      } else {
-        spdlog::info("client {}: closed by client_idle_timeout", peer_);
-        co_await fatal("57P05", "terminating connection due to idle-session timeout");
-      }
-      close = true;
-    } else if (terminating_ || (draining_ && !session_->in_transaction())) {
-      co_await fatal("57P01", "terminating connection due to administrator command");
-      close = true;
-    } else if (ec && ec != asio::error::operation_aborted) {
-      close = true;
+    switch (idle_end(ec)) {
+      case IdleEnd::request:
+        break;
+      case IdleEnd::timeout:
+        if (session_->in_transaction()) {
+          co_await fatal("25P03", "terminating connection due to idle-in-transaction timeout");
+        } else {
+          co_await fatal("57P05", "terminating connection due to idle-session timeout");
+        }
+        close = true;
+        break;
+      case IdleEnd::shutdown:
+        co_await fatal("57P01", "terminating connection due to administrator command");
+        close = true;
+        break;
+      case IdleEnd::error:
+        close = true;
+        break;
     }
   } catch (const std::exception& e) {
     spdlog::error("client {}: {}", peer_, e.what());
@@ -192,7 +195,7 @@ void PgClient::go_idle(bool hot) {
   }
   if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
   if (relay_) RelayPath::of(loop_).give_state(std::move(relay_));
-  arm_idle_deadline();
+  arm_idle_deadline(server_.config().server);
   // Readability: everything was written, so TLS wants nothing else.
   wait_idle(shared_from_this(), hot);
   if (listening_) watch_notifications();
@@ -491,18 +494,6 @@ awaitable<void> PgClient::serve(bool readable) {
     spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
   }
   co_await end();
-}
-
-void PgClient::arm_idle_deadline() {
-  const auto& scfg = server_.config().server;
-  auto now = std::chrono::steady_clock::now();
-  if (session_->in_transaction()) {
-    if (scfg.idle_in_transaction_timeout.count() > 0) {
-      io_deadline_ = now + scfg.idle_in_transaction_timeout;
-    }
-  } else if (scfg.client_idle_timeout.count() > 0) {
-    io_deadline_ = now + scfg.client_idle_timeout;
-  }
 }
 
 awaitable<void> PgClient::end() {

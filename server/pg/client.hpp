@@ -64,12 +64,8 @@ class PgClient final : public ClientConnection,
   };
   struct Portal;
   struct Streamer;
-  /// Where sending a result stands: `more` (nothing fetched yet), `flush`
-  /// (output buffered, more rows may follow), `done`, `limit` (the Execute's
-  /// row limit was reached), `error`, `wait` (see below).
-  enum class Fetch : uint8_t { more, done, flush, limit, error, wait };
-  /// `wait`: a non-blocking backend must be waited for (Session::run repeats the job).
-  friend bool is_would_block(Fetch f) { return f == Fetch::wait; }
+  /// Where sending a result stands (`limit`: the Execute's row limit was reached).
+  using Fetch = Pumped;
 
   /// Logs the client in, then serves it.
   boost::asio::awaitable<void> begin();
@@ -80,7 +76,6 @@ class PgClient final : public ClientConnection,
   boost::asio::awaitable<void> resume(boost::system::error_code ec) override;
   /// Closes readers, releases the backend, closes the socket.
   boost::asio::awaitable<void> end();
-  void arm_idle_deadline();
   /// The startup packet's parameters, copied (the read buffer is reused).
   using StartupParams = std::vector<std::pair<std::string, std::string>>;
   /// Startup, authentication and the session, in decide_login's order.
@@ -319,16 +314,6 @@ class PgClient final : public ClientConnection,
   boost::asio::awaitable<bool> enter_block(const Classified& cls);
   boost::asio::awaitable<void> on_close(const pg::Close& m);
   boost::asio::awaitable<void> on_sync();
-  /// Sets up what the client is told of the reader's current result (types,
-  /// formats) and, when `describe`, appends its RowDescription.
-  static void begin_result(Streamer& s, std::span<const db::Column> described, std::string& out,
-                           bool describe);
-  /// Fills `out` with DataRows from `s` until 64 KiB, the limit or the end.
-  /// Runs where the backend's calls run; resumable after a would_block.
-  static Fetch fetch_rows(Streamer& s, std::string& out, int64_t limit, db::Error& err);
-  /// Streams rows of `s` until done / limit / error, flushing between chunks;
-  /// `first` is what the job that started the statement already fetched.
-  boost::asio::awaitable<Fetch> stream(Streamer& s, int64_t limit, db::Error& err, Fetch first);
   /// The rest of an Execute once its reader is open.
   boost::asio::awaitable<void> finish_execute(Portal& portal, const Prepared& p, int64_t limit,
                                               db::Error& err, Fetch first);

@@ -95,38 +95,32 @@ inline void describe_columns(std::span<const db::Column> columns, std::span<cons
 
 }  // namespace pg_detail
 
-/// A result being sent: the reader, what was announced to the client for it,
-/// and where sending stands. Jobs on non-blocking backends are repeated after
-/// a wait, so all progress lives here, never in the job.
-struct PgClient::Streamer {
-  enum class Phase : uint8_t { start, rows, next_result, closing, finished };
-  Phase phase = Phase::start;
-  db::Rows rows;
+/// A result being sent (ResultPump) and its encoding as RowDescription,
+/// DataRows and, for each of several results, CommandComplete.
+struct PgClient::Streamer final : ResultPump, RowSink {
+  void begin_columns(std::span<const db::Column> columns, const std::vector<db::ValueView>* first,
+                     std::string& out) override;
+  bool add_row(std::span<const db::ValueView> values, std::string& out,
+               std::optional<db::Error>& failure) override;
+  void end_result(const db::CommandInfo& info, bool has_columns, int64_t rows,
+                  std::string& out) override;
+  size_t encoded_row_size(std::string_view buffered) const override;
+
   /// Native PostgreSQL results: values are the backend's bytes, converted only
   /// where the format fetched (`actual`) differs from the one asked for.
   bool native = false;
-  /// Several results (a simple query's statements): each gets RowDescription
-  /// and CommandComplete here.
-  bool multi = false;
+  /// A result's columns get a RowDescription (not after a Describe).
+  bool describe = true;
+  /// The columns Describe announced (from the statement before execution):
+  /// their types rule when their number matches.
+  std::span<const db::Column> described;
   std::vector<int16_t> requested;  ///< the client's result format codes (Bind)
   std::vector<pg::WireType> types;
-  std::vector<int16_t> formats;  ///< per column: the format the client gets
-  std::vector<int16_t> actual;   ///< native: per column, the format fetched
-  std::vector<db::ValueView> row;
-  int64_t sent = 0;
-  bool has_columns = false;
-  db::CommandInfo info;
-  std::vector<std::string> tags;     ///< multi: the tag of every finished result, in order
-  std::optional<db::Error> failure;  ///< set while closing after an error
-  std::string fallback_verb;
-  /// Parked (park_portals): the rest of the result as DataRow messages, served
-  /// from `parked_at`; `parking` while they are read.
-  bool suspended = false;  ///< sent PortalSuspended before
-  bool parking = false;
-  bool is_parked = false;
-  size_t park_mark = 0;  ///< while parking: the size at which fetch_rows pauses
-  std::string parked;
-  size_t parked_at = 0;
+  std::vector<int16_t> formats;   ///< per column: the format the client gets
+  std::vector<int16_t> actual;    ///< native: per column, the format fetched
+  std::vector<std::string> tags;  ///< multi: the tag of every finished result, in order
+  std::string fallback_verb;      ///< multi: the verb of a tag the backend did not give
+  bool suspended = false;         ///< sent PortalSuspended before
 };
 
 struct PgClient::Portal {

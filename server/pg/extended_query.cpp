@@ -373,26 +373,17 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     streamer->native = session_->pool().pg_native();
     streamer->requested = portal.result_formats;
     const auto& params = portal.params;
-    const auto& described = p.columns;
+    streamer->describe = false;  // Execute sends no RowDescription (Describe does)
+    streamer->described = p.columns;
     db::QueryOptions options;
     options.native = streamer->native;
     options.formats = portal.result_formats;
     const int64_t limit = m.max_rows > 0 ? m.max_rows : 0;
     std::string* out = &out_;
+    // One hop to the executor for a small result: execution and rows together.
     auto first = co_await session_->run([&](Backend&) -> Fetch {
-      if (streamer->phase == Streamer::Phase::start) {
-        auto r = statement->query(params, options);
-        if (db::is_would_block(r)) return Fetch::wait;
-        if (!r.ok()) {
-          err = r.take_error();
-          return Fetch::error;
-        }
-        streamer->rows = std::move(r.value());
-        begin_result(*streamer, described, *out, false);
-        streamer->phase = Streamer::Phase::rows;
-      }
-      // One hop to the executor for a small result: execution and rows together.
-      return fetch_rows(*streamer, *out, limit, err);
+      return streamer->start([&] { return statement->query(params, options); }, *streamer, *out,
+                             limit, err);
     });
     portal.open = std::move(s);
     co_await finish_execute(portal, p, limit, err, first);
@@ -436,7 +427,7 @@ awaitable<bool> PgClient::enter_block(const Classified& cls) {
 awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int64_t limit,
                                          db::Error& err, Fetch first) {
   Streamer& s = *portal.open;
-  Fetch f = co_await stream(s, limit, err, first);
+  Fetch f = co_await pump_result(s, s, out_, limit, err, first);
   if (f == Fetch::error) {
     portal.open.reset();
     portal.done = true;
@@ -526,25 +517,22 @@ awaitable<void> PgClient::park_portals(const Portal* keep) {
     if (p.get() == keep || !p->open || !p->open->rows.is_open() || p->open->is_parked) continue;
     Streamer& s = *p->open;
     const int64_t sent = s.sent;
-    s.parking = true;
-    s.park_mark = kFlushBytes;
+    s.flush_at = kFlushBytes;
     db::Error err;
     Fetch f = Fetch::more;
     while (f != Fetch::done && f != Fetch::error) {
       if (f == Fetch::flush) {
-        s.park_mark = s.parked.size() + kFlushBytes;
+        s.flush_at = s.parked.size() + kFlushBytes;
         if (s.parked.size() > cap) {
-          s.failure =
-              make_error("54000", "the rest of portal \"" + name +
-                                      "\" exceeds server.max_message_size, which "
-                                      "wirepool buffers to run another statement meanwhile");
-          s.phase = Streamer::Phase::closing;
+          s.fail(make_error("54000", "the rest of portal \"" + name +
+                                         "\" exceeds server.max_message_size, which "
+                                         "wirepool buffers to run another statement meanwhile"));
         }
       }
-      f = co_await session_->run([&](Backend&) { return fetch_rows(s, s.parked, 0, err); });
+      f = co_await session_->run([&](Backend&) { return s.fetch(s, s.parked, 0, err); });
     }
     // Served by later Executes, its end (or error) after the last row.
-    s.parking = false;
+    s.flush_at = kFlushBytes;
     s.is_parked = true;
     s.sent = sent;
     s.phase = Streamer::Phase::rows;

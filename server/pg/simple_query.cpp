@@ -153,20 +153,9 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
     db::QueryOptions options;
     options.native = true;
     auto first = co_await session_->run([&](Backend& b) -> Fetch {
-      if (s.phase == Streamer::Phase::start) {
-        auto r = b.conn.query(text, {}, options);
-        if (db::is_would_block(r)) return Fetch::wait;
-        if (!r.ok()) {
-          err = r.take_error();
-          return Fetch::error;
-        }
-        s.rows = std::move(r.value());
-        begin_result(s, {}, *out, true);
-        s.phase = Streamer::Phase::rows;
-      }
-      return fetch_rows(s, *out, 0, err);
+      return s.start([&] { return b.conn.query(text, {}, options); }, s, *out, 0, err);
     });
-    Fetch f = co_await stream(s, 0, err, first);
+    Fetch f = co_await pump_result(s, s, out_, 0, err, first);
     // SET / RESET that ran: read back what the backend holds once its
     // transaction is over.
     std::vector<std::string> touched;
@@ -258,22 +247,11 @@ awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classifi
   db::Error err;
   std::string* out = &out_;
   const db::QueryOptions text_results;
+  // One hop to the executor for a small result: query and rows together.
   auto first = co_await session_->run([&](Backend& b) -> Fetch {
-    if (s.phase == Streamer::Phase::start) {
-      auto r = b.conn.query(stmt, {}, text_results);
-      if (db::is_would_block(r)) return Fetch::wait;
-      if (!r.ok()) {
-        err = r.take_error();
-        return Fetch::error;
-      }
-      s.rows = std::move(r.value());
-      begin_result(s, {}, *out, true);
-      s.phase = Streamer::Phase::rows;
-    }
-    // One hop to the executor for a small result: query and rows together.
-    return fetch_rows(s, *out, 0, err);
+    return s.start([&] { return b.conn.query(stmt, {}, text_results); }, s, *out, 0, err);
   });
-  Fetch f = co_await stream(s, 0, err, first);
+  Fetch f = co_await pump_result(s, s, out_, 0, err, first);
   if (f == Fetch::error) {
     co_await backend_error(std::move(err));
     co_return false;

@@ -1,5 +1,5 @@
 // TdsClient: SQL batches, their statements (some answered by wirepool, the
-// rest run on the backend) and results streamed as TDS tokens.
+// rest run on the backend) and their results' encoding as TDS tokens.
 
 #include "server/tds/client.hpp"
 
@@ -49,19 +49,37 @@ uint16_t command_of(std::string_view verb) {
 
 }  // namespace
 
-/// A result being sent: the reader, the columns announced, where sending stands.
-/// Jobs on non-blocking backends are repeated after a wait, so all progress is here.
-struct TdsClient::Result {
-  enum class Phase : uint8_t { start, first_row, rows, closing, finished };
-  Phase phase = Phase::start;
-  db::Rows rows;
+/// A result being sent (ResultPump) and its encoding as COLMETADATA and ROW /
+/// NBCROW tokens.
+struct TdsClient::Result final : ResultPump, RowSink {
+  Result() { first_row_first = true; }
+
+  void begin_columns(std::span<const db::Column> cols, const std::vector<db::ValueView>* first,
+                     std::string& out) override {
+    meta.resize(cols.size());
+    for (size_t i = 0; i < cols.size(); ++i) {
+      db::Column c = cols[i];
+      const db::ValueView* sample = first ? &(*first)[i] : nullptr;
+      if (c.kind == db::Kind::Null && sample && !sample->is_null()) c.kind = sample->kind;
+      meta[i].name = c.name;
+      meta[i].flags = tds::col_flag::kNullable;
+      meta[i].type = tds::column_type(c, tds::kDefaultCollation, sample);
+    }
+    tds::TokenEncoder(out).col_metadata(meta);
+  }
+
+  bool add_row(std::span<const db::ValueView> values, std::string& out,
+               std::optional<db::Error>& failure) override {
+    // A dynamically typed backend may hold another kind than the column's:
+    // the codec converts what converts exactly (numbers to text, integers
+    // to float) and refuses the rest (docs/tds.md).
+    auto st = tds::TokenEncoder(out).row(meta, values);
+    if (st.ok()) return true;
+    failure = st.take_error();
+    return false;
+  }
+
   std::vector<tds::ColumnMeta> meta;
-  std::vector<db::ValueView> row;
-  bool has_columns = false;
-  bool have_row = false;  ///< the first row was fetched before COLMETADATA
-  int64_t sent = 0;
-  db::CommandInfo info;
-  std::optional<db::Error> failure;
 };
 
 awaitable<bool> TdsClient::session_statement(std::string_view stmt, bool in_proc, bool more,
@@ -162,19 +180,9 @@ awaitable<bool> TdsClient::run_statement(const std::string& sql,
   db::Error err;
   std::string* out = &payload_;
   auto first = co_await session_->run([&](Backend& b) -> Fetch {
-    if (r.phase == Result::Phase::start) {
-      auto q = b.conn.query(sql, params);
-      if (db::is_would_block(q)) return Fetch::wait;
-      if (!q.ok()) {
-        err = q.take_error();
-        return Fetch::error;
-      }
-      r.rows = std::move(q.value());
-      r.phase = Result::Phase::first_row;
-    }
-    return fetch_rows(r, *out, err);
+    return r.start([&] { return b.conn.query(sql, params); }, r, *out, 0, err);
   });
-  Fetch f = co_await stream(r, err, first);
+  Fetch f = co_await pump_result(r, r, payload_, 0, err, first);
   forward_notices();
   if (f == Fetch::error) {
     if (attention_ && err.sqlstate == "57014") {
@@ -192,119 +200,6 @@ awaitable<bool> TdsClient::run_statement(const std::string& sql,
   bool has_count = !nocount_ && (r.has_columns || r.info.affected >= 0);
   done_token(done_tok, more_bit | (has_count ? tds::done::kCount : 0), command_of(verb), count);
   co_return true;
-}
-
-TdsClient::Fetch TdsClient::fetch_rows(Result& r, std::string& out, db::Error& err) {
-  using Phase = Result::Phase;
-  tds::TokenEncoder enc(out);
-  for (;;) {
-    switch (r.phase) {
-      case Phase::start:
-      case Phase::first_row: {
-        // COLMETADATA goes out before the rows, so a column whose type the
-        // backend does not know yet (a SQLite expression) takes the kind of
-        // its first value: fetch the first row first.
-        auto cols = r.rows.columns();
-        r.has_columns = !cols.empty();
-        r.row.resize(cols.size());
-        if (!r.has_columns) {
-          r.phase = Phase::closing;
-          break;
-        }
-        auto got = r.rows.next_borrowed(r.row);
-        if (db::is_would_block(got)) return Fetch::wait;
-        if (!got.ok()) {
-          r.failure = got.take_error();
-          r.phase = Phase::closing;
-          break;
-        }
-        r.have_row = got.value();
-        r.meta.resize(cols.size());
-        for (size_t i = 0; i < cols.size(); ++i) {
-          db::Column c = cols[i];
-          const db::ValueView* sample = r.have_row ? &r.row[i] : nullptr;
-          if (c.kind == db::Kind::Null && sample && !sample->is_null()) c.kind = sample->kind;
-          r.meta[i].name = c.name;
-          r.meta[i].flags = tds::col_flag::kNullable;
-          r.meta[i].type = tds::column_type(c, tds::kDefaultCollation, sample);
-        }
-        enc.col_metadata(r.meta);
-        r.phase = Phase::rows;
-        break;
-      }
-      case Phase::rows: {
-        for (;;) {
-          if (!r.have_row) {
-            if (out.size() >= kFlushBytes) return Fetch::flush;
-            auto got = r.rows.next_borrowed(r.row);
-            if (db::is_would_block(got)) return Fetch::wait;
-            if (!got.ok()) {
-              r.failure = got.take_error();
-              r.phase = Phase::closing;
-              break;
-            }
-            if (!got.value()) {
-              r.info = r.rows.command();
-              r.phase = Phase::closing;
-              break;
-            }
-          }
-          r.have_row = false;
-          // A dynamically typed backend may hold another kind than the column's:
-          // the codec converts what converts exactly (numbers to text, integers
-          // to float) and refuses the rest (docs/tds.md).
-          auto st = enc.row(r.meta, r.row);
-          if (!st.ok()) {
-            r.failure = st.take_error();
-            r.phase = Phase::closing;
-            break;
-          }
-          ++r.sent;
-        }
-        break;
-      }
-      case Phase::closing: {
-        if (!r.has_columns && !r.failure) r.info = r.rows.command();
-        if (r.rows.is_open()) {
-          auto st = r.rows.close();
-          if (db::is_would_block(st)) return Fetch::wait;
-        }
-        r.phase = Phase::finished;
-        break;
-      }
-      case Phase::finished:
-        if (r.failure) {
-          err = *r.failure;
-          return Fetch::error;
-        }
-        return Fetch::done;
-    }
-  }
-}
-
-awaitable<TdsClient::Fetch> TdsClient::stream(Result& r, db::Error& err, Fetch f) {
-  std::string* out = &payload_;
-  auto step = [&](Backend&) -> Fetch { return fetch_rows(r, *out, err); };
-  for (;;) {
-    if (f == Fetch::flush) {
-      pack(false);
-      if (!co_await flush()) {
-        r.failure = make_error("08006", "client connection lost", db::Errc::connection);
-        r.phase = Result::Phase::closing;
-        co_await session_->run(step);
-        throw ClientGone{};
-      }
-    } else if (f != Fetch::more) {
-      if (f == Fetch::error && !attention_) session_->explain_cancel(err);
-      co_return f;
-    }
-    if ((session_->cancel_reason() != CancelReason::none || attention_ || gone_) &&
-        r.phase == Result::Phase::rows) {
-      r.failure = make_error("57014", "canceling statement", db::Errc::busy);
-      r.phase = Result::Phase::closing;
-    }
-    f = co_await session_->run(step);
-  }
 }
 
 }  // namespace wirepool::server

@@ -186,19 +186,7 @@ awaitable<void> TdsClient::begin() {
 
 awaitable<void> TdsClient::resume(boost::system::error_code ec) {
   auto self = shared_from_this();
-  bool close = false;
-  if (timed_out_) {
-    timed_out_ = false;
-    spdlog::info(
-        "client {}: closed by {}", peer_,
-        session_->in_transaction() ? "idle_in_transaction_timeout" : "client_idle_timeout");
-    close = true;
-  } else if (terminating_ || (draining_ && !session_->in_transaction())) {
-    close = true;
-  } else if (ec && ec != asio::error::operation_aborted) {
-    close = true;
-  }
-  if (close) {
+  if (idle_end(ec) != IdleEnd::request) {
     co_await end();
   } else {
     co_await serve(true);
@@ -256,7 +244,7 @@ awaitable<void> TdsClient::serve(bool readable) {
         assembler_.shrink();
         std::string().swap(out_);
         std::string().swap(payload_);
-        arm_idle_deadline();
+        arm_idle_deadline(server_.config().server);
         wait_idle(shared_from_this());
         co_return;
       }
@@ -285,18 +273,6 @@ std::optional<size_t> TdsClient::read_available() {
     total += *n;
     assembler_.feed(in_.view());
     in_.consume(in_.size());
-  }
-}
-
-void TdsClient::arm_idle_deadline() {
-  const auto& scfg = server_.config().server;
-  auto now = std::chrono::steady_clock::now();
-  if (session_->in_transaction()) {
-    if (scfg.idle_in_transaction_timeout.count() > 0) {
-      io_deadline_ = now + scfg.idle_in_transaction_timeout;
-    }
-  } else if (scfg.client_idle_timeout.count() > 0) {
-    io_deadline_ = now + scfg.client_idle_timeout;
   }
 }
 

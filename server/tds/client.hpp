@@ -43,8 +43,7 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
     std::vector<std::string> names;  ///< declared parameter names, lower case, without '@'
     std::vector<tds::TypeInfo> types;
   };
-  enum class Fetch : uint8_t { more, done, flush, error, wait };
-  friend bool is_would_block(Fetch f) { return f == Fetch::wait; }
+  using Fetch = Pumped;
 
   boost::asio::awaitable<void> begin();
   /// PRELOGIN and TLS, then LOGIN7, in decide_login's order.
@@ -67,7 +66,6 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   boost::asio::awaitable<void> serve(bool readable);
   boost::asio::awaitable<void> resume(boost::system::error_code ec) override;
   boost::asio::awaitable<void> end();
-  void arm_idle_deadline();
 
   /// Handles one request message; false closes the connection.
   boost::asio::awaitable<bool> handle(tds::Message& msg);
@@ -86,8 +84,6 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   /// `stmt` was one (its response appended, `*ok` false after an error).
   boost::asio::awaitable<bool> session_statement(std::string_view stmt, bool in_proc, bool more,
                                                  bool* ok);
-  static Fetch fetch_rows(Result& r, std::string& out, db::Error& err);
-  boost::asio::awaitable<Fetch> stream(Result& r, db::Error& err, Fetch first);
 
   boost::asio::awaitable<db::Status> begin_tx();
   boost::asio::awaitable<db::Status> commit_tx();
@@ -105,6 +101,10 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   void forward_notices();
   /// A driver call failed: the ERROR token; drop the backend if it is gone.
   void backend_error(db::Error err);
+  /// pump_result's hooks: payload_ framed into whole packets before out_ is
+  /// written; a result stops between chunks after ATTENTION or the client's exit.
+  void frame_output() override { pack(false); }
+  bool result_stopped() const override { return attention_ || gone_; }
   /// Frames payload_ into packets in out_: all of it with EOM when `eom`, else
   /// only whole packets (the rest waits for more tokens).
   void pack(bool eom);
