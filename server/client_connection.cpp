@@ -458,6 +458,14 @@ awaitable<void> ClientConnection::wait_until(TimePoint t) {
   co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
 }
 
+awaitable<void> ClientConnection::login_failure(Server& server, const std::string& user,
+                                                const std::string& reason, TimePoint answer_at) {
+  server.login_failed();
+  server.throttle().failed(address(), user);
+  spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, reason);
+  co_await wait_until(answer_at + kLoginFailureDelay);
+}
+
 db::Error make_error(std::string_view sqlstate, std::string message, db::Errc code) {
   db::Error e;
   e.code = code;

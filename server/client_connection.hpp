@@ -140,6 +140,12 @@ class ClientConnection : public Client {
   /// Waits until `t` (bounded by kIoTimeout); a refusal's answer waits for
   /// its moment this way.
   boost::asio::awaitable<void> wait_until(TimePoint t);
+  /// A refused login's bookkeeping, the same for every protocol: counted
+  /// (metrics, throttle), logged with its real reason and without the
+  /// password, then kLoginFailureDelay after `answer_at` before the one
+  /// answer every reason gets (it slows guessing and hides which check refused).
+  boost::asio::awaitable<void> login_failure(Server& server, const std::string& user,
+                                             const std::string& reason, TimePoint answer_at);
   /// The client's address as the login limits count it.
   const AddressKey& address() const { return address_; }
   /// Why `user`'s certificate requirement refuses this client's certificate

@@ -31,6 +31,24 @@ using asio::awaitable;
 using asio::use_awaitable;
 using namespace pg_detail;
 
+namespace {
+
+/// A PostgreSQL backend takes the client's parameter types as they are;
+/// other backends type parameters themselves.
+std::vector<db::ParamInfo> param_hints(bool pg_native, const std::vector<uint32_t>& oids) {
+  std::vector<db::ParamInfo> hints;
+  if (!pg_native) return hints;
+  hints.reserve(oids.size());
+  for (uint32_t oid : oids) {
+    db::ParamInfo h;
+    h.native.pg_oid = oid;
+    hints.push_back(h);
+  }
+  return hints;
+}
+
+}  // namespace
+
 bool PgClient::next_is_sync() const {
   auto rest = in_.view().subspan(std::min(unconsumed_, in_.size()));
   return !rest.empty() && rest[0] == 'S';
@@ -119,17 +137,8 @@ awaitable<bool> PgClient::describe(Prepared& p) {
     skip_until_sync_ = true;
     co_return false;
   }
-  // A PostgreSQL backend takes the client's parameter types as they are;
-  // other backends type parameters themselves.
-  std::vector<db::ParamInfo> hints;
-  if (session_->pool().pg_native()) {
-    for (uint32_t oid : p.param_oids) {
-      db::ParamInfo h;
-      h.native.pg_oid = oid;
-      hints.push_back(h);
-    }
-  }
-  auto stmt = co_await session_->backend_statement(p.key, p.sql, hints);
+  auto stmt = co_await session_->backend_statement(
+      p.key, p.sql, param_hints(session_->pool().pg_native(), p.param_oids));
   if (!stmt.ok()) {
     if (stmt.error().code != db::Errc::connection) {
       // A statement whose Parse was answered before it was prepared: the
@@ -353,15 +362,8 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     }
     // Prepared on demand: the backend serving this Execute may not be the one
     // that saw the Parse (transaction pooling).
-    std::vector<db::ParamInfo> hints;
-    if (session_->pool().pg_native()) {
-      for (uint32_t oid : p.param_oids) {
-        db::ParamInfo h;
-        h.native.pg_oid = oid;
-        hints.push_back(h);
-      }
-    }
-    auto stmt = co_await session_->backend_statement(p.key, p.sql, hints);
+    auto stmt = co_await session_->backend_statement(
+        p.key, p.sql, param_hints(session_->pool().pg_native(), p.param_oids));
     if (!stmt.ok()) {
       co_await backend_error(stmt.take_error());
       skip_until_sync_ = true;

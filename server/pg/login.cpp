@@ -198,13 +198,7 @@ awaitable<void> PgClient::refuse_login(const LoginDecision& d, const std::string
       co_await fatal("53300", "sorry, too many clients already");
       break;
     case LoginRefusal::login_failed: {
-      // Logged with the real reason, without the password; answered with one
-      // message for every reason, kLoginFailureDelay after the client's last
-      // message (it slows guessing down and hides which check refused).
-      server_.login_failed();
-      server_.throttle().failed(address(), user);
-      spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, d.reason);
-      co_await wait_until(answer_at + kLoginFailureDelay);
+      co_await login_failure(server_, user, d.reason, answer_at);
       std::string msg = "password authentication failed for user \"" + user + "\"";
       co_await fatal("28P01", msg);
       break;

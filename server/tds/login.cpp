@@ -177,12 +177,7 @@ awaitable<void> TdsClient::refuse_login(const LoginDecision& d, const std::strin
       break;
     case LoginRefusal::tls_required:  // not reached: TDS logins come over TLS only
     case LoginRefusal::login_failed: {
-      // Logged with the real reason, without the password; one answer for
-      // every reason, after the same delay.
-      server_.login_failed();
-      server_.throttle().failed(address(), user);
-      spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, d.reason);
-      co_await wait_until(answer_at + kLoginFailureDelay);
+      co_await login_failure(server_, user, d.reason, answer_at);
       std::string m = "Login failed for user '" + user + "'.";
       co_await login_error(kLoginFailed, 14, m);
       break;
