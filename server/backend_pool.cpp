@@ -588,6 +588,8 @@ void DatabasePool::open_now(pool::ConnId id) {
       b->caps = b->conn.capabilities();
       b->opened_at = std::chrono::system_clock::now();
       describe_backend(*b);
+      if (b->caps.session_settings)
+        self->startup_.note_defaults(b->conn.impl()->server_parameters());
       self->keeps_settings_ = b->caps.session_settings;
       self->multi_statement_ = b->caps.multi_statement;
       self->param_arrays_ = b->caps.param_arrays;
@@ -776,6 +778,18 @@ void DatabasePool::on_timer() {
   requested_.reset();
   pool_.handle_timeout(pool::Clock::now());
   pump(lock);
+}
+
+std::optional<StartupParameters::List> DatabasePool::startup_parameters(
+    const StartupParameters::List& overrides) const {
+  std::lock_guard l(mu_);
+  return startup_.answer(overrides);
+}
+
+void DatabasePool::learn_startup(const StartupParameters::List& overrides,
+                                 const StartupParameters::List& reported) {
+  std::lock_guard l(mu_);
+  startup_.learn(overrides, reported);
 }
 
 }  // namespace wirepool::server

@@ -31,6 +31,7 @@
 #include "server/log_limiter.hpp"
 #include "server/metrics.hpp"
 #include "server/relay_train.hpp"
+#include "session/startup_parameters.hpp"
 
 namespace wirepool::server {
 
@@ -300,6 +301,13 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   };
   std::vector<ServerInfo> servers() const;
   bool is_shut_down() const;
+  /// What a login reports for a client with these startup settings, when known
+  /// without a backend (session/startup_parameters.hpp); learn_startup() records
+  /// what a backend reported for them.
+  std::optional<StartupParameters::List> startup_parameters(
+      const StartupParameters::List& overrides) const;
+  void learn_startup(const StartupParameters::List& overrides,
+                     const StartupParameters::List& reported);
   /// False when the last attempt to open a backend connection failed (true
   /// before any attempt): /readyz reports such a pool. `error` gets the reason.
   bool reachable(std::string* error = nullptr) const;
@@ -358,6 +366,7 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   bool last_open_failed_ = false;  ///< under mu_
   std::atomic<std::chrono::steady_clock::rep> pipeline_paused_until_{0};
   config::PoolSettings settings_;  ///< under mu_
+  StartupParameters startup_;      ///< under mu_
   DatabaseMetrics metrics_;
   boost::asio::steady_timer timer_;
   std::optional<pool::TimePoint> armed_for_;  ///< on the timer's thread only

@@ -326,20 +326,30 @@ awaitable<bool> PgClient::open_session(const UserRecord& record, const std::stri
 }
 
 awaitable<bool> PgClient::finish_login(const std::string& user, const std::string& database) {
-  // A PostgreSQL backend reports its own parameters: take them from a backend
-  // that has the client's settings (which also checks those settings now,
-  // where the client expects errors about them). A lease this brief waits for
-  // a connection given back rather than opening one past pipeline_max.
-  const bool native = session_->pool_ptr()->pg_native();
+  // A PostgreSQL backend reports its own parameters. Settings a backend of this
+  // pool accepted before are answered from what it reported then; others are
+  // checked on a backend now, where the client expects errors about them. A
+  // lease this brief waits for a connection given back rather than opening one
+  // past pipeline_max.
+  const auto& pool = session_->pool_ptr();
+  const bool native = pool->pg_native();
   std::vector<std::pair<std::string, std::string>> reported;
   if (native) {
-    auto err = co_await session_->ensure_backend(/*pipelined=*/true);
-    if (err) {
-      spdlog::warn("client {}: database \"{}\": {}", peer_, database, err->message);
-      co_await fatal(err->sqlstate, err->message);
-      co_return false;
+    const auto overrides = session_->settings().overrides();
+    if (auto known = pool->startup_parameters(overrides)) {
+      reported = std::move(*known);
+    } else {
+      auto err = co_await session_->ensure_backend(/*pipelined=*/true);
+      if (err) {
+        spdlog::warn("client {}: database \"{}\": {}", peer_, database, err->message);
+        co_await fatal(err->sqlstate, err->message);
+        co_return false;
+      }
+      reported = session_->backend()->conn.impl()->server_parameters();
+      pool->learn_startup(overrides, reported);
+      (void)session_->take_events();
+      session_->release_if_idle(false);
     }
-    reported = session_->backend()->conn.impl()->server_parameters();
     for (const auto& [name, value] : reported) {
       // The server's default: the client's SQL is split the way the server splits it.
       if (name == "standard_conforming_strings" && value != "on") {
@@ -347,7 +357,6 @@ awaitable<bool> PgClient::finish_login(const std::string& user, const std::strin
       }
     }
     (void)session_->take_events();
-    session_->release_if_idle(false);
   }
 
   pg::Encoder enc(out_);

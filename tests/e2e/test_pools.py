@@ -7,10 +7,18 @@ backend connection, SHOW DATABASES reports the cap and 2 connections; once
 alice's transactions end, her idle connections give way at once (without
 waiting for idle_timeout) and bob is served, the database never above 2
 connections.
+
+LoginWithoutBackendTest: once a backend of alice's pool has reported its
+parameters, alice's later logins are answered from them while her only backend
+is held by a transaction (a login no longer waits for a backend), with the same
+ParameterStatus values as a login that leased one (TimeZone as the backend
+spells it); a startup setting never seen accepted still needs a
+backend (and times out while none is free).
 """
 
 import os
 import subprocess
+import threading
 import unittest
 
 import psycopg2
@@ -73,6 +81,58 @@ class DatabaseCapTest(WirepoolTestCase):
         for c in held:
             c.close()
         bob.close()
+
+
+class LoginWithoutBackendTest(WirepoolTestCase):
+    users = "- { name: alice, password: wonderland }"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.info = pg_info()
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
+        cls.databases = database_entry(cls.info, "app", "transaction", 1,
+                                       "acquire_timeout: 2s, pipeline: false")
+        super().setUpClass()
+
+    # PostgreSQL reports the zone's own spelling (psycopg2 resets DateStyle itself).
+    BERLIN = " options='-c TimeZone=europe/berlin'"
+
+    def test_logins_do_not_wait_for_a_backend_once_its_parameters_are_known(self):
+        first = psycopg2.connect(self.wp.kv() + self.BERLIN)
+        leased = {n: first.get_parameter_status(n)
+                  for n in ("DateStyle", "TimeZone", "server_version", "application_name")}
+        self.assertEqual(leased["TimeZone"], "Europe/Berlin")
+        first.close()
+        holder = psycopg2.connect(self.wp.kv())
+        holder.cursor().execute("SELECT 1")  # a transaction holds the only backend
+        try:
+            late = psycopg2.connect(self.wp.kv() + self.BERLIN, connect_timeout=10)
+            answered = {n: late.get_parameter_status(n) for n in leased}
+            self.assertEqual(answered, leased)
+            result = []
+            t = threading.Thread(target=lambda: result.append(self._one(late)))
+            t.start()
+            t.join(0.5)
+            self.assertTrue(t.is_alive(), "the statement waits for the held backend")
+            holder.commit()
+            t.join(10)
+            self.assertEqual(result, [("Europe/Berlin",)])
+            late.close()
+            # A setting no backend accepted yet is checked on one: none is free.
+            holder.cursor().execute("SELECT 1")
+            with self.assertRaises(psycopg2.OperationalError) as cm:
+                psycopg2.connect(self.wp.kv() + " options='-c TimeZone=europe/paris'")
+            self.assertIn("became available within acquire_timeout", str(cm.exception))
+        finally:
+            holder.close()
+
+    @staticmethod
+    def _one(conn):
+        cur = conn.cursor()
+        cur.execute("SHOW TimeZone")
+        row = cur.fetchone()
+        conn.commit()
+        return row
 
 
 if __name__ == "__main__":
