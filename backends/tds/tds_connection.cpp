@@ -262,15 +262,18 @@ struct Session {
         t.tokens().erase(0, tok_pos);
         tok_pos = 0;
       }
-      auto r = t.read_packet(deadline());
-      if (!r.ok()) {
-        Error e = r.take_error();
-        if (e.code == db::Errc::busy) {
-          if (auto st = attention(); !st.ok()) return st.take_error();
+      // A token cut short is decoded again only once the bytes it needs are here.
+      do {
+        auto r = t.read_packet(deadline());
+        if (!r.ok()) {
+          Error e = r.take_error();
+          if (e.code == db::Errc::busy) {
+            if (auto st = attention(); !st.ok()) return st.take_error();
+            return e;
+          }
           return e;
         }
-        return e;
-      }
+      } while (t.tokens().size() < d.needed && !t.response_complete());
     }
   }
 

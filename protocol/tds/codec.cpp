@@ -29,6 +29,13 @@ Decoded<M> fail_from(std::string prefix, const Decoded<N>& inner) {
   d.over_limit = inner.over_limit;
   return d;
 }
+/// need_more for an inner value at `offset` that needs `needed` bytes of its own (0: unknown).
+template <class M>
+Decoded<M> need_at(size_t offset, size_t needed) {
+  Decoded<M> d;
+  d.needed = needed == 0 ? 0 : offset + needed;
+  return d;
+}
 template <class M>
 Decoded<M> done_ok(M m, size_t consumed) {
   Decoded<M> d;
@@ -1373,7 +1380,7 @@ Decoded<Token> TokenDecoder::next(Bytes all) {
             continue;
           }
           auto v = decode_value(columns_[i].type, r.rest(), limits_);
-          if (v.status == DecodeStatus::need_more) return {};
+          if (v.status == DecodeStatus::need_more) return need_at<Token>(r.pos(), v.needed);
           if (v.status == DecodeStatus::error)
             return fail_from<Token>("column " + columns_[i].name + ": ", v);
           r.take(v.consumed);
@@ -1412,7 +1419,7 @@ Decoded<Token> TokenDecoder::next(Bytes all) {
         if (t.status == DecodeStatus::error) return fail<Token>("RETURNVALUE: " + t.error);
         r.take(t.consumed);
         auto v = decode_value(t.message, r.rest(), limits_);
-        if (v.status == DecodeStatus::need_more) return {};
+        if (v.status == DecodeStatus::need_more) return need_at<Token>(r.pos(), v.needed);
         if (v.status == DecodeStatus::error) return fail_from<Token>("RETURNVALUE: ", v);
         r.take(v.consumed);
         rv.value = std::move(v.message);

@@ -1060,14 +1060,19 @@ Decoded<TypedValue> decode_value(const TypeInfo& t, Bytes in, const Limits& limi
   tv.type = t;
   std::string err;
   const uint8_t ty = t.type;
+  auto more = [](size_t needed) {
+    auto d = need_more<TypedValue>();
+    d.needed = needed;
+    return d;
+  };
   const size_t fixed = fixed_size(ty);
   if (fixed != SIZE_MAX) {
     Bytes b = r.take(fixed);
-    if (!r.ok()) return need_more<TypedValue>();
+    if (!r.ok()) return more(fixed);
     if (fixed > 0) err = decode_scalar(t, b, tv);
   } else if (t.plp()) {
     const uint64_t total = r.u64();
-    if (!r.ok()) return need_more<TypedValue>();
+    if (!r.ok()) return more(8);
     if (total != UINT64_MAX) {
       constexpr uint64_t kUnknown = 0xFFFFFFFFFFFFFFFEULL;
       const uint64_t cap =
@@ -1081,15 +1086,18 @@ Decoded<TypedValue> decode_value(const TypeInfo& t, Bytes in, const Limits& limi
       if (total != kUnknown && total > cap)
         return over("PLP value of " + std::to_string(total) + " bytes exceeds the limit of " +
                     std::to_string(cap));
+      // The least the whole value takes: its data, one chunk header, the terminator.
+      const size_t least =
+          total == kUnknown ? 0 : 8 + static_cast<size_t>(total) + (total > 0 ? 8 : 4);
       std::string data;
       for (;;) {
         const uint32_t n = r.u32();
-        if (!r.ok()) return need_more<TypedValue>();
+        if (!r.ok()) return more(std::max(least, r.pos() + 4));
         if (n == 0) break;
         if (data.size() + n > cap)
           return over("PLP value exceeds the limit of " + std::to_string(cap) + " bytes");
         Bytes chunk = r.take(n);
-        if (!r.ok()) return need_more<TypedValue>();
+        if (!r.ok()) return more(std::max(least, r.pos() + n));
         wire::put_bytes(data, chunk);
       }
       if (total != kUnknown && total != data.size())
@@ -1099,27 +1107,27 @@ Decoded<TypedValue> decode_value(const TypeInfo& t, Bytes in, const Limits& limi
     }
   } else if (is_ushort_type(ty)) {
     const uint16_t n = r.u16();
-    if (!r.ok()) return need_more<TypedValue>();
+    if (!r.ok()) return more(2);
     if (n != 0xFFFF) {
       if (n > t.max_length)
         return fail<TypedValue>(type_name(ty) + " value of " + std::to_string(n) +
                                 " bytes exceeds its declared length " +
                                 std::to_string(t.max_length));
       Bytes b = r.take(n);
-      if (!r.ok()) return need_more<TypedValue>();
+      if (!r.ok()) return more(2 + size_t{n});
       err = decode_string(t, b, tv);
     }
   } else {
     // BYTELEN: length 0 is NULL.
     const uint8_t n = r.u8();
-    if (!r.ok()) return need_more<TypedValue>();
+    if (!r.ok()) return more(1);
     if (n != 0) {
       if (ty != type::kDecimalN && ty != type::kNumericN && n > t.max_length)
         return fail<TypedValue>(type_name(ty) + " value of " + std::to_string(n) +
                                 " bytes exceeds its declared length " +
                                 std::to_string(t.max_length));
       Bytes b = r.take(n);
-      if (!r.ok()) return need_more<TypedValue>();
+      if (!r.ok()) return more(1 + size_t{n});
       err = decode_scalar(t, b, tv);
     }
   }

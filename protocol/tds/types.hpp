@@ -34,7 +34,11 @@ struct Decoded {
   DecodeStatus status = DecodeStatus::need_more;
   M message{};
   size_t consumed = 0;  ///< bytes of the input that make up `message` (0 unless ok)
-  std::string error;    ///< what was wrong (status == error), for the client and the log
+  /// need_more: the input must hold at least this many bytes before another
+  /// call can get further (0: unknown), so a large value is not decoded again
+  /// after every packet.
+  size_t needed = 0;
+  std::string error;  ///< what was wrong (status == error), for the client and the log
   /// status == error because a value passed Limits::max_value (the input
   /// itself may be well formed).
   bool over_limit = false;
