@@ -39,6 +39,8 @@ namespace {
 
 /// SQL Server's "Login failed for user" and its severity.
 constexpr int32_t kLoginFailed = 18456;
+/// A TLS record's header and its largest body (TLS 1.3: 2^14 plus 256 of expansion).
+constexpr size_t kMaxTlsRecord = 5 + (1u << 14) + 256;
 
 /// Runs first in every hash job: the thread gets a name (top, /proc) and a
 /// lower priority, once, so that the event loops win the CPU from hashes.
@@ -76,6 +78,13 @@ awaitable<bool> TdsClient::wrapped_handshake() {
         continue;
       }
       size_t len = 5 + ((size_t{view[3]} << 8) | view[4]);
+      if (len > kMaxTlsRecord) {
+        spdlog::warn(
+            "client {}: refused: a TLS record of {} bytes in the TDS 7.x handshake "
+            "exceeds the limit of {} bytes",
+            peer_, len, kMaxTlsRecord);
+        co_return false;
+      }
       if (view.size() < len) {
         if (!co_await read_more(len - view.size())) {
           spdlog::warn("client {}: refused: the TDS 7.x TLS handshake did not complete{}", peer_,
@@ -97,6 +106,13 @@ awaitable<bool> TdsClient::wrapped_handshake() {
             "client {}: refused: {} packet before TLS was established (a login is never "
             "accepted unencrypted)",
             peer_, tds::packet_type_name(header->type));
+        co_return false;
+      }
+      if (header && header->length > tds::kHeaderSize + tds::kMaxLoginMessage) {
+        spdlog::warn(
+            "client {}: refused: a PRELOGIN packet of {} bytes in the TDS 7.x "
+            "handshake exceeds the limit of {} bytes",
+            peer_, header->length, tds::kHeaderSize + tds::kMaxLoginMessage);
         co_return false;
       }
       if (!header || in_.size() < header->length) {

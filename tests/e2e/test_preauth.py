@@ -6,7 +6,9 @@ Covers:
 - TDS: a cleartext PRELOGIN header with a length below 8 is refused at once
   (it used to spin, buffering all it was sent); TDS 8.0 PRELOGIN messages are
   bounded to 16 KiB before login (they used to be buffered up to
-  max_message_size): RSS stays flat under both.
+  max_message_size): RSS stays flat under both; a TDS 7.x handshake packet
+  claiming 65,535 bytes is refused at its header (it used to be awaited until
+  login_timeout).
 - The allow-list is applied at accept on PostgreSQL and TDS listeners: no
   SSLRequest answer, no TLS handshake, and the descriptors go at once.
 - Pending logins: 200 connections from one address that sent only a startup
@@ -254,6 +256,30 @@ class TdsPreloginMemoryTest(WirepoolTestCase):
         print(f"\n  cleartext PRELOGIN, length 4: {sent >> 20} MiB sent, RSS +{growth} KiB")
         self.assertLess(growth, 16 * 1024)
         self.assertIn("malformed PRELOGIN packet header", self.wp.log())
+
+    def test_tds7_handshake_packets_are_bounded(self):
+        # TDS 7.x: after the PRELOGIN exchange the TLS handshake travels in
+        # PRELOGIN packets; one claiming 65,535 bytes is refused at its header.
+        with connect(self.wp.tds_port) as s:
+            s.sendall(tds_prelogin())
+            header = s.recv(8)
+            self.assertEqual(header[0], 0x04, "a PRELOGIN response")
+            length = struct.unpack(">H", header[2:4])[0]
+            got = b""
+            while len(got) < length - 8:
+                got += s.recv(length - 8 - len(got))
+            s.settimeout(5)
+            start = time.monotonic()
+            try:
+                s.sendall(struct.pack(">BBHHBB", 0x12, 0, 65535, 0, 1, 0) + b"\x16" * 40000)
+                closed = s.recv(1) == b""
+            except (ConnectionResetError, BrokenPipeError):
+                closed = True
+            except socket.timeout:
+                closed = False
+            waited = time.monotonic() - start
+        self.assertTrue(closed and waited < 4, f"still open after {waited:.1f} s")
+        self.assertIn("exceeds the limit of 16392 bytes", self.wp.log())
 
     def test_strict_prelogin_is_bounded_before_login(self):
         before = self.wp.rss_kib()
