@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -23,6 +24,18 @@ using asio::use_awaitable;
 
 // ---------------------------------------------------------------------------
 // InBuffer
+
+InBuffer::~InBuffer() {
+  if (wipe_ && data_) OPENSSL_cleanse(data_.get(), cap_);
+}
+
+void InBuffer::set_wipe(bool on) {
+  if (wipe_ && !on && data_) {
+    OPENSSL_cleanse(data_.get(), begin_);
+    OPENSSL_cleanse(data_.get() + end_, cap_ - end_);
+  }
+  wipe_ = on;
+}
 
 void InBuffer::consume(size_t n) {
   begin_ += n;
@@ -38,6 +51,7 @@ void InBuffer::reserve_tail(size_t n) {
     size_t cap = std::max({cap_ * 2, used + n, kReadChunk});
     auto fresh = std::make_unique_for_overwrite<uint8_t[]>(cap);
     if (used) std::memcpy(fresh.get(), data_.get() + begin_, used);
+    if (wipe_ && data_) OPENSSL_cleanse(data_.get(), cap_);
     data_ = std::move(fresh);
     cap_ = cap;
   }
@@ -47,6 +61,7 @@ void InBuffer::reserve_tail(size_t n) {
 
 void InBuffer::release() {
   if (!empty()) return;
+  if (wipe_ && data_) OPENSSL_cleanse(data_.get(), cap_);
   data_.reset();
   begin_ = end_ = cap_ = 0;
 }
@@ -140,6 +155,11 @@ size_t ClientConnection::tls_error(int result, boost::system::error_code& ec) {
   }
   ERR_clear_error();
   return 0;
+}
+
+void ClientConnection::login_done() {
+  in_.set_wipe(false);
+  if (ssl_) SSL_clear_options(ssl_.get(), SSL_OP_CLEANSE_PLAINTEXT);
 }
 
 bool ClientConnection::tls_pending() const {

@@ -46,6 +46,13 @@ db::Error make_error(std::string_view sqlstate, std::string message,
 /// client is idle so that an idle client holds no buffer.
 class InBuffer {
  public:
+  InBuffer() = default;
+  InBuffer(const InBuffer&) = delete;
+  InBuffer& operator=(const InBuffer&) = delete;
+  ~InBuffer();
+  /// On until login: bytes that may hold a password are wiped before their
+  /// memory is freed or left unused.
+  void set_wipe(bool on);
   bool empty() const { return begin_ == end_; }
   size_t size() const { return end_ - begin_; }
   std::span<const uint8_t> view() const { return {data_.get() + begin_, end_ - begin_}; }
@@ -61,6 +68,7 @@ class InBuffer {
  private:
   std::unique_ptr<uint8_t[]> data_;
   size_t begin_ = 0, end_ = 0, cap_ = 0;
+  bool wipe_ = true;
 };
 
 class ClientConnection : public Client {
@@ -146,6 +154,9 @@ class ClientConnection : public Client {
   /// answer every reason gets (it slows guessing and hides which check refused).
   boost::asio::awaitable<void> login_failure(Server& server, const std::string& user,
                                              const std::string& reason, TimePoint answer_at);
+  /// The client has logged in: its bytes no longer carry a password, so read
+  /// buffers and TLS plaintext stop being wiped.
+  void login_done();
   /// The client's address as the login limits count it.
   const AddressKey& address() const { return address_; }
   /// Why `user`'s certificate requirement refuses this client's certificate

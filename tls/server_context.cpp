@@ -224,6 +224,8 @@ ServerContext::~ServerContext() {
 SSL* new_server_ssl(const ServerContext& context, int fd) {
   SSL* ssl = SSL_new(context.native());
   if (ssl == nullptr) return nullptr;
+  // Until login (a TDS LOGIN7 carries the password): read plaintext is wiped.
+  SSL_set_options(ssl, SSL_OP_CLEANSE_PLAINTEXT);
   if (SSL_set_fd(ssl, fd) != 1) {
     SSL_free(ssl);
     return nullptr;
@@ -235,6 +237,8 @@ SSL* new_server_ssl(const ServerContext& context, int fd) {
 SSL* new_server_ssl_memory(const ServerContext& context) {
   SSL* ssl = SSL_new(context.native());
   if (ssl == nullptr) return nullptr;
+  // Until login (a TDS LOGIN7 carries the password): read plaintext is wiped.
+  SSL_set_options(ssl, SSL_OP_CLEANSE_PLAINTEXT);
   BIO* in = BIO_new(BIO_s_mem());
   BIO* out = BIO_new(BIO_s_mem());
   if (in == nullptr || out == nullptr) {

@@ -152,6 +152,7 @@ class ServerContext {
 
 /// A new server-side SSL object on a connected socket (SSL_set_fd, accept state); the
 /// caller drives SSL_accept and frees it (SslPtr). nullptr when OpenSSL fails (last_error()).
+/// Both set SSL_OP_CLEANSE_PLAINTEXT; the caller clears it once the client has logged in.
 SSL* new_server_ssl(const ServerContext& context, int fd);
 
 /// A new server-side SSL object whose handshake is carried by the caller (TDS 7.x wraps

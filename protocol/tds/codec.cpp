@@ -180,13 +180,56 @@ void MessageAssembler::set_packet_size(uint32_t size) {
   packet_size_ = std::clamp(size, kMinPacketSize, kMaxPacketSize);
 }
 
+namespace {
+/// Wipes s's unused capacity beyond its first `keep` bytes (resize writes it
+/// first, so the whole block is addressable).
+void wipe_beyond(std::string& s, size_t keep) {
+  s.resize(s.capacity());
+  OPENSSL_cleanse(s.data() + keep, s.size() - keep);
+  s.resize(keep);
+}
+/// Appends, moving to a larger block by hand so the old one is wiped before it is freed.
+void append_wiped(std::string& s, std::string_view more) {
+  if (s.capacity() - s.size() < more.size()) {
+    std::string bigger;
+    bigger.reserve(std::max(s.size() + more.size(), 2 * s.capacity()));
+    bigger = s;
+    wipe_beyond(s, 0);
+    s.swap(bigger);
+  }
+  s.append(more);
+}
+}  // namespace
+
+MessageAssembler::~MessageAssembler() {
+  if (!wipe_) return;
+  wipe_beyond(buf_, 0);
+  wipe_beyond(partial_.payload, 0);
+}
+
+void MessageAssembler::set_wipe(bool on) {
+  if (wipe_ && !on) {
+    // What LOGIN7 left behind in the blocks kept: consumed bytes and the tails.
+    if (pos_ > 0) buf_.erase(0, pos_);
+    pos_ = 0;
+    wipe_beyond(buf_, buf_.size());
+    wipe_beyond(partial_.payload, partial_.payload.size());
+  }
+  wipe_ = on;
+}
+
 void MessageAssembler::feed(Bytes in) {
   if (!error_.empty()) return;
   if (pos_ > 0 && (pos_ == buf_.size() || pos_ >= 65536)) {
     buf_.erase(0, pos_);
     pos_ = 0;
   }
-  buf_.append(reinterpret_cast<const char*>(in.data()), in.size());
+  const std::string_view more(reinterpret_cast<const char*>(in.data()), in.size());
+  if (wipe_) {
+    append_wiped(buf_, more);
+  } else {
+    buf_.append(more);
+  }
 }
 
 void MessageAssembler::shrink() {
@@ -194,8 +237,10 @@ void MessageAssembler::shrink() {
     buf_.erase(0, pos_);
     pos_ = 0;
   }
+  if (wipe_) wipe_beyond(buf_, buf_.size());
   buf_.shrink_to_fit();
   if (!in_message_) {
+    if (wipe_) wipe_beyond(partial_.payload, 0);
     partial_.payload.clear();
     partial_.payload.shrink_to_fit();
   }
@@ -240,7 +285,12 @@ DecodeStatus MessageAssembler::next(Message& out, std::string& error) {
       partial_.payload.clear();
       in_message_ = true;
     }
-    partial_.payload.append(buf_, pos_ + kHeaderSize, body);
+    const std::string_view packet_body = std::string_view(buf_).substr(pos_ + kHeaderSize, body);
+    if (wipe_) {
+      append_wiped(partial_.payload, packet_body);
+    } else {
+      partial_.payload.append(packet_body);
+    }
     pos_ += h->length;
     if (pos_ == buf_.size()) {
       buf_.clear();

@@ -130,6 +130,13 @@ struct AssemblerLimits {
 class MessageAssembler {
  public:
   explicit MessageAssembler(AssemblerLimits limits = {}) : limits_(limits) {}
+  ~MessageAssembler();
+  MessageAssembler(const MessageAssembler&) = delete;
+  MessageAssembler& operator=(const MessageAssembler&) = delete;
+
+  /// On (the default) while the bytes may hold a password (a client's LOGIN7):
+  /// memory the assembler frees or stops using is wiped first. Off after login.
+  void set_wipe(bool on);
 
   /// The negotiated packet size (after LOGIN7 / ENVCHANGE 4), 512..32767.
   void set_packet_size(uint32_t size);
@@ -156,6 +163,7 @@ class MessageAssembler {
   size_t pos_ = 0;
   Message partial_;
   bool in_message_ = false;
+  bool wipe_ = true;
   std::string error_;
 };
 

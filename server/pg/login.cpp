@@ -374,6 +374,7 @@ awaitable<bool> PgClient::finish_login(const std::string& user, const std::strin
   enc.backend_key_data(pid, secret);
   ready_for_query();
   io_deadline_.reset();
+  login_done();
   spdlog::info("client {}: user \"{}\" connected to database \"{}\" (pid {})", peer_, user,
                database, pid);
   co_return co_await flush();
@@ -434,6 +435,7 @@ awaitable<bool> PgClient::admin_login(const UserRecord& record) {
   enc.backend_key_data(pid, secret);
   enc.ready_for_query('I');
   io_deadline_.reset();
+  login_done();
   spdlog::info("client {}: user \"{}\" connected to the admin console (pid {})", peer_, record.name,
                pid);
   co_return co_await flush();

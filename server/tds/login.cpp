@@ -455,6 +455,8 @@ awaitable<bool> TdsClient::finish_login(const UserRecord& record, const std::str
   packet_size_ = psize;
   assembler_.set_packet_size(psize);
   assembler_.set_max_message(scfg.max_message_size);
+  assembler_.set_wipe(false);
+  login_done();
   io_deadline_.reset();
   spdlog::info("client {}: user \"{}\" connected to database \"{}\" over TDS ({})", peer_, user,
                database, lg.app_name.empty() ? lg.client_interface : lg.app_name);

@@ -1,7 +1,8 @@
 // The LOGIN7 password leaves no copy in freed memory: every heap block freed
-// while decode_login7 and encode_login7 run is scanned (this binary replaces
-// the global operator delete) for the password in UTF-8, in UCS-2 and in its
-// obfuscated UCS-2 form.
+// while decode_login7 and encode_login7 run, and while a server's message
+// assembler takes the LOGIN7 packets in small pieces and is then freed, is
+// scanned (this binary replaces the global operator delete) for the password
+// in UTF-8, in UCS-2 and in its obfuscated UCS-2 form.
 
 // The replacements below pair malloc with free; GCC cannot see that through
 // std::allocator's inlined calls.
@@ -97,6 +98,42 @@ TEST(Login7Wipe, NoFreedBufferHoldsThePassword) {
     OPENSSL_cleanse(d.message.password.data(), d.message.password.size());
   }
   EXPECT_EQ(g_found.load(), 0) << "decode_login7 freed a copy of the password";
+  g_needles = nullptr;
+}
+
+TEST(Login7Wipe, TheAssemblerFreesNoCopyOfThePassword) {
+  const std::string secret = "Assembler-Secret-91-long-enough";
+  std::vector<std::string> needles = {obfuscate_password(ucs2(secret))};
+  Login7 l;
+  l.user_name = "app";
+  l.password = secret;
+  l.database = std::string(600, 'd');  // the message spans two 512-byte packets
+  std::string payload;
+  encode_login7(payload, l);
+  PacketWriter w;
+  w.set_packet_size(512);
+  std::string wire;
+  w.write(wire, PacketType::login7, payload);
+  OPENSSL_cleanse(payload.data(), payload.size());
+  g_needles = &needles;
+  g_found = 0;
+  g_armed = true;
+  {
+    MessageAssembler a(AssemblerLimits{kMaxLoginMessage, false});
+    Message m;
+    std::string error;
+    DecodeStatus st = DecodeStatus::need_more;
+    for (size_t at = 0; at < wire.size() && st == DecodeStatus::need_more; at += 97) {
+      a.feed(std::string_view(wire).substr(at, 97));
+      st = a.next(m, error);
+    }
+    ASSERT_EQ(st, DecodeStatus::ok) << error;
+    OPENSSL_cleanse(m.payload.data(), m.payload.size());
+    a.shrink();
+  }
+  g_armed = false;
+  OPENSSL_cleanse(wire.data(), wire.size());
+  EXPECT_EQ(g_found.load(), 0) << "the assembler freed a copy of the password";
   g_needles = nullptr;
 }
 
