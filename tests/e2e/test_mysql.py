@@ -12,7 +12,8 @@ node-postgres's extended protocol with $N parameters (repeated ones too):
 untyped `true` and ISO dates with a zone are refused by MariaDB (22P02, 22007:
 docs/mysql.md), while 1/0 and 'YYYY-MM-DD HH:MM:SS' are accepted; a backend
 connection the server kills gives its client an error and is replaced for the
-next; in session mode the next client finds no user variable or temporary
+next (a prepared statement killed mid-execution: 08006 naming the lost
+connection, and the client goes on); in session mode the next client finds no user variable or temporary
 table of the last (COM_RESET_CONNECTION); an entry with a tls block reaches MariaDB over TLS 1.3; pgbench
 with a custom script (BEGIN, SELECT, UPDATE, END) in simple, extended and
 prepared modes with zero failed transactions; 200,000 rows through wirepool
@@ -68,7 +69,8 @@ class MysqlTest(WirepoolTestCase):
         os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = cls.info["password"]
         cls.databases = (database_entry(cls.info, "my", "transaction", 4) +
                          database_entry(cls.info, "mysession", "session", 4) +
-                         database_entry(cls.info, "mysession1", "session", 1))
+                         database_entry(cls.info, "mysession1", "session", 1) +
+                         database_entry(cls.info, "my1", "transaction", 1))
         if "tls" in cls.info:
             cls.databases += (database_entry(cls.info, "mytls", "transaction", 2).rstrip(" ") +
                               f"        tls: {{ ca: {cls.info['tls']['ca']} }}\n")
@@ -276,6 +278,21 @@ class MysqlTest(WirepoolTestCase):
         cur.execute("SELECT CONNECTION_ID()")
         self.assertNotEqual(cur.fetchone()[0], backend)
         c.close()
+
+    def test_prepared_statement_on_a_killed_backend_names_the_lost_connection(self):
+        import psycopg
+        with psycopg.connect(self.wp.kv(database="my1"), autocommit=True) as c:
+            backend = c.execute("SELECT CONNECTION_ID()").fetchone()[0]
+            killer = threading.Timer(0.5, self.root_sql, (f"KILL {backend}",))
+            killer.start()
+            with self.assertRaises(psycopg.Error) as cm:
+                c.execute("SELECT SLEEP(5), %s", (6,), prepare=True).fetchone()
+            killer.join()
+            e = cm.exception
+            self.assertEqual(e.sqlstate, "08006", f"{e.sqlstate}: {e}")
+            self.assertIn("lost", str(e).lower())
+            # The pool dropped that connection; the client goes on.
+            self.assertEqual(c.execute("SELECT %s", (7,), prepare=True).fetchone()[0], "7")
 
     def test_session_mode_leaves_nothing_for_the_next_client(self):
         # One backend connection: the second client gets the first one's.
