@@ -99,6 +99,8 @@ struct Session {
   bool has_collation = false;
   db::EventSink* sink = nullptr;
   std::vector<tds::ReturnValue> return_values;
+  /// The last COLMETADATA of the current response (sp_prepare's result description).
+  std::vector<tds::ColumnMeta> metadata;
 
   Clock::time_point deadline() const { return Clock::now() + opt.read_timeout; }
 
@@ -114,6 +116,7 @@ struct Session {
     t.tokens().clear();
     tok_pos = 0;
     return_values.clear();
+    metadata.clear();
     const uint8_t status = reset_next ? tds::status::kResetConnection : 0;
     reset_next = false;
     return t.send(type, payload, status);
@@ -174,6 +177,8 @@ struct Session {
       }
     } else if (const auto* rv = std::get_if<tds::ReturnValue>(&tok)) {
       return_values.push_back(*rv);
+    } else if (const auto* cols = std::get_if<std::vector<tds::ColumnMeta>>(&tok)) {
+      if (!cols->empty()) metadata = *cols;
     }
   }
 
@@ -553,47 +558,35 @@ class TdsStatement final : public db::StatementImpl {
       : s_(std::move(s)), sql_(std::move(sql)), params_(count_parameters(sql_)) {}
   ~TdsStatement() override { (void)close(); }
 
+  /// Prepares the statement with its parameters typed from `hints` (text where
+  /// a hint has no type), as SQL Server describes it then: its result columns
+  /// come with sp_prepare's answer, and bad SQL fails here.
+  Status describe(std::span<const db::ParamInfo> hints) {
+    std::vector<db::Param> params(params_.size());
+    for (size_t i = 0; i < params.size(); ++i)
+      params[i].value = sample_of(i < hints.size() ? hints[i].kind : db::Kind::Null);
+    auto handle = handle_for(params);
+    if (!handle.ok()) return handle.take_error();
+    columns_.clear();
+    for (const auto& c : s_->metadata)
+      columns_.push_back(column_of(c));
+    return {};
+  }
+
   /// One untyped (Kind::Null) entry per marker: SQL Server types parameters
-  /// at sp_prepare, which runs at the first execution with the values' types.
+  /// at sp_prepare, which runs again at an execution with other value types.
   std::span<const db::ParamInfo> params() const override { return params_; }
-  std::span<const db::Column> columns() const override { return {}; }
+  std::span<const db::Column> columns() const override { return columns_; }
 
   Result<std::unique_ptr<db::RowsImpl>> query(db::Params params, const db::QueryOptions&) override {
-    if (closed_ || s_->closed) return Error::closed("statement");
+    auto handle = handle_for(params);
+    if (!handle.ok()) return handle.take_error();
     auto rw = rewrite_statement(sql_, params);
     if (!rw.ok()) return rw.take_error();
-    // One server handle per parameter signature: the types declared and which
-    // parameters are the literal NULL both shape the prepared text.
-    auto it = handles_.find(rw->signature);
-    if (it == handles_.end()) {
-      tds::RpcRequest prep;
-      prep.headers.transaction_descriptor = s_->descriptor;
-      prep.proc_id = tds::proc::kPrepare;
-      prep.params.push_back(int_param("@handle", std::nullopt, true));
-      prep.params.push_back(text_param("@params", rw->declarations));
-      prep.params.push_back(text_param("@stmt", rw->sql));
-      prep.params.push_back(int_param("@options", 1));
-      std::string payload;
-      if (auto st = tds::encode_rpc(payload, prep); !st.ok()) return st.take_error();
-      if (s_->tx_failed) {
-        return simple_error(db::Errc::invalid_query, "25P02",
-                            "current transaction is aborted, commands ignored until end of "
-                            "transaction block");
-      }
-      if (auto st = run_to_end(s_, tds::PacketType::rpc, payload); !st.ok()) {
-        return st.take_error();
-      }
-      std::optional<int64_t> handle;
-      for (const auto& rv : s_->return_values) {
-        if (rv.value.value.kind == db::Kind::I64) handle = rv.value.value.i64;
-      }
-      if (!handle) return protocol_error("sp_prepare returned no handle");
-      it = handles_.emplace(rw->signature, static_cast<int32_t>(*handle)).first;
-    }
     tds::RpcRequest exec;
     exec.headers.transaction_descriptor = s_->descriptor;
     exec.proc_id = tds::proc::kExecute;
-    exec.params.push_back(int_param("@handle", it->second));
+    exec.params.push_back(int_param("@handle", handle.value()));
     for (auto& v : rw->values)
       exec.params.push_back(std::move(v));
     std::string payload;
@@ -621,9 +614,59 @@ class TdsStatement final : public db::StatementImpl {
   }
 
  private:
+  /// A value of kind `k` that only types a parameter (its declaration).
+  static db::Value sample_of(db::Kind k) {
+    switch (k) {
+      case db::Kind::Bool:
+        return db::Value::boolean(false);
+      case db::Kind::I64:
+        return db::Value::int64(0);
+      case db::Kind::F64:
+        return db::Value::float64(0);
+      case db::Kind::Bytes:
+        return db::Value::bytes("");
+      default:
+        return db::Value::text("");
+    }
+  }
+
+  /// The server handle for `params`' signature (the types declared and which
+  /// are the literal NULL shape the prepared text), prepared on first use.
+  Result<int32_t> handle_for(db::Params params) {
+    if (closed_ || s_->closed) return Error::closed("statement");
+    auto rw = rewrite_statement(sql_, params);
+    if (!rw.ok()) return rw.take_error();
+    if (auto it = handles_.find(rw->signature); it != handles_.end()) return it->second;
+    tds::RpcRequest prep;
+    prep.headers.transaction_descriptor = s_->descriptor;
+    prep.proc_id = tds::proc::kPrepare;
+    prep.params.push_back(int_param("@handle", std::nullopt, true));
+    prep.params.push_back(text_param("@params", rw->declarations));
+    prep.params.push_back(text_param("@stmt", rw->sql));
+    prep.params.push_back(int_param("@options", 1));  // RETURN_METADATA
+    std::string payload;
+    if (auto st = tds::encode_rpc(payload, prep); !st.ok()) return st.take_error();
+    if (s_->tx_failed) {
+      return simple_error(db::Errc::invalid_query, "25P02",
+                          "current transaction is aborted, commands ignored until end of "
+                          "transaction block");
+    }
+    if (auto st = run_to_end(s_, tds::PacketType::rpc, payload); !st.ok()) {
+      return st.take_error();
+    }
+    std::optional<int64_t> handle;
+    for (const auto& rv : s_->return_values) {
+      if (rv.value.value.kind == db::Kind::I64) handle = rv.value.value.i64;
+    }
+    if (!handle) return protocol_error("sp_prepare returned no handle");
+    handles_.emplace(rw->signature, static_cast<int32_t>(*handle));
+    return static_cast<int32_t>(*handle);
+  }
+
   SessionPtr s_;
   std::string sql_;
   std::vector<db::ParamInfo> params_;
+  std::vector<db::Column> columns_;
   std::map<std::string, int32_t> handles_;
   bool closed_ = false;
 };
@@ -680,11 +723,12 @@ class TdsConnection final : public db::ConnectionImpl {
     return run(s_, tds::PacketType::rpc, payload, sql);
   }
 
-  Result<std::unique_ptr<db::StatementImpl>> prepare(std::string_view sql,
-                                                     std::span<const db::ParamInfo>) override {
+  Result<std::unique_ptr<db::StatementImpl>> prepare(
+      std::string_view sql, std::span<const db::ParamInfo> hints) override {
     if (auto st = s_->usable(); !st.ok()) return st.take_error();
-    // sp_prepare runs at the first execution, when the parameter types are known.
-    return std::unique_ptr<db::StatementImpl>(std::make_unique<TdsStatement>(s_, std::string(sql)));
+    auto stmt = std::make_unique<TdsStatement>(s_, std::string(sql));
+    if (auto st = stmt->describe(hints); !st.ok()) return st.take_error();
+    return std::unique_ptr<db::StatementImpl>(std::move(stmt));
   }
 
   Status begin(const db::BeginOptions& options) override {

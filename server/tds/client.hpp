@@ -101,6 +101,10 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   void forward_notices();
   /// A driver call failed: the ERROR token; drop the backend if it is gone.
   void backend_error(db::Error err);
+  /// The result columns of `sql` as the backend prepares it (sp_prepare's
+  /// RETURN_METADATA); the backend is given back if no transaction holds it.
+  boost::asio::awaitable<std::optional<db::Error>> describe(const std::string& sql,
+                                                            std::vector<db::Column>& cols);
   /// pump_result's hooks: payload_ framed into whole packets before out_ is
   /// written; a result stops between chunks after ATTENTION or the client's exit.
   void frame_output() override { pack(false); }

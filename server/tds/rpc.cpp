@@ -170,6 +170,26 @@ awaitable<void> TdsClient::rpc(tds::RpcRequest& req) {
     Prepared p;
     p.names = declared_names(*decl);
     p.sql = rewrite_markers(*stmt, p.names);
+    // @options 0x0001 (RETURN_METADATA): SQL Server prepares the statement now,
+    // refusing bad SQL, and describes its result with a COLMETADATA.
+    const auto options = req.params.size() > 3 ? int_param(req.params[3]) : std::nullopt;
+    if (options && (*options & 1) != 0) {
+      std::vector<db::Column> cols;
+      if (auto err = co_await describe(p.sql, cols)) {
+        backend_error(std::move(*err));
+        done_token(tds::token::kDoneProc, tds::done::kError, 0, 0);
+        co_return;
+      }
+      if (!cols.empty()) {
+        std::vector<tds::ColumnMeta> meta(cols.size());
+        for (size_t i = 0; i < cols.size(); ++i) {
+          meta[i].name = cols[i].name;
+          meta[i].flags = tds::col_flag::kNullable;
+          meta[i].type = tds::column_type(cols[i], tds::kDefaultCollation, nullptr);
+        }
+        tds::TokenEncoder(payload_).col_metadata(meta);
+      }
+    }
     handle_out = next_handle_++;
     prepared_[handle_out] = std::move(p);
     tds::TokenEncoder enc(payload_);
@@ -261,6 +281,21 @@ awaitable<void> TdsClient::rpc(tds::RpcRequest& req) {
     }
   }
   done_token(tds::token::kDoneProc, tds::done::kFinal, 0, 0);
+}
+
+awaitable<std::optional<db::Error>> TdsClient::describe(const std::string& sql,
+                                                        std::vector<db::Column>& cols) {
+  if (auto err = co_await session_->ensure_backend()) co_return err;
+  auto stmt = co_await session_->backend_statement(sql, sql, {});
+  std::optional<db::Error> failed;
+  if (stmt.ok()) {
+    auto c = stmt.value()->columns();
+    cols.assign(c.begin(), c.end());
+  } else {
+    failed = stmt.take_error();
+  }
+  session_->release_if_idle(false);
+  co_return failed;
 }
 
 }  // namespace wirepool::server

@@ -10,7 +10,11 @@ bytea-as-blob; psycopg2's own transactions (BEGIN through TM requests, commit
 and rollback); unique violation 23505 and syntax error 42601 reach the
 PostgreSQL client with SQL Server's number in the detail; a statement longer
 than one TDS packet; more psycopg2 clients than the front pool's backend
-connections; a wrong pin makes the front refuse queries with a clear error.
+connections; a wrong pin makes the front refuse queries with a clear error;
+node-postgres named statements (Parse, Describe, Bind, Execute) get the real
+columns (the driver's sp_prepare asks for them, and wirepool's TDS front end
+answers with a COLMETADATA as SQL Server does), and a named statement with bad
+SQL fails at its Parse.
 """
 
 import hashlib
@@ -21,7 +25,7 @@ import unittest
 import psycopg2
 import psycopg2.errors
 
-from harness import Wirepool, psql
+from harness import NODE_PATH, Wirepool, psql
 
 
 def public_key_pin(cert_path):
@@ -105,6 +109,32 @@ class TdsDriverEndToEnd(unittest.TestCase):
         conn.close()
         out = psql(self.front.dsn(), "-c", "SELECT 40 + 2")
         self.assertEqual(out.stdout.strip(), "42")
+
+    def test_node_postgres_named_statements_are_described(self):
+        script = r"""
+const { Client } = require('pg');
+(async () => {
+  const c = new Client({ connectionString: process.argv[1] });
+  await c.connect();
+  const out = [];
+  for (const v of ['one', 'two']) {
+    const r = await c.query({ name: 'pair', text: 'SELECT $1 AS word, 2 AS two', values: [v] });
+    out.push(r.fields.map(f => f.name).join(',') + '=' + JSON.stringify(r.rows));
+  }
+  try { await c.query({ name: 'bad', text: 'SELEC 1' }); out.push('no error'); }
+  catch (e) { out.push('bad:' + e.code); }
+  await c.end();
+  console.log(out.join('\n'));
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+        r = subprocess.run(["node", "-e", script, self.front.dsn(database="app")],
+                           capture_output=True, text=True, timeout=60,
+                           env={"NODE_PATH": NODE_PATH, "PATH": "/usr/bin:/bin"})
+        self.assertEqual(r.returncode, 0, r.stderr + self.front.log()[-1500:])
+        self.assertEqual(r.stdout.split("\n")[:3],
+                         ['word,two=[{"word":"one","two":"2"}]',
+                          'word,two=[{"word":"two","two":"2"}]',
+                          "bad:42601"])
 
     def test_more_clients_than_backend_connections(self):
         results = []
