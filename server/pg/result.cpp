@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/pg/arrays.hpp"
 #include "protocol/pg/scram.hpp"
 #include "server/admin.hpp"
 #include "server/pg/client_detail.hpp"
@@ -74,6 +75,12 @@ namespace {
 /// types protocol/pg/types knows). Other types cannot be converted.
 bool convert_native(std::string_view bytes, uint32_t oid, int16_t from, int16_t to,
                     std::string& out, std::string* why) {
+  if (from == 0 && to == 1 && pg::array_element(oid)) {
+    if (pg::array_text_to_binary(bytes, oid, out, why)) return true;
+    *why = "wirepool cannot convert a value of array type OID " + std::to_string(oid) +
+           " to binary: " + *why;
+    return false;
+  }
   auto decoded = pg::decode_param(bytes, oid, from);
   if (!decoded.ok() || decoded.value().untyped) {
     *why = "wirepool cannot convert values of type OID " + std::to_string(oid) + " from " +
