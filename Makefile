@@ -109,6 +109,8 @@ soak: test-deps build
 	/usr/bin/python3 bench/soak.py --connections $(SOAK_CONNECTIONS) --rate 0 --churners 4 \
 	  --busy-clients 16 --pool 10 --max-growth-kib $(SOAK_MAX_GROWTH_KIB) \
 	  --binary $(CURDIR)/$(BUILD)/wirepool | tee build/soak.json
+	cd $(BUILD) && STRESS_CLIENTS=80 STRESS_OPS=40 STRESS_SEEDS=1,2,3 \
+	  ctest --output-on-failure -R conformance_stress
 
 unit: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)

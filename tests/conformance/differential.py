@@ -79,6 +79,18 @@ def known_difference(target, why):
     return mark
 
 
+def first_difference(got, want, name, path="", width=2000):
+    """Where two observations first differ, descending into lists and tuples."""
+    if isinstance(got, (list, tuple)) and isinstance(want, (list, tuple)):
+        for i, (g, w) in enumerate(zip(got, want)):
+            if g != w:
+                return first_difference(g, w, name, f"{path}[{i}]", width)
+        if len(got) != len(want):
+            return (f"  at {path or 'top'}: {len(got)} items through wirepool, {len(want)} directly"
+                    f"\n  {name}: {got[len(want):]!r:.{width}}\n  direct: {want[len(got):]!r:.{width}}")
+    return f"  at {path or 'top'}:\n  {name}: {got!r:.{width}}\n  direct: {want!r:.{width}}"
+
+
 class DifferentialCase(WirepoolTestCase):
     """wirepool on the fixture's PostgreSQL with `pgsession` (session mode) and
     `pgtxn` (transaction mode), each `pool_max` connections (session mode
@@ -94,8 +106,15 @@ class DifferentialCase(WirepoolTestCase):
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
         cls.databases = (database_entry(cls.info, "pgsession", "session",
                                         cls.session_pool_max or cls.pool_max) +
-                         database_entry(cls.info, "pgtxn", "transaction", cls.pool_max))
+                         database_entry(cls.info, "pgtxn", "transaction", cls.pool_max) +
+                         cls.more_databases())
         super().setUpClass()
+
+    @classmethod
+    def more_databases(cls):
+        """Database entries of a suite's further targets (see targets())."""
+        return ""
+
 
     @classmethod
     def direct(cls):
@@ -139,14 +158,14 @@ class DifferentialCase(WirepoolTestCase):
             got.append(("rows", t.rows()))
             seen[t.name] = got
         problems = []
-        for name in ("session", "transaction"):
+        for name in (n for n in seen if n != "direct"):
             same = seen[name] == seen["direct"]
             if name in known and same:
                 problems.append(f"{name} mode now matches PostgreSQL in {scenario.__name__}: "
                                 f"remove known_difference({name!r}, {known[name]!r})")
             elif name not in known and not same:
                 problems.append(f"{name} mode differs from PostgreSQL in {scenario.__name__}:\n"
-                                f"  {name}: {seen[name]!r:.2000}\n  direct: {seen['direct']!r:.2000}")
+                                + first_difference(seen[name], seen["direct"], name))
         if problems:
             self.fail("\n".join(problems))
         return seen["direct"]
