@@ -41,7 +41,9 @@ void put_i32(std::string& out, int32_t v) {
   out.push_back(static_cast<char>(u));
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 /// array_in's grammar: optional dimensions, then nested braces of elements.
 class Parser {
@@ -96,7 +98,8 @@ class Parser {
  private:
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
   void skip_space() {
-    while (i_ < s_.size() && is_space(s_[i_])) ++i_;
+    while (i_ < s_.size() && is_space(s_[i_]))
+      ++i_;
   }
   bool fail(std::string_view what) {
     *why_ = "malformed array literal (" + std::string(what) + ")";
@@ -183,7 +186,8 @@ class Parser {
         }
         v.push_back(c);
       }
-      while (!v.empty() && is_space(v.back())) v.pop_back();
+      while (!v.empty() && is_space(v.back()))
+        v.pop_back();
       if (v.empty()) return fail("empty element");
       if (!escaped && v.size() == 4 && (v[0] | 32) == 'n' && (v[1] | 32) == 'u' &&
           (v[2] | 32) == 'l' && (v[3] | 32) == 'l') {

@@ -33,19 +33,21 @@ TEST(PgArrays, OneDimensionWithNull) {
                                              i32(1) + i32(-1) + i32(4) + i32(-3));
 }
 
-TEST(PgArrays, Empty) { EXPECT_EQ(binary("{}", 1009), i32(0) + i32(0) + i32(25)); }
+TEST(PgArrays, Empty) {
+  EXPECT_EQ(binary("{}", 1009), i32(0) + i32(0) + i32(25));
+}
 
 TEST(PgArrays, TwoDimensionsOfQuotedText) {
   const std::string got = binary(R"({{a,"b c"},{"NULL", "x\"y\\z" }})", 1009);
-  const std::string want = i32(2) + i32(0) + i32(25) + i32(2) + i32(1) + i32(2) + i32(1) +
-                           i32(1) + "a" + i32(3) + "b c" + i32(4) + "NULL" + i32(5) + "x\"y\\z";
+  const std::string want = i32(2) + i32(0) + i32(25) + i32(2) + i32(1) + i32(2) + i32(1) + i32(1) +
+                           "a" + i32(3) + "b c" + i32(4) + "NULL" + i32(5) + "x\"y\\z";
   EXPECT_EQ(got, want);
 }
 
 TEST(PgArrays, LowerBounds) {
-  EXPECT_EQ(binary("[0:1]={7,8}", 1005),
-            i32(1) + i32(0) + i32(21) + i32(2) + i32(0) + i32(2) + std::string("\0\7", 2) +
-                i32(2) + std::string("\0\x08", 2));
+  EXPECT_EQ(binary("[0:1]={7,8}", 1005), i32(1) + i32(0) + i32(21) + i32(2) + i32(0) + i32(2) +
+                                             std::string("\0\7", 2) + i32(2) +
+                                             std::string("\0\x08", 2));
 }
 
 TEST(PgArrays, ElementsInTheirBinaryForm) {
@@ -57,9 +59,8 @@ TEST(PgArrays, ElementsInTheirBinaryForm) {
 }
 
 TEST(PgArrays, MalformedIsRefusedAndOutIsUnchanged) {
-  for (std::string_view bad :
-       {"{1,2", "1,2}", "{{1,2},{3}}", "{1,2} x", "{1,x}", "[1:3]={1,2}", "{{1},2}", "{,1}",
-        R"({"a)"}) {
+  for (std::string_view bad : {"{1,2", "1,2}", "{{1,2},{3}}", "{1,2} x", "{1,x}", "[1:3]={1,2}",
+                               "{{1},2}", "{,1}", R"({"a)"}) {
     std::string out = "keep", why;
     EXPECT_FALSE(array_text_to_binary(bad, 1007, out, &why)) << bad;
     EXPECT_EQ(out, "keep") << bad;
