@@ -28,8 +28,8 @@ bool Pipeline::room(const Train& tr, const PoolView& view, std::optional<TimePoi
 }
 
 bool Pipeline::has_room(TrainId t, const PoolView& view) const {
-  auto it = trains_.find(t);
-  return it != trains_.end() && room(it->second, view, std::nullopt);
+  const Train* tr = trains_.find(t);
+  return tr && room(*tr, view, std::nullopt);
 }
 
 void Pipeline::close(TrainId t, Train& tr) {
@@ -72,25 +72,30 @@ void Pipeline::join_order(PoolKey pool, const PoolView& view, TimePoint now,
   if (!view.pipeline || now < view.paused_until || open_.empty()) return;
   for (const auto& w : waiters_)
     if (w.pool == pool) return;  // queued before this one: they go first
+  // Fewest followers first, in opening order among equals: one pass per
+  // follower count (there are a few).
+  size_t most = 0;
   for (TrainId t : open_) {
-    const Train& tr = trains_.at(t);
-    if (tr.pool != pool || !room(tr, view, now)) continue;
-    // Fewest followers first, in opening order among equals (a stable insertion).
-    const size_t n = tr.followers.size();
-    auto at = out.end();
-    while (at != out.begin() && trains_.at(*(at - 1)).followers.size() > n)
-      --at;
-    out.insert(at, t);
+    const Train& tr = *trains_.find(t);
+    if (tr.pool != pool) continue;
+    most = std::max(most, tr.followers.size());
+    if (tr.followers.empty() && room(tr, view, now)) out.push_back(t);
+  }
+  for (size_t n = 1; n <= most; ++n) {
+    for (TrainId t : open_) {
+      const Train& tr = *trains_.find(t);
+      if (tr.pool == pool && tr.followers.size() == n && room(tr, view, now)) out.push_back(t);
+    }
   }
 }
 
 void Pipeline::pull_order(TrainId t, const PoolView& view, TimePoint now,
                           std::vector<BatchId>& out) const {
   out.clear();
-  auto it = trains_.find(t);
-  if (it == trains_.end() || waiters_.empty() || now < view.paused_until) return;
+  const Train* tr = trains_.find(t);
+  if (!tr || waiters_.empty() || now < view.paused_until) return;
   for (const auto& w : waiters_)
-    if (w.pool == it->second.pool) out.push_back(w.batch);
+    if (w.pool == tr->pool) out.push_back(w.batch);
 }
 
 void Pipeline::handle_joined(TrainId t, BatchId b, uint64_t shape, bool sent_all) {
@@ -103,10 +108,10 @@ void Pipeline::handle_joined(TrainId t, BatchId b, uint64_t shape, bool sent_all
 
 std::optional<BatchId> Pipeline::handle_turn_end(TrainId t, PoolKey pool, const TurnReport& r,
                                                  const PoolView& view, TimePoint now) {
-  auto it = trains_.find(t);
+  Train* const train = trains_.find(t);
   std::optional<Follower> next;
-  if (it != trains_.end()) {
-    Train& tr = it->second;
+  if (train) {
+    Train& tr = *train;
     if (!tr.followers.empty()) {
       if (r.clean) {
         next = tr.followers.front();
@@ -129,7 +134,7 @@ std::optional<BatchId> Pipeline::handle_turn_end(TrainId t, PoolKey pool, const 
     actions_.push_back(Pause{pool, now + limits_.slow_pause, took});
   }
   if (!next) return std::nullopt;
-  Train& tr = it->second;
+  Train& tr = *train;  // no train was added or erased since the lookup
   ++tr.batches;
   tr.since = now;
   if (tr.open && shape_slow(pool, next->shape)) close(t, tr);
@@ -137,12 +142,12 @@ std::optional<BatchId> Pipeline::handle_turn_end(TrainId t, PoolKey pool, const 
 }
 
 bool Pipeline::handle_released(TrainId t) {
-  auto it = trains_.find(t);
-  if (it == trains_.end()) return true;
-  close(t, it->second);
-  const bool clean = it->second.followers.empty();
-  fail_followers(t, it->second);
-  trains_.erase(it);
+  Train* tr = trains_.find(t);
+  if (!tr) return true;
+  close(t, *tr);
+  const bool clean = tr->followers.empty();
+  fail_followers(t, *tr);
+  trains_.erase(t);
   return clean;
 }
 
@@ -165,13 +170,13 @@ bool Pipeline::waiting(BatchId b) const {
 }
 
 size_t Pipeline::followers(TrainId t) const {
-  auto it = trains_.find(t);
-  return it == trains_.end() ? 0 : it->second.followers.size();
+  const Train* tr = trains_.find(t);
+  return tr ? tr->followers.size() : 0;
 }
 
 bool Pipeline::is_open(TrainId t) const {
-  auto it = trains_.find(t);
-  return it != trains_.end() && it->second.open;
+  const Train* tr = trains_.find(t);
+  return tr && tr->open;
 }
 
 HeadFlush Pipeline::head_flush(TrainId t, bool reading_ahead, size_t buffered) const {

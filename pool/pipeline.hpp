@@ -31,6 +31,7 @@
 #include <variant>
 #include <vector>
 
+#include "pool/id_map.hpp"
 #include "pool/pool.hpp"
 
 namespace wirepool::pool {
@@ -165,12 +166,14 @@ class Pipeline {
   size_t followers(TrainId t) const;
   bool is_open(TrainId t) const;
   /// Whether `t` exists (a lease the pipeline saw and not released).
-  bool knows(TrainId t) const { return trains_.count(t) != 0; }
+  bool knows(TrainId t) const { return trains_.contains(t); }
   /// The head of `t` writes its answer: how long it may take.
   HeadFlush head_flush(TrainId t, bool reading_ahead, size_t buffered) const;
   /// Statements of this shape run long in `pool`: no batch goes behind them.
   bool shape_slow(PoolKey pool, uint64_t shape) const;
   bool waiting(BatchId b) const;
+  /// Some batch waits (pull_order may name one).
+  bool has_waiters() const { return !waiters_.empty(); }
 
   std::optional<PipelineAction> poll_action();
   bool has_actions() const { return !actions_.empty(); }
@@ -188,6 +191,15 @@ class Pipeline {
     TimePoint since{};                ///< when the running batch began
     std::vector<Follower> followers;  ///< in order (a few: no deque's allocations per lease)
   };
+  /// A released train's entry is reused with its followers' capacity.
+  struct ResetTrain {
+    void operator()(Train& tr) const {
+      std::vector<Follower> keep = std::move(tr.followers);
+      keep.clear();
+      tr = Train{};
+      tr.followers = std::move(keep);
+    }
+  };
   struct Waiter {
     BatchId batch;
     PoolKey pool;
@@ -202,8 +214,8 @@ class Pipeline {
   static uint64_t shape_key(PoolKey pool, uint64_t shape);
 
   PipelineLimits limits_;
-  std::unordered_map<TrainId, Train> trains_;
-  std::vector<TrainId> open_;  ///< open trains; removal swaps in the last one
+  IdMap<Train, ResetTrain> trains_;  ///< one per lease the pipeline saw, until released
+  std::vector<TrainId> open_;        ///< open trains; removal swaps in the last one
   std::deque<Waiter> waiters_;
   std::unordered_map<uint64_t, std::chrono::microseconds> slow_;  ///< shape key -> average turn
   std::deque<PipelineAction> actions_;

@@ -23,7 +23,6 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
-#include <unordered_map>
 
 #include "server/pg/client.hpp"
 #include "server/pg_relay.hpp"
@@ -82,7 +81,9 @@ awaitable<size_t> read_some(Backend& b, int fd, uint8_t* data, size_t size,
 }
 
 std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
-  std::string key(sql);
+  std::string key;
+  key.reserve(sql.size() + 1 + oids.size() * 11);  // an OID has at most 10 digits
+  key += sql;
   key += '\0';
   for (auto o : oids) {
     key += std::to_string(o);
@@ -471,6 +472,8 @@ PgClient::RelayWait PgClient::relay_pump() {
     RelayPath::of(loop_).turn_began(*this, *session_->backend());
   }
   InBuffer& in = R.from_server;
+  const size_t flush_at =
+      R.reading_ahead ? RelayPath::of(loop_).pipeline().limits().max_read_ahead : kFlushBytes;
   while (R.lost.empty() && !R.done && (!R.client_gone || R.discard)) {
     // What is buffered first.
     while (!R.done) {
@@ -544,8 +547,6 @@ PgClient::RelayWait PgClient::relay_pump() {
       R.tracker.emit_due(out_);
       R.done = step.done;
       if (R.discard) out_.clear();  // its client left; the followers' answers come next
-      const size_t flush_at =
-          R.reading_ahead ? RelayPath::of(loop_).pipeline().limits().max_read_ahead : kFlushBytes;
       if (out_.size() >= flush_at) return RelayWait::flush;
     }
     if (R.done || !R.lost.empty()) break;
@@ -671,8 +672,10 @@ PgClient::Relayed PgClient::relay_finish() {
   turn.shape = R.shape;
   turn.turn_started = R.turn_started;
   turn.progress = pool.metrics().relayed.load(std::memory_order_relaxed) - R.relayed_before;
-  std::shared_ptr<PgClient> next = path.turn_end(
-      *this, b, turn, now, R.lost.empty() ? "the batch ahead of it broke off mid-answer" : R.lost);
+  std::shared_ptr<PgClient> next =
+      path.turn_end(*this, b, turn, now,
+                    R.lost.empty() ? std::string_view("the batch ahead of it broke off mid-answer")
+                                   : std::string_view(R.lost));
   if (next) {
     InBuffer& to = next->relay_->from_server;
     const auto rest = in.view();
@@ -806,11 +809,6 @@ void PgClient::relay_abandoned(const std::string& why) {
   relay_loop(LoopEntry::fresh);
 }
 
-RelayPath& RelayPath::of(Loop& loop) {
-  if (!loop.relay) loop.relay = std::make_shared<RelayPath>();
-  return *loop.relay;
-}
-
 pool::PoolView RelayPath::view(DatabasePool& pool) {
   pool::PoolView v;
   v.pipeline = pool.config().pool.pipeline;
@@ -864,7 +862,9 @@ bool RelayPath::join(PgClient& c) {
   DatabasePool& pool = c.session_->pool();
   pipeline_.join_order(key(pool), view(pool), now(), trains_scratch_);
   for (pool::TrainId t : trains_scratch_) {
-    Backend& b = *backends_.at(t);
+    Backend* const* tracked = backends_.find(t);
+    if (!tracked) continue;  // not opened on this loop (every train opened here is tracked)
+    Backend& b = **tracked;
     if (b.cancelling || !c.session_->settings_match(b)) continue;
     if (!c.relay_send_behind(b)) return false;
     c.session_->queued();
@@ -880,16 +880,17 @@ void RelayPath::joined(PgClient& c, Backend& b, bool sent_all) {
 }
 
 void RelayPath::pull(PgClient& head, Backend& b) {
+  if (!pipeline_.has_waiters()) return;  // the usual case: no view, no clock read
   DatabasePool& pool = head.session_->pool();
   pipeline_.pull_order(b.lease, view(pool), now(), batches_scratch_);
   for (pool::BatchId w : batches_scratch_) {
     // Each one taken may leave the pool's queue empty, and the train's limit higher.
     if (b.cancelling || !pipeline_.has_room(b.lease, view(pool))) break;
-    auto it = waiters_.find(w);
-    std::shared_ptr<PgClient> c = it == waiters_.end() ? nullptr : it->second.lock();
+    const std::weak_ptr<PgClient>* waiter = waiters_.find(w);
+    std::shared_ptr<PgClient> c = waiter ? waiter->lock() : nullptr;
     if (!c) {
       pipeline_.handle_wait_end(w);
-      if (it != waiters_.end()) waiters_.erase(it);
+      waiters_.erase(w);
       continue;
     }
     // One that cannot go behind this batch keeps its place in the pool's queue.
@@ -898,7 +899,7 @@ void RelayPath::pull(PgClient& head, Backend& b) {
       continue;
     }
     pipeline_.handle_wait_end(w);
-    waiters_.erase(it);
+    waiters_.erase(w);
     if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
     if (!c->relay_send_behind(b, true)) {                // its statements were just checked
       // Not relayable after all (the backend's socket): back to the pool's queue.
@@ -920,21 +921,19 @@ void RelayPath::wait_begin(PgClient& c) {
 
 void RelayPath::wait_end(PgClient& c) {
   if (waiters_.empty() || !c.relay_) return;
-  auto it = waiters_.find(id_of(c));
-  if (it == waiters_.end()) return;
-  pipeline_.handle_wait_end(it->first);
-  waiters_.erase(it);
+  const pool::BatchId id = id_of(c);
+  if (!waiters_.erase(id)) return;
+  pipeline_.handle_wait_end(id);
 }
 
 std::shared_ptr<PgClient> RelayPath::turn_end(PgClient& head, Backend& b, const pool::TurnReport& r,
-                                              pool::TimePoint now, const std::string& why) {
+                                              pool::TimePoint now, std::string_view why) {
   DatabasePool& pool = head.session_->pool();
   const auto next = pipeline_.handle_turn_end(b.lease, key(pool), r, view(pool), now);
   act(&pool, why);
   if (!next) return nullptr;
-  auto it = followers_.find(*next);
-  std::shared_ptr<PgClient> c = std::move(it->second);
-  followers_.erase(it);
+  std::shared_ptr<PgClient> c = std::move(*followers_.find(*next));
+  followers_.erase(*next);
   return c;
 }
 
@@ -950,7 +949,7 @@ bool RelayPath::may_cancel(const Backend& b) const {
   return pipeline_.may_cancel(b.lease);
 }
 
-bool RelayPath::release(Backend& b, const std::string& why) {
+bool RelayPath::release(Backend& b, std::string_view why) {
   const bool clean = pipeline_.handle_released(b.lease);
   act(nullptr, why);
   backends_.erase(b.lease);
@@ -958,16 +957,17 @@ bool RelayPath::release(Backend& b, const std::string& why) {
   return clean;
 }
 
-void RelayPath::act(DatabasePool* pool, const std::string& why) {
+void RelayPath::act(DatabasePool* pool, std::string_view why) {
   using std::chrono::duration_cast;
   using std::chrono::milliseconds;
+  if (!pipeline_.has_actions()) return;
   while (auto a = pipeline_.poll_action()) {
     if (auto* f = std::get_if<pool::Fail>(&*a)) {
-      auto it = followers_.find(f->batch);
-      if (it == followers_.end()) continue;
-      auto c = std::move(it->second);
-      followers_.erase(it);
-      PgClient::post_abandoned(std::move(c), why);
+      std::shared_ptr<PgClient>* follower = followers_.find(f->batch);
+      if (!follower) continue;
+      auto c = std::move(*follower);
+      followers_.erase(f->batch);
+      PgClient::post_abandoned(std::move(c), std::string(why));
     } else if (auto* p = std::get_if<pool::Pause>(&*a)) {
       if (!pool) continue;
       pool->pause_pipeline(p->until);

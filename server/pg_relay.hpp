@@ -7,9 +7,10 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
+#include "pool/id_map.hpp"
 #include "pool/pipeline.hpp"
 #include "server/pg/client.hpp"
 #include "server/relay_train.hpp"
@@ -52,34 +53,41 @@ class RelayPath final : public TrainOwner {
   /// handed over by the caller), or null. Followers that cannot go on get an
   /// error; a slow turn is logged and may pause the pool's pipelining.
   std::shared_ptr<PgClient> turn_end(PgClient& head, Backend& b, const pool::TurnReport& r,
-                                     pool::TimePoint now, const std::string& why);
+                                     pool::TimePoint now, std::string_view why);
   /// Other clients' batches follow `b`'s running one.
   bool has_followers(const Backend& b) const;
   /// How `head` writes its answer on `b`.
   pool::HeadFlush head_flush(const Backend& b, bool reading_ahead, size_t buffered) const;
 
   bool may_cancel(const Backend& b) const override;
-  bool release(Backend& b, const std::string& why) override;
+  bool release(Backend& b, std::string_view why) override;
 
  private:
   static pool::BatchId id_of(const PgClient& c);
   /// `b`'s train is this loop's until its lease ends (release).
   void track(Backend& b);
   /// Carries out the pipeline's actions (`why`: the failed followers' error).
-  void act(DatabasePool* pool, const std::string& why);
+  void act(DatabasePool* pool, std::string_view why);
 
   pool::Pipeline pipeline_;
+  // Entries come and go per batch and per lease (pool::IdMap: no allocation each).
   /// Clients whose batches were sent behind a running one, until their turn.
-  std::unordered_map<pool::BatchId, std::shared_ptr<PgClient>> followers_;
+  pool::IdMap<std::shared_ptr<PgClient>> followers_;
   /// Clients waiting in their pool's queue that a train may take.
-  std::unordered_map<pool::BatchId, std::weak_ptr<PgClient>> waiters_;
+  pool::IdMap<std::weak_ptr<PgClient>> waiters_;
   /// The backends of the trains the pipeline knows, by lease.
-  std::unordered_map<pool::TrainId, Backend*> backends_;
+  pool::IdMap<Backend*> backends_;
   std::vector<std::unique_ptr<PgClient::RelayState>> states_;
   uint64_t next_batch_ = 0;
   /// join's and pull's lists, kept for their capacity (neither runs inside the other).
   std::vector<pool::TrainId> trains_scratch_;
   std::vector<pool::BatchId> batches_scratch_;
 };
+
+// Inline: read several times per relayed batch.
+inline RelayPath& RelayPath::of(Loop& loop) {
+  if (!loop.relay) loop.relay = std::make_shared<RelayPath>();
+  return *loop.relay;
+}
 
 }  // namespace wirepool::server

@@ -2,7 +2,7 @@
 // A backend's train in the relay's pipeline (server/pg_relay.hpp), as the
 // session layer and the backend pool see it: nothing of the front end.
 
-#include <string>
+#include <string_view>
 
 namespace wirepool::server {
 
@@ -18,7 +18,7 @@ class TrainOwner {
   /// `b`'s lease ends other than at a batch's end: no more batches join, and
   /// the clients whose batches follow get an error (`why`). False when there
   /// were such batches (the connection's stream is then unusable).
-  virtual bool release(Backend& b, const std::string& why) = 0;
+  virtual bool release(Backend& b, std::string_view why) = 0;
 
  protected:
   ~TrainOwner() = default;

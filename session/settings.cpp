@@ -170,6 +170,7 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
   } else {
     overrides_.set(name, v);
   }
+  overrides_changed();
   changed_.append(name);
   changed_ += '\0';
   return std::nullopt;
@@ -186,6 +187,7 @@ std::optional<SettingError> Settings::reset(std::string_view raw_name) {
   } else {
     overrides_.erase(name);
   }
+  overrides_changed();
   if (current(name) != before || had != overrides_.find(name).has_value()) {
     changed_.append(name);
     changed_ += '\0';
@@ -215,6 +217,7 @@ std::optional<SettingError> Settings::set_local(std::string_view raw_name, std::
 }
 
 void Settings::end_transaction() {
+  if (local_undo_.empty()) return;
   size_t i = 0;
   while (i < local_undo_.size()) {
     size_t a = local_undo_.find('\0', i);
@@ -236,6 +239,7 @@ void Settings::end_transaction() {
     i = c + 1;
   }
   local_undo_.clear();
+  overrides_changed();
 }
 
 void Settings::reset_all() {
@@ -269,11 +273,10 @@ std::optional<std::string> Settings::get(std::string_view name) const {
   return std::nullopt;
 }
 
-bool Settings::backslash_quotes() const {
+void Settings::overrides_changed() {
   auto v = overrides_.find("standard_conforming_strings");
-  if (!v) return false;
-  const std::string l = lower(*v);
-  return l == "off" || l == "false" || l == "no" || l == "0";
+  const std::string l = v ? lower(*v) : std::string();
+  backslash_quotes_ = l == "off" || l == "false" || l == "no" || l == "0";
 }
 
 std::vector<std::pair<std::string, std::string>> Settings::overrides() const {

@@ -50,8 +50,9 @@ class Settings {
   uint32_t version() const { return version_; }
   std::optional<std::string> get(std::string_view name) const;
   /// standard_conforming_strings is off: a backslash escapes in every '...'
-  /// literal of the client's SQL (sql::split_statements). Allocates nothing.
-  bool backslash_quotes() const;
+  /// literal of the client's SQL (sql::split_statements). Kept up to date on
+  /// every change, so the relay's check of each batch reads one flag.
+  bool backslash_quotes() const { return backslash_quotes_; }
   /// Every setting, sorted by name (SHOW ALL).
   std::vector<std::pair<std::string, std::string>> all() const;
 
@@ -91,6 +92,8 @@ class Settings {
   /// Copies the startup values out of overrides_ before the first change
   /// after startup (until then they are the same, and kept once).
   void keep_startup();
+  /// Recomputes what is derived from overrides_ after they changed.
+  void overrides_changed();
 
   Packed overrides_;  ///< values that differ from the built-ins
   Packed startup_;    ///< overrides as of commit_startup(), once they differ
@@ -99,6 +102,7 @@ class Settings {
   /// Values to restore when the transaction ends ("name\0had\0value\0", had = 0/1).
   std::string local_undo_;
   uint32_t version_ = 0;
+  bool backslash_quotes_ = false;  ///< standard_conforming_strings off (overrides_)
   bool started_ = false;
   bool mirror_ = false;
 };

@@ -9,11 +9,13 @@
 // come once and only for GUC_REPORT names; SHOW ALL lists built-ins and
 // overrides; SET LOCAL is undone at the end of the transaction; the version
 // moves on every change; standard_conforming_strings off (any spelling, as a
-// mirror of a PostgreSQL backend too) makes backslashes escape. Parser: SET x TO / = values, lists,
-// quoted strings with '' and E'' escapes, DEFAULT, SET LOCAL, SET SESSION, SET TIME ZONE, SET
-// NAMES, SET SCHEMA, SET TRANSACTION ignored, SET ROLE / SESSION AUTHORIZATION and their RESET as
-// settings, RESET/SHOW forms, malformed statements answer 42601, non-setting statements answer
-// nullopt.
+// mirror of a PostgreSQL backend too) makes backslashes escape, and the flag
+// follows RESET, the undo of SET LOCAL, RESET ALL and a copy.
+// Parser: SET x TO / = values, lists, quoted strings with '' and E'' escapes,
+// DEFAULT, SET LOCAL, SET SESSION, SET TIME ZONE, SET NAMES, SET SCHEMA, SET
+// TRANSACTION ignored, SET ROLE / SESSION AUTHORIZATION and their RESET as
+// settings, RESET/SHOW forms, malformed statements answer 42601, non-setting
+// statements answer nullopt.
 
 #include "session/settings.hpp"
 
@@ -48,6 +50,28 @@ TEST(Settings, StandardConformingStringsOffMakesBackslashesEscape) {
   EXPECT_FALSE(mirror.backslash_quotes());
   ASSERT_FALSE(mirror.set("standard_conforming_strings", "false"));
   EXPECT_TRUE(mirror.backslash_quotes());
+}
+
+TEST(Settings, BackslashQuotesFollowsResetAndTheEndOfSetLocal) {
+  Settings s;
+  s.mirror_only();
+  ASSERT_FALSE(s.set("standard_conforming_strings", "off"));  // a startup parameter
+  s.commit_startup();
+  EXPECT_TRUE(s.backslash_quotes());
+  ASSERT_FALSE(s.set("standard_conforming_strings", "on"));
+  EXPECT_FALSE(s.backslash_quotes());
+  ASSERT_FALSE(s.reset("standard_conforming_strings"));  // back to the startup value
+  EXPECT_TRUE(s.backslash_quotes());
+  ASSERT_FALSE(s.set_local("standard_conforming_strings", "on"));
+  EXPECT_FALSE(s.backslash_quotes());
+  s.end_transaction();  // SET LOCAL undone
+  EXPECT_TRUE(s.backslash_quotes());
+  ASSERT_FALSE(s.set("standard_conforming_strings", "on"));
+  s.reset_all();
+  EXPECT_TRUE(s.backslash_quotes());
+  Settings other;
+  other = s;  // a copy keeps the flag with the values
+  EXPECT_TRUE(other.backslash_quotes());
 }
 
 TEST(Settings, NamesAreCaseInsensitive) {
