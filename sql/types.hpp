@@ -207,6 +207,9 @@ struct NativeType {
   /// arrive in (0 text, 1 binary). libpq fetches one format for all columns, so
   /// it may differ from the one asked for; the caller converts where it does.
   int16_t pg_format = 0;
+  /// Kind::I64 columns: the smallest PostgreSQL integer (2, 4 or 8 bytes) that
+  /// holds every value of the backend's type; 0 when not known (int8).
+  int8_t int_bytes = 0;
 };
 
 /// A result column. kind == Kind::Null means "not known" (an expression column of

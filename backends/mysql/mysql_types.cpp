@@ -97,12 +97,20 @@ ColumnType classify(std::string_view name, enum_field_types type, unsigned flags
     case MYSQL_TYPE_TINY:
       // TINYINT(1) is MySQL's BOOL; the display width is all that says so.
       out.read = length == 1 ? Read::boolean : Read::i64;
+      c.native.int_bytes = 2;
       break;
     case MYSQL_TYPE_SHORT:
+      out.read = Read::i64;
+      c.native.int_bytes = is_unsigned ? 4 : 2;
+      break;
     case MYSQL_TYPE_INT24:
-    case MYSQL_TYPE_LONG:
     case MYSQL_TYPE_YEAR:
+      out.read = Read::i64;
+      c.native.int_bytes = 4;
+      break;
+    case MYSQL_TYPE_LONG:
       out.read = Read::i64;  // unsigned INT fits in 64 signed bits
+      c.native.int_bytes = is_unsigned ? 8 : 4;
       break;
     case MYSQL_TYPE_LONGLONG:
       out.read = is_unsigned ? Read::u64 : Read::i64;

@@ -150,6 +150,8 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
     db::Column c;
     c.name = std::move(d.name);
     c.kind = plan.kind;
+    // SQLite stores any 64-bit integer whatever a column declares.
+    c.native.int_bytes = s.flavor == Flavor::sqlite ? 0 : plan.int_bytes;
     c.nullable = d.nullable != SQL_NO_NULLS;
     c.native.name = d.type_name.empty() ? sql_type_name(type) : d.type_name;
     if (plan.kind == db::Kind::Decimal) {

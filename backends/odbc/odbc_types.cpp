@@ -62,6 +62,11 @@ ColumnPlan plan_column(SQLSMALLINT t, SQLULEN size, SQLSMALLINT digits, bool is_
       p.read = Read::sbigint;
       p.c_type = SQL_C_SBIGINT;
       p.width = 8;
+      // The smallest PostgreSQL integer holding every value (unsigned ones need the next).
+      p.int_bytes = t == SQL_TINYINT    ? 2
+                    : t == SQL_SMALLINT ? (is_unsigned ? 4 : 2)
+                    : !is_unsigned      ? 4
+                                        : 8;
       break;
     case SQL_BIGINT:
       p.kind = is_unsigned ? db::Kind::U64 : db::Kind::I64;

@@ -38,6 +38,8 @@ struct ColumnPlan {
   /// bound at `long_bytes`, and longer cells are re-read with SQLGetData.
   bool unbounded = false;
   db::TimeForm time_form = db::TimeForm::timestamp;
+  /// I64 columns: the PostgreSQL integer width that holds the type (0: int8).
+  int8_t int_bytes = 0;
 };
 
 /// `sql_type`, `size` and `digits` as SQLDescribeColW answered them;

@@ -968,6 +968,7 @@ db::Column column_of(const tds::ColumnMeta& meta) {
                                                         : 8;
       c.kind = db::Kind::I64;
       n.name = int_name(len);
+      n.int_bytes = static_cast<int8_t>(len <= 2 ? 2 : len == 4 ? 4 : 8);  // tinyint is 0..255
       break;
     }
     case tds::type::kBit:

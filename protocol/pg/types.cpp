@@ -1529,6 +1529,8 @@ WireType wire_type_for(const db::Column& column) {
     case db::Kind::Bool:
       return {oid::kBool, 1, -1};
     case db::Kind::I64:
+      if (column.native.int_bytes == 2) return {oid::kInt2, 2, -1};
+      if (column.native.int_bytes == 4) return {oid::kInt4, 4, -1};
       return {oid::kInt8, 8, -1};
     case db::Kind::U64:
       return {oid::kNumeric, -1, -1};

@@ -132,7 +132,7 @@ class MysqlTest(WirepoolTestCase):
                     "FOREIGN KEY (p) REFERENCES parent (id)) ENGINE=InnoDB")
         cur.execute("INSERT INTO parent VALUES (%s)", (1,))
         cur.execute("SELECT TRUE = 1, CAST(18446744073709551615 AS UNSIGNED), 2.50, 'x', CAST('2024-01-02' AS DATE)")
-        self.assertEqual([d.type_code for d in cur.description], [20, 1700, 1700, 25, 1082])
+        self.assertEqual([d.type_code for d in cur.description], [23, 1700, 1700, 25, 1082])
         cases = (("INSERT INTO parent VALUES (1)", psycopg2.errors.UniqueViolation),
                  ("INSERT INTO child VALUES (1, 99, 1)", psycopg2.errors.ForeignKeyViolation),
                  ("INSERT INTO child VALUES (1, NULL, 1)", psycopg2.errors.NotNullViolation),
@@ -141,6 +141,23 @@ class MysqlTest(WirepoolTestCase):
             with self.assertRaises(error) as ctx:
                 cur.execute(sql)
             self.assertTrue(ctx.exception.pgerror)
+        c.close()
+
+    def test_integer_columns_keep_their_width(self):
+        # The smallest PostgreSQL integer that holds every value of the type:
+        # node-postgres hands int2/int4 to JavaScript as numbers, int8 as strings.
+        c = self.conn()
+        cur = c.cursor()
+        cur.execute("DROP TABLE IF EXISTS widths")
+        cur.execute("CREATE TABLE widths (a TINYINT, b SMALLINT, c MEDIUMINT, d INT, e BIGINT, "
+                    "f TINYINT UNSIGNED, g SMALLINT UNSIGNED, h INT UNSIGNED, i TINYINT(1))")
+        cur.execute("INSERT INTO widths VALUES (-128, -32768, -8388608, -2147483648, "
+                    "-9223372036854775808, 255, 65535, 4294967295, 1)")
+        cur.execute("SELECT * FROM widths")
+        self.assertEqual([d.type_code for d in cur.description],
+                         [21, 21, 23, 23, 20, 21, 23, 20, 16])
+        self.assertEqual(cur.fetchone(), (-128, -32768, -8388608, -2147483648,
+                                          -9223372036854775808, 255, 65535, 4294967295, True))
         c.close()
 
     def test_psycopg2_commit_and_rollback(self):
@@ -246,7 +263,7 @@ class MysqlTest(WirepoolTestCase):
         self.assertEqual(out["ok0"], 1)
         self.assertEqual(out["bool"], "22P02")  # Incorrect integer value: 'true'
         self.assertEqual(out["date"], "22007")  # Incorrect datetime value: '...T...+00:00'
-        self.assertEqual(out["types"], [20, 16, 1114, 25])
+        self.assertEqual(out["types"], [23, 16, 1114, 25])
         self.assertEqual(out["rows"][0]["b"], True)
         self.assertEqual(out["rows"][0]["dt"], "2024-02-29T12:34:56.789Z")
         self.assertEqual(out["rows"][0]["s"], "a $1 ?")

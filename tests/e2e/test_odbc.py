@@ -122,6 +122,22 @@ class OdbcTest(WirepoolTestCase):
                 r = psql(dsn, "-c", "SELECT count(*) FROM e_multi")
                 self.assertEqual(r.stdout.strip(), "2")
 
+    def test_integer_columns_keep_their_width(self):
+        # psqlODBC and MariaDB ODBC report the declared width; SQLite stores any
+        # 64-bit integer whatever a column declares, so its integers stay int8.
+        want = {"odbc_pg": [21, 23, 20], "odbc_maria": [21, 23, 20], "odbc_sqlite": [20, 20, 20]}
+        for db in BACKENDS:
+            with self.subTest(db=db):
+                c = self.conn(db)
+                cur = c.cursor()
+                cur.execute("DROP TABLE IF EXISTS e_widths")
+                cur.execute("CREATE TABLE e_widths (a smallint, b integer, c bigint)")
+                cur.execute("INSERT INTO e_widths VALUES (-32768, 2147483647, 9223372036854775807)")
+                cur.execute("SELECT a, b, c FROM e_widths")
+                self.assertEqual([d.type_code for d in cur.description], want[db])
+                self.assertEqual(cur.fetchone(), (-32768, 2147483647, 9223372036854775807))
+                c.close()
+
     def test_psycopg2_round_trip_errors_and_transactions(self):
         for db in BACKENDS:
             with self.subTest(db=db):
