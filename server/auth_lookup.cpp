@@ -36,8 +36,8 @@ struct AuthLookup::Waiter {
   std::optional<AuthResult> result;
 };
 
-AuthLookup::AuthLookup(const config::Database& cfg, const db::Driver& driver,
-                       db::OpenOptions open, BlockingExecutor& blocking)
+AuthLookup::AuthLookup(const config::Database& cfg, const db::Driver& driver, db::OpenOptions open,
+                       BlockingExecutor& blocking)
     : database_(cfg.name),
       settings_(cfg.auth_query),
       driver_(driver),
@@ -124,9 +124,9 @@ AuthResult AuthLookup::run_query(const std::string& name) {
     if (conn_.is_open()) (void)conn_.close();
     auto opened = driver_.open(open_);
     if (!opened.ok()) {
-      return failure("cannot connect as auth_user \"" + settings_.user +
-                         "\": " + opened.error().message,
-                     true);
+      return failure(
+          "cannot connect as auth_user \"" + settings_.user + "\": " + opened.error().message,
+          true);
     }
     conn_ = std::move(opened.value());
   }
@@ -167,7 +167,8 @@ AuthResult AuthLookup::run_query(const std::string& name) {
         break;
       }
     }
-    (void)db::call_blocking(*impl, [&] { return reader.close(); }, settings_.timeout);
+    (void)db::call_blocking(
+        *impl, [&] { return reader.close(); }, settings_.timeout);
   }
   if (result.answer == AuthAnswer::failed) {
     // The connection's state after a failure is not worth trusting: a fresh one next time.

@@ -90,8 +90,9 @@ AuthResult interpret_auth_rows(const std::vector<std::vector<std::optional<std::
       r.reason = "the role's SCRAM-SHA-256 verifier does not parse";
     }
   } else {
-    r.reason = "the role's password is neither a SCRAM-SHA-256 verifier nor an md5 hash "
-               "(plaintext?); wirepool accepts SCRAM-SHA-256 verifiers only";
+    r.reason =
+        "the role's password is neither a SCRAM-SHA-256 verifier nor an md5 hash "
+        "(plaintext?); wirepool accepts SCRAM-SHA-256 verifiers only";
   }
   return r;
 }
@@ -115,8 +116,7 @@ AuthCache::Lookup AuthCache::lookup(const std::string& name, Clock::time_point n
   return out;
 }
 
-void AuthCache::complete(const std::string& name, const AuthResult& result,
-                         Clock::time_point now) {
+void AuthCache::complete(const std::string& name, const AuthResult& result, Clock::time_point now) {
   in_flight_.erase(name);
   if (result.answer == AuthAnswer::failed) return;
   const auto life = result.answer == AuthAnswer::found ? ttl_ : negative_ttl_;

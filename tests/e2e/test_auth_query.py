@@ -103,7 +103,7 @@ class AuthQueryTest(unittest.TestCase):
             "DROP ROLE IF EXISTS aq_dave", "CREATE ROLE aq_dave LOGIN PASSWORD 'd4ve'",
             "DROP ROLE IF EXISTS aq_erin", "CREATE ROLE aq_erin LOGIN PASSWORD 'er1n'",
             "DROP ROLE IF EXISTS aq_many", "CREATE ROLE aq_many LOGIN PASSWORD 'm4ny'",
-            "DROP ROLE IF EXISTS alice", "CREATE ROLE alice LOGIN PASSWORD 'backend-side'",
+            "DROP ROLE IF EXISTS aq_yaml", "CREATE ROLE aq_yaml LOGIN PASSWORD 'backend-side'",
             "DROP ROLE IF EXISTS aq_md5",
             "SET password_encryption = 'md5'; CREATE ROLE aq_md5 LOGIN PASSWORD 'md5pw'")
         databases = (
@@ -123,15 +123,16 @@ class AuthQueryTest(unittest.TestCase):
         connection: app.db
         pool: { mode: transaction, max: 2 }
 """)
-        cls.wp = Wirepool(databases, users="- { name: alice, password: wonderland, admin: true }",
-                          name="authq").start()
+        cls.wp = Wirepool(databases, users="- { name: alice, password: wonderland, admin: true }\n"
+                                "- { name: aq_yaml, password: from-yaml }",
+                          server="login_failure_burst: 100000", name="authq").start()
 
     @classmethod
     def tearDownClass(cls):
         cls.wp.stop()
         cls.wp.cleanup()
         cls.superuser(*(f"DROP ROLE IF EXISTS {r}" for r in
-                        ("aq_carol", "aq_dave", "aq_erin", "aq_many", "aq_md5", "alice",
+                        ("aq_carol", "aq_dave", "aq_erin", "aq_many", "aq_md5", "aq_yaml",
                          LOOKUP)))
 
     @classmethod
@@ -182,15 +183,20 @@ class AuthQueryTest(unittest.TestCase):
                      "SHOW POOLS").stdout.splitlines()
         self.assertTrue(any(line.startswith("aq|aq_carol|") for line in pools), pools)
         self.assertTrue(any(line.startswith("aq|aq_dave|") for line in pools), pools)
+        users = psql(self.dsn("alice", "wonderland", "wirepool"), "-F", "|", "-c",
+                     "SHOW USERS").stdout.splitlines()
+        self.assertIn("aq_carol||no|aq", users)
 
     def test_only_the_database_whose_auth_query_found_the_user(self):
         fields = self.raw_refusal("aq_carol", "c4rol", database="app")
         self.assertEqual(fields["C"], "28P01")
 
     def test_a_yaml_user_of_the_same_name_wins(self):
-        with psycopg2.connect(self.dsn("alice", "wonderland")) as c:
+        with psycopg2.connect(self.dsn("aq_yaml", "from-yaml")) as c:
             c.cursor().execute("SELECT 1")
-        self.assertEqual(self.raw_refusal("alice", "backend-side")["C"], "28P01")
+        self.assertEqual(self.raw_refusal("aq_yaml", "backend-side")["C"], "28P01")
+        self.assertNotIn('"aq_yaml"', "\n".join(
+            line for line in self.wp.log().splitlines() if "auth_query" in line))
 
     def test_unknown_wrong_password_and_md5_get_the_same_answer(self):
         answers = {}
@@ -207,6 +213,22 @@ class AuthQueryTest(unittest.TestCase):
         log = self.wp.log()
         self.assertEqual(log.count('user "aq_md5" cannot log in through wirepool'), 1, log[-3000:])
         self.assertIn("md5 hash", log)
+
+    def test_unknown_and_wrong_password_are_answered_after_the_same_delay(self):
+        def took(user, password):
+            t0 = time.monotonic()
+            self.raw_refusal(user, password)
+            return time.monotonic() - t0
+
+        took("aq_carol", "warm-the-cache")
+        took("aq_timing_nobody", "warm-the-cache")
+        wrong, unknown = [], []
+        for _ in range(5):  # interleaved, so that load on the machine falls on both
+            wrong.append(took("aq_carol", "wrong"))
+            unknown.append(took("aq_timing_nobody", "wrong"))
+        wrong, unknown = sorted(wrong)[2], sorted(unknown)[2]  # medians
+        self.assertGreaterEqual(min(wrong, unknown), 0.24)
+        self.assertLess(abs(wrong - unknown), 0.05, (wrong, unknown))
 
     def test_an_unknown_name_shows_the_same_salt_after_restart_and_reload(self):
         before = server_first(self.wp.port, "aq_ghost", "aq")
