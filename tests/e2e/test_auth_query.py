@@ -107,7 +107,7 @@ class AuthQueryTest(unittest.TestCase):
             "DROP ROLE IF EXISTS aq_md5",
             "SET password_encryption = 'md5'; CREATE ROLE aq_md5 LOGIN PASSWORD 'md5pw'")
         databases = (
-            entry(i, "aq") +
+            entry(i, "aq", "        auth_negative_ttl: 60s\n") +
             entry(i, "aq_two", "        auth_query: \"SELECT usename, passwd FROM pg_shadow "
                   "WHERE usename = $1 UNION ALL SELECT usename, passwd FROM pg_shadow WHERE "
                   "usename = $1\"\n") +
@@ -199,6 +199,10 @@ class AuthQueryTest(unittest.TestCase):
             line for line in self.wp.log().splitlines() if "auth_query" in line))
 
     def test_unknown_wrong_password_and_md5_get_the_same_answer(self):
+        for user in ("aq_nobody", "aq_md5"):
+            r = psql(f"postgresql://{user}:x@127.0.0.1:{self.wp.port}/aq", "-c", "SELECT 1",
+                     check=False)
+            self.assertIn(f'password authentication failed for user "{user}"', r.stderr)
         answers = {}
         for user, password in (("aq_nobody", "x"), ("aq_carol", "wrong"), ("aq_md5", "md5pw")):
             f = self.raw_refusal(user, password)
@@ -307,6 +311,13 @@ class AuthQueryTest(unittest.TestCase):
     def test_the_auth_connection_down_answers_08006_and_serves_logged_in_clients(self):
         f = self.raw_refusal("aq_carol", "c4rol", "aq_down")
         self.assertEqual(f["C"], "08006", f)
+        r = psql(f"postgresql://aq_carol:c4rol@127.0.0.1:{self.wp.port}/aq_down", "-c", "SELECT 1",
+                 check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("the auth_user connection failed", r.stderr)
+        with self.assertRaises(psycopg.OperationalError) as ctx:
+            psycopg.connect(self.dsn("aq_carol", "c4rol", "aq_down"))
+        self.assertIn("the auth_user connection failed", str(ctx.exception))
         logged_in = psycopg2.connect(self.dsn("aq_erin", "er1n"))
         logged_in.autocommit = True
         try:
