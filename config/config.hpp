@@ -143,6 +143,21 @@ struct BackendTls {
   std::vector<std::string> pin_sha256;  ///< normalised: lower-case hex, no colons
 };
 
+/// Users from the backend (`postgresql` only): a client name that is not in
+/// `users:` is looked up with `query` as `user` (docs/security.md#users-from-the-backend).
+struct AuthQuery {
+  std::string user;  ///< auth_user: empty = no lookups
+  /// auth_user's password, in the entry's forms; neither = the entry's password.
+  std::string password_env;
+  std::string password_file;  ///< resolved path
+  std::string query = "SELECT usename, passwd FROM pg_shadow WHERE usename = $1";
+  Duration timeout = std::chrono::seconds(5);       ///< one lookup, connecting included
+  Duration ttl = std::chrono::seconds(60);          ///< a verifier found
+  Duration negative_ttl = std::chrono::seconds(5);  ///< no such user / unusable password
+  int64_t cache_size = 10000;                       ///< names cached at once
+  bool enabled() const { return !user.empty(); }
+};
+
 struct Database {
   std::string name;
   std::string driver;
@@ -152,6 +167,7 @@ struct Database {
   std::map<std::string, std::string> options;  ///< scalar values as written
   PoolSettings pool;
   BackendTls tls;
+  AuthQuery auth_query;
   int line = 0;
 };
 

@@ -137,7 +137,8 @@ struct DatabaseMarks {
   std::map<std::string, Location> option_keys;
   bool reset_query_written = false;
   std::optional<Location> tls_key;
-  std::optional<Location> pin_key;  ///< tls.pin_sha256, when written
+  std::optional<Location> pin_key;    ///< tls.pin_sha256, when written
+  std::optional<Location> auth_user;  ///< auth_user, when written
 };
 
 struct UserMarks {
@@ -580,6 +581,40 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
        }},
       {"password_file", [&](const Entry& v) { set(d.password_file, read_string(v)); }},
       {"options", [&](const Entry& v) { read_options(v, d, m); }},
+      {"auth_user",
+       [&](const Entry& v) {
+         m.auth_user = location_of(v.value);
+         set(d.auth_query.user, read_nonempty(v));
+       }},
+      {"auth_password_env",
+       [&](const Entry& v) {
+         auto s = read_string(v);
+         if (s && !s->empty() && !is_env_name(*s)) {
+           problem(location_of(v.value), v.path +
+                                             " must be an environment variable name "
+                                             "([A-Za-z_][A-Za-z0-9_]*), got " +
+                                             in_quotes(*s));
+           return;
+         }
+         set(d.auth_query.password_env, s);
+       }},
+      {"auth_password_file",
+       [&](const Entry& v) { set(d.auth_query.password_file, read_string(v)); }},
+      {"auth_query", [&](const Entry& v) { set(d.auth_query.query, read_nonempty(v)); }},
+      {"auth_query_timeout",
+       [&](const Entry& v) {
+         auto t = read_duration(v);
+         if (t && t->count() == 0) {
+           problem(location_of(v.value), v.path + " must be above 0");
+           return;
+         }
+         set(d.auth_query.timeout, t);
+       }},
+      {"auth_cache_ttl", [&](const Entry& v) { set(d.auth_query.ttl, read_duration(v)); }},
+      {"auth_negative_ttl",
+       [&](const Entry& v) { set(d.auth_query.negative_ttl, read_duration(v)); }},
+      {"auth_cache_size",
+       [&](const Entry& v) { set(d.auth_query.cache_size, read_int(v, 1, int64_t{1} << 24)); }},
       {"pool", [&](const Entry& v) { read_pool(v, d.pool, m); }},
       {"tls",
        [&](const Entry& v) {
@@ -604,6 +639,19 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
   }
   if (!d.password_env.empty() && !d.password_file.empty()) {
     problem(m.entry, e.path + " sets both password_env and password_file; set at most one");
+  }
+  if (!d.auth_query.password_env.empty() && !d.auth_query.password_file.empty()) {
+    problem(m.entry,
+            e.path + " sets both auth_password_env and auth_password_file; set at most one");
+  }
+  if (!m.auth_user && (!d.auth_query.password_env.empty() || !d.auth_query.password_file.empty())) {
+    problem(m.entry, e.path + " sets an auth_user password without auth_user");
+  }
+  if (m.auth_user && d.driver != "postgresql") {
+    problem(*m.auth_user, e.path +
+                              ".auth_user needs driver postgresql (users are looked up "
+                              "with a PostgreSQL query), not " +
+                              in_quotes(d.driver));
   }
 }
 
@@ -690,6 +738,7 @@ void Loader::resolve_paths(Config& c) {
   c.tls.client_ca = resolve_path(state, c.tls.client_ca);
   for (auto& db : c.databases) {
     db.password_file = resolve_path(state, db.password_file);
+    db.auth_query.password_file = resolve_path(state, db.auth_query.password_file);
     db.tls.ca = resolve_path(state, db.tls.ca);
   }
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <map>
 
 #include "wirepool_version.hpp"
 
@@ -437,6 +438,17 @@ AdminResult show_users(Server& server) {
     r.rows.push_back(Row{u.name, std::nullopt, u.admin ? "yes" : "no",
                          dbs.empty() ? std::optional<std::string>("*") : dbs});
   }
+  // Users from the backend (auth_user), while they have a pool: as many rows
+  // as such pools, which go once they have no client and no connection.
+  std::map<std::string, std::string> found;
+  for (const auto& pool : server.pools()) {
+    const std::string& name = pool->user();
+    if (current->find_user(name) != nullptr) continue;
+    std::string& dbs = found[name];
+    dbs += (dbs.empty() ? "" : ",") + pool->config().name;
+  }
+  for (auto& [name, dbs] : found)
+    r.rows.push_back(Row{name, std::nullopt, "no", std::move(dbs)});
   return r;
 }
 

@@ -213,6 +213,8 @@ class ClientConnection : public Client {
   ProtocolMetrics& counters_;  ///< this client's protocol's counters
   /// The users in force when it began to log in (its UserRecord lives there).
   std::shared_ptr<const UserStore> users_;
+  /// A user found by its database's auth_query (its UserRecord), else null.
+  std::shared_ptr<const UserRecord> backend_user_;
   /// Its database's counters once logged in (SHOW STATS' bytes), else nullptr.
   DatabaseMetrics* db_counters_ = nullptr;
   /// When it connected (SHOW CLIENTS' connect_time).

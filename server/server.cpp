@@ -88,20 +88,23 @@ void warn_readable_secrets(const config::Config& c) {
     warn_if_world_readable(d.password_file, "password_file of database \"" + d.name + "\"");
 }
 
-std::string read_secret(const config::Database& d) {
-  if (!d.password_env.empty()) {
-    const char* v = std::getenv(d.password_env.c_str());
+/// A password from an environment variable or a file's first line (the
+/// entry's password_env / password_file, or auth_user's).
+std::string read_secret(const std::string& database, const std::string& env,
+                        const std::string& file, std::string_view key) {
+  if (!env.empty()) {
+    const char* v = std::getenv(env.c_str());
     if (!v) {
-      throw std::runtime_error("database \"" + d.name + "\": environment variable " +
-                               d.password_env + " is not set");
+      throw std::runtime_error("database \"" + database + "\": environment variable " + env +
+                               " is not set");
     }
     return v;
   }
-  if (!d.password_file.empty()) {
-    std::ifstream f(d.password_file);
+  if (!file.empty()) {
+    std::ifstream f(file);
     if (!f) {
-      throw std::runtime_error("database \"" + d.name + "\": cannot read password_file " +
-                               d.password_file);
+      throw std::runtime_error("database \"" + database + "\": cannot read " + std::string(key) +
+                               " " + file);
     }
     std::string s;
     std::getline(f, s);
@@ -173,6 +176,8 @@ size_t blocking_threads(const config::Config& cfg) {
       }
     }
     n += static_cast<size_t>(d.pool.max) * std::max<size_t>(users, 1);
+    // Users from the backend: the lookup job, and one more user's pool.
+    if (d.auth_query.enabled()) n += 1 + static_cast<size_t>(d.pool.max);
   }
   return std::min<size_t>(n, 512);
 }
@@ -227,14 +232,14 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
     databases_.emplace(d.name, make_entry(d));
 }
 
-Server::DatabaseEntry Server::make_entry(const config::Database& d) const {
+Server::DatabaseEntry Server::make_entry(const config::Database& d) {
   DatabaseEntry e;
   e.cfg = d;
   e.driver = db::find_driver(d.driver);
   if (!e.driver)
     throw std::runtime_error("database \"" + d.name + "\": unknown driver " + d.driver);
   e.open.connection = d.connection;
-  e.open.password = read_secret(d);
+  e.open.password = read_secret(d.name, d.password_env, d.password_file, "password_file");
   e.open.options = d.options;
   e.open.base_dir = cfg_.server.state_dir;
   e.open.max_value_size = cfg_.server.max_value_size;
@@ -242,7 +247,17 @@ Server::DatabaseEntry Server::make_entry(const config::Database& d) const {
   e.open.tls_pins = d.tls.pin_sha256;
   e.shared = std::make_shared<DatabaseShared>();
   e.shared->resize_budget(static_cast<size_t>(d.pool.max_db_connections));
+  if (d.auth_query.enabled()) e.auth = make_auth_lookup(e, d);
   return e;
+}
+
+AuthLookupPtr Server::make_auth_lookup(const DatabaseEntry& e, const config::Database& d) {
+  db::OpenOptions open = e.open;
+  const auto& a = d.auth_query;
+  if (!a.password_env.empty() || !a.password_file.empty()) {
+    open.password = read_secret(d.name, a.password_env, a.password_file, "auth_password_file");
+  }
+  return std::make_shared<AuthLookup>(d, *e.driver, std::move(open), blocking_);
 }
 
 DatabasePoolPtr Server::make_pool(const DatabaseEntry& e, std::string user) {
@@ -304,6 +319,12 @@ bool Server::database_paused(std::string_view database) const {
   std::lock_guard lock(state_mu_);
   auto it = databases_.find(database);
   return it != databases_.end() && it->second.shared->paused.load();
+}
+
+AuthLookupPtr Server::auth_lookup(std::string_view database) const {
+  std::lock_guard lock(state_mu_);
+  auto it = databases_.find(database);
+  return it == databases_.end() ? nullptr : it->second.auth;
 }
 
 bool Server::has_database(std::string_view name) const {
@@ -791,6 +812,30 @@ void Server::apply(config::Config next) {
       if (d.name == name) entry = make_entry(d);  // reads secrets: may throw
     }
   }
+  // Kept databases whose auth_user settings changed get a new lookup (and an
+  // empty cache); one whose settings stayed keeps its cache.
+  std::map<std::string, AuthLookupPtr, std::less<>> lookups;
+  {
+    std::vector<std::pair<DatabaseEntry, const config::Database*>> changed;
+    {
+      std::lock_guard lock(state_mu_);
+      for (const auto& d : next.databases) {
+        auto it = databases_.find(d.name);
+        if (it == databases_.end() || !same_backend(it->second.cfg, d)) continue;
+        if (d.auth_query.enabled() &&
+            (!it->second.auth || !it->second.auth->same_settings(d.auth_query) ||
+             d.auth_query.password_env != it->second.cfg.auth_query.password_env ||
+             d.auth_query.password_file != it->second.cfg.auth_query.password_file)) {
+          DatabaseEntry copy;
+          copy.driver = it->second.driver;
+          copy.open = it->second.open;
+          changed.emplace_back(std::move(copy), &d);
+        }
+      }
+    }
+    for (auto& [entry, d] : changed)
+      lookups.emplace(d->name, make_auth_lookup(entry, *d));  // reads a secret: may throw
+  }
   std::map<std::string, DatabaseEntry, std::less<>> databases;
   std::vector<DatabasePoolPtr> retired;
   std::vector<std::pair<DatabasePoolPtr, config::PoolSettings>> resized;
@@ -806,6 +851,11 @@ void Server::apply(config::Config next) {
         entry.cfg = d;
         entry.open.options = d.options;
         entry.shared->resize_budget(static_cast<size_t>(d.pool.max_db_connections));
+        if (!d.auth_query.enabled()) {
+          entry.auth.reset();
+        } else if (auto l = lookups.find(d.name); l != lookups.end()) {
+          entry.auth = l->second;
+        }
         for (auto& [user, pool] : entry.pools)
           resized.emplace_back(pool, d.pool);
         databases.emplace(d.name, std::move(entry));

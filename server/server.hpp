@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "server/auth_lookup.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
 #include "server/log_limiter.hpp"
@@ -138,6 +139,8 @@ class Server {
   std::shared_ptr<const UserStore> users() const;
   /// Whether the configuration in force has a database of this name.
   bool has_database(std::string_view name) const;
+  /// The database's lookup of users from the backend (auth_user), or null.
+  AuthLookupPtr auth_lookup(std::string_view database) const;
   /// The pool of `database` for `user`, made (and started) at its first use:
   /// a backend connection serves the clients of one user only. nullptr for a
   /// database the configuration does not have.
@@ -250,10 +253,13 @@ class Server {
     db::OpenOptions open;  ///< what its pools' connections open with (secrets read once)
     DatabaseSharedPtr shared;
     std::map<std::string, DatabasePoolPtr, std::less<>> pools;  ///< by user
+    AuthLookupPtr auth;  ///< users from the backend (auth_user), else null
   };
   /// Throws std::runtime_error for an unknown driver or an unreadable secret.
-  DatabaseEntry make_entry(const config::Database& d) const;
+  DatabaseEntry make_entry(const config::Database& d);
   DatabasePoolPtr make_pool(const DatabaseEntry& e, std::string user);
+  /// Throws std::runtime_error for an unreadable auth_password_env / _file.
+  AuthLookupPtr make_auth_lookup(const DatabaseEntry& e, const config::Database& d);
 
   config::Config cfg_;
   config::DatabaseValidator validator_;

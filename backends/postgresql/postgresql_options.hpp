@@ -20,7 +20,8 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
 
 /// PQconnectdbParams(keywords, values, expand_dbname = 1) arguments: the
 /// conninfo as `dbname` first (expanded by libpq), then what the driver adds
-/// (password, keepalives, connect_timeout, client_encoding, and from the tls
+/// (user when OpenOptions::user is set, password, keepalives, connect_timeout,
+/// client_encoding, and from the tls
 /// block sslmode / sslrootcert with channel_binding=require unless the conninfo
 /// sets channel_binding: validate_options takes only require or prefer then). Keys the conninfo
 /// already sets keep its values, except the TLS ones, which validate_options refuses.

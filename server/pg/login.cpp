@@ -268,10 +268,13 @@ awaitable<bool> PgClient::login() {
     co_await refuse_login(due, user, database, {});
     co_return false;
   }
+  pg::scram::Verifier verifier;
+  if (!co_await look_up_user(user, database, record, verifier)) co_return false;
+  facts.user = record;
   // Whatever refuses this login besides the proof is decided after the
   // exchange and answered exactly as a wrong password: the proof is never
   // checked for it, so no answer tells a right password from a wrong one.
-  auto credentials = co_await authenticate(user);
+  auto credentials = co_await authenticate(user, verifier);
   if (!credentials) co_return false;
   facts.password_ok = credentials->ok;
   facts.password_failure = credentials->failure;
@@ -441,7 +444,48 @@ awaitable<bool> PgClient::admin_login(const UserRecord& record) {
   co_return co_await flush();
 }
 
-awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate(const std::string& user) {
+awaitable<bool> PgClient::look_up_user(const std::string& user, const std::string& database,
+                                       const UserRecord*& record, pg::scram::Verifier& verifier) {
+  AuthLookupPtr lookup = record ? nullptr : server_.auth_lookup(database);
+  if (!lookup) {
+    verifier = users_->verifier_for(user);
+    co_return true;
+  }
+  AuthResult found = co_await lookup->find(user);
+  switch (found.answer) {
+    case AuthAnswer::found: {
+      // Only the database whose auth_query found it; never an admin.
+      auto r = std::make_shared<UserRecord>();
+      r->name = user;
+      r->verifier = *found.verifier;
+      r->databases.insert(database);
+      verifier = r->verifier;
+      backend_user_ = std::move(r);
+      record = backend_user_.get();
+      co_return true;
+    }
+    case AuthAnswer::unknown:
+    case AuthAnswer::refused:
+      // Answered as a wrong password, with the salt and count a real user shows.
+      verifier = users_->verifier_for(user);
+      verifier.iterations = lookup->iterations();
+      co_return true;
+    case AuthAnswer::failed:
+      break;
+  }
+  metrics().refused(RefusedReason::auth_lookup);
+  spdlog::warn("client {}: cannot look up user \"{}\" in database \"{}\": {}", peer_, user,
+               database, found.reason);
+  if (found.connection) {
+    co_await fatal("08006", "wirepool cannot look up the user: the auth_user connection failed");
+  } else {
+    co_await fatal("28000", "wirepool cannot look up the user: the auth_query failed");
+  }
+  co_return false;
+}
+
+awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate(
+    const std::string& user, const pg::scram::Verifier& verifier) {
   // Over TLS, SCRAM-SHA-256-PLUS binds the exchange to this TLS session
   // (tls-server-end-point), so a man in the middle cannot relay it.
   std::string binding = ssl_ && tls_ctx_ ? tls_ctx_->channel_binding_data() : std::string();
@@ -451,7 +495,7 @@ awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate(const std
   pg::Encoder(out_).auth_sasl(mechs);
   if (!co_await flush()) co_return std::nullopt;
 
-  pg::scram::ServerExchange exchange(users_->verifier_for(user), binding);
+  pg::scram::ServerExchange exchange(verifier, binding);
   Credentials c;
   // SASLInitialResponse
   {

@@ -24,6 +24,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "protocol/pg/scram.hpp"
 #include "protocol/tds/errors.hpp"
 #include "server/tds/client_detail.hpp"
 #include "sql/lexer.hpp"
@@ -372,6 +373,34 @@ awaitable<bool> TdsClient::login() {
   }
   facts.database = database;
   facts.database_known = server_.has_database(database);
+  // The verifier the password is checked against: the user's, one found by
+  // the database's auth_query, or a fake one (an unknown name takes as long).
+  pg::scram::Verifier verifier = users_->verifier_for(user);
+  if (AuthLookupPtr lookup = record ? nullptr : server_.auth_lookup(database)) {
+    AuthResult found = co_await lookup->find(user);
+    if (found.answer == AuthAnswer::failed) {
+      metrics().refused(RefusedReason::auth_lookup);
+      spdlog::warn("client {}: cannot look up user \"{}\" in database \"{}\": {}", peer_, user,
+                   database, found.reason);
+      co_await login_error(kLoginFailed, 14,
+                           "Login failed: wirepool cannot look up the user (the database's "
+                           "auth_query failed or its connection is down).");
+      co_return false;
+    }
+    if (found.answer == AuthAnswer::found) {
+      // Only the database whose auth_query found it; never an admin.
+      auto r = std::make_shared<UserRecord>();
+      r->name = user;
+      r->verifier = *found.verifier;
+      r->databases.insert(database);
+      verifier = r->verifier;
+      backend_user_ = std::move(r);
+      record = backend_user_.get();
+      facts.user = record;
+    } else {
+      verifier.iterations = lookup->iterations();
+    }
+  }
   if (record) facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
   auto answer_at = std::chrono::steady_clock::now();
   // Failed logins from this address (and for this user) wait their turn
@@ -398,10 +427,9 @@ awaitable<bool> TdsClient::login() {
   // too, so that all take the same time) on the hashing threads, never on an
   // event loop. (By reference only: GCC 12 may destroy a lambda's owning
   // captures twice across a co_await; the users and lg.password live in this frame.)
-  const UserStore& users = *users_;
-  auto check = [&users, &user, &lg] {
+  auto check = [&verifier, &lg] {
     as_hashing_thread();
-    return users.check_password(user, lg.password);
+    return pg::scram::verify_password(verifier, lg.password);
   };
   facts.password_ok = co_await server_.hashing().run(check);
   if (timed_out_) co_return false;
