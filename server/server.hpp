@@ -146,6 +146,8 @@ class Server {
   std::vector<DatabasePoolPtr> pools_of(std::string_view database) const;
   /// Every pool of every database (any thread).
   std::vector<DatabasePoolPtr> pools() const;
+  /// The host monitors of the databases with several hosts (SHOW HOSTS, /metrics).
+  std::vector<HostMonitorPtr> host_monitors() const;
   /// The first database whose last attempt to open a backend failed (readiness).
   bool unreachable_database(std::string* name, std::string* error) const;
   bool database_reachable(std::string_view database) const;
@@ -252,8 +254,10 @@ class Server {
     std::map<std::string, DatabasePoolPtr, std::less<>> pools;  ///< by user
   };
   /// Throws std::runtime_error for an unknown driver or an unreadable secret.
-  DatabaseEntry make_entry(const config::Database& d) const;
+  DatabaseEntry make_entry(const config::Database& d);
   DatabasePoolPtr make_pool(const DatabaseEntry& e, std::string user);
+  /// The host monitor of an entry with several hosts (started), else nullptr.
+  HostMonitorPtr make_monitor(const DatabaseEntry& e);
 
   config::Config cfg_;
   config::DatabaseValidator validator_;
