@@ -5,7 +5,8 @@ Each run starts a PostgreSQL 15 primary with a synchronous streaming standby
 (tests/fixtures/pgserver.py), a wirepool with both in `hosts:`, four psycopg2
 writers (a counter and a log row per transaction), kills the primary
 (-m immediate), promotes the standby 0.5 s later, and measures the time from
-the end of `pg_ctl promote -w` to the first commit after it. It checks that no
+the start of `pg_ctl promote -w` to the first commit after it (an upper
+bound: it includes the promotion itself). It checks that no
 acknowledged commit is lost and none applied twice (the counter equals the
 logged rows). Prints one line per run, then the median and the maximum.
 

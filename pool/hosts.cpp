@@ -7,28 +7,37 @@ namespace wirepool::pool {
 
 std::string_view to_string(HostRole r) {
   switch (r) {
-    case HostRole::unknown: return "unknown";
-    case HostRole::primary: return "primary";
-    case HostRole::standby: return "standby";
-    case HostRole::banned: return "banned";
-    case HostRole::diverged: return "diverged";
+    case HostRole::unknown:
+      return "unknown";
+    case HostRole::primary:
+      return "primary";
+    case HostRole::standby:
+      return "standby";
+    case HostRole::banned:
+      return "banned";
+    case HostRole::diverged:
+      return "diverged";
   }
   return "unknown";
 }
 
 std::string_view to_string(HostEvent::Kind k) {
   switch (k) {
-    case HostEvent::Kind::banned: return "banned";
-    case HostEvent::Kind::unbanned: return "unbanned";
-    case HostEvent::Kind::primary_changed: return "primary_changed";
-    case HostEvent::Kind::primary_lost: return "primary_lost";
-    case HostEvent::Kind::diverged: return "diverged";
+    case HostEvent::Kind::banned:
+      return "banned";
+    case HostEvent::Kind::unbanned:
+      return "unbanned";
+    case HostEvent::Kind::primary_changed:
+      return "primary_changed";
+    case HostEvent::Kind::primary_lost:
+      return "primary_lost";
+    case HostEvent::Kind::diverged:
+      return "diverged";
   }
   return "unknown";
 }
 
-HostSet::HostSet(size_t count, HostsConfig config, TimePoint now)
-    : config_(config), hosts_(count) {
+HostSet::HostSet(size_t count, HostsConfig config, TimePoint now) : config_(config), hosts_(count) {
   for (auto& h : hosts_)
     h.due = now;
 }
@@ -115,8 +124,8 @@ void HostSet::handle_probe(size_t host, ProbeResult r, TimePoint now) {
   // The same for a second read-write host on the current primary's timeline
   // (two promotions from one timeline): the primary in place is kept.
   const bool older = r.timeline != 0 && r.timeline < max_timeline_;
-  const bool rival = primary_ && *primary_ != host &&
-                     (r.timeline == 0 || r.timeline == max_timeline_) && !older;
+  const bool rival =
+      primary_ && *primary_ != host && (r.timeline == 0 || r.timeline == max_timeline_) && !older;
   if (older || rival) {
     clear_primary(host, now);
     if (!was_diverged) events_.push_back({HostEvent::Kind::diverged, host, {}, r.timeline});

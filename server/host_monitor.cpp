@@ -1,7 +1,7 @@
 #include "server/host_monitor.hpp"
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 
 namespace wirepool::server {
 
@@ -76,10 +76,11 @@ void HostMonitor::arm(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   asio::post(timers_, [self = shared_from_this(), at = *next] {
     self->timer_.expires_at(at);
-    self->timer_.async_wait([weak = std::weak_ptr<HostMonitor>(self)](boost::system::error_code ec) {
-      if (ec) return;
-      if (auto s = weak.lock()) s->on_timer();
-    });
+    self->timer_.async_wait(
+        [weak = std::weak_ptr<HostMonitor>(self)](boost::system::error_code ec) {
+          if (ec) return;
+          if (auto s = weak.lock()) s->on_timer();
+        });
   });
   lock.lock();
 }

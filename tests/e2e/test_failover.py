@@ -15,10 +15,15 @@ lost); a client idle through the failover runs its next query without an
 error. The old primary is then restarted as a diverged server (read-write on
 its old timeline): it is reported diverged and none of the writes made
 afterwards lands on it.
+
+ReloadHostsTest: with only the standby in `hosts:` a login finds no primary
+(an error naming it, after failover_timeout); SIGHUP with the primary added
+moves the database's pools: the next login writes, SHOW HOSTS lists both.
 """
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,8 +70,9 @@ def failover_under_load(wp, d, info, writers=4, before=1.0, down=0.5, after=2.5)
     """Writers through `wp` increment the counter and log (client, seq) in one
     transaction each; after `before` s the primary is killed, `down` s later
     the standby promoted, and the load runs `after` s more. Answers the time
-    from the promotion's end to the first commit after it (failover_s, None if
-    none), the counter and the logged rows read on the new primary, and the
+    from the promotion to the first commit after it (failover_s, None if
+    none: measured from the start of `pg_ctl promote`, so it includes the
+    promotion itself), the counter and the logged rows read on the new primary, and the
     acknowledged and ambiguous (COMMIT failed) (client, seq) pairs."""
     stop = threading.Event()
     acked, ambiguous, commit_times = set(), set(), []
@@ -105,8 +111,8 @@ def failover_under_load(wp, d, info, writers=4, before=1.0, down=0.5, after=2.5)
         time.sleep(before)
         fixture("kill", d, "primary")
         time.sleep(down)
+        promoted = time.monotonic()  # before pg_ctl promote: an upper bound
         fixture("promote", d, "standby")
-        promoted = time.monotonic()
         time.sleep(after)
     finally:
         stop.set()
@@ -209,6 +215,45 @@ class MultiHostTest(ClusterTestCase):
                 key = f'wirepool_backend_host_role{{database="app",host="127.0.0.1:{port}",' \
                       f'role="{r}"}}'
                 self.assertEqual(metrics.get(key), 1.0 if r == role else 0.0, key)
+
+
+class ReloadHostsTest(ClusterTestCase):
+    @classmethod
+    def entry(cls):
+        s = cls.info["nodes"]["standby"]["port"]
+        return f"""
+          - name: app
+            driver: postgresql
+            connection: "user=wirepool dbname=wirepool"
+            password_env: WIREPOOL_TEST_PG_PASSWORD
+            hosts:
+              - {{ host: 127.0.0.1, port: {s} }}
+            health_check: {{ failover_timeout: 1s }}
+            pool: {{ mode: transaction, max: 2, acquire_timeout: 5s }}
+        """
+
+    def test_reload_with_the_primary_added_moves_the_pools_there(self):
+        p, s = self.info["nodes"]["primary"]["port"], self.info["nodes"]["standby"]["port"]
+        with self.assertRaises(psycopg2.OperationalError) as cm:
+            psycopg2.connect(self.wp.kv())
+        self.assertIn("no primary among the 1 hosts", str(cm.exception))
+        with open(self.wp.config_path) as f:
+            text = f.read()
+        old = f"- {{ host: 127.0.0.1, port: {s} }}"
+        self.assertIn(old, text)
+        with open(self.wp.config_path, "w") as f:
+            f.write(text.replace(old, old + f"\n      - {{ host: 127.0.0.1, port: {p} }}"))
+        self.wp.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "configuration reloaded" not in self.wp.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        c = psycopg2.connect(self.wp.kv())
+        c.autocommit = True
+        c.cursor().execute("INSERT INTO log VALUES (7, 1)")
+        c.close()
+        rows = self.wait_role(f"127.0.0.1:{p}", "primary")
+        self.assertEqual(sorted(r["host"] for r in rows),
+                         sorted([f"127.0.0.1:{p}", f"127.0.0.1:{s}"]))
 
 
 class FailoverTest(ClusterTestCase):

@@ -55,15 +55,15 @@ TEST(ConfigHosts, BadHostsAndHealthChecksAreRefusedAtTheirKey) {
       "    connection: \"dbname=app\"\n";
   EXPECT_TRUE(has_problem(problems_of(head + "    hosts: [{ port: 5432 }]\n" + kUsers), 5, 13,
                           "missing the required key \"host\""));
-  EXPECT_TRUE(has_problem(problems_of(head + "    hosts: []\n" + kUsers), 5, 12,
-                          "is an empty list"));
-  EXPECT_TRUE(has_problem(problems_of(head + "    hosts: [{ host: a, port: 70000 }]\n" + kUsers),
-                          5, 30, "must be between 1 and 65535"));
-  EXPECT_TRUE(has_problem(problems_of(head + "    health_check: { interval: 5ms }\n" + kUsers),
-                          5, 31, "at least 10ms"));
+  EXPECT_TRUE(
+      has_problem(problems_of(head + "    hosts: []\n" + kUsers), 5, 12, "is an empty list"));
+  EXPECT_TRUE(has_problem(problems_of(head + "    hosts: [{ host: a, port: 70000 }]\n" + kUsers), 5,
+                          30, "must be between 1 and 65535"));
+  EXPECT_TRUE(has_problem(problems_of(head + "    health_check: { interval: 5ms }\n" + kUsers), 5,
+                          31, "at least 10ms"));
   EXPECT_TRUE(has_problem(
-      problems_of(head + "    health_check: { ban_time: 5s, ban_time_max: 1s }\n" + kUsers), 5,
-      19, "ban_time_max is less than ban_time"));
+      problems_of(head + "    health_check: { ban_time: 5s, ban_time_max: 1s }\n" + kUsers), 5, 19,
+      "ban_time_max is less than ban_time"));
   EXPECT_TRUE(has_problem(problems_of("databases:\n"
                                       "  - name: app\n"
                                       "    driver: sqlite\n"

@@ -39,9 +39,15 @@ HostsConfig cfg() {
   return c;
 }
 
-ProbeResult rw(uint32_t tl) { return {K::read_write, tl}; }
-ProbeResult ro() { return {K::read_only, 0}; }
-ProbeResult down() { return {K::unreachable, 0}; }
+ProbeResult rw(uint32_t tl) {
+  return {K::read_write, tl};
+}
+ProbeResult ro() {
+  return {K::read_only, 0};
+}
+ProbeResult down() {
+  return {K::unreachable, 0};
+}
 
 bool has_event(const std::vector<HostEvent>& ev, HostEvent::Kind k, size_t host) {
   return std::any_of(ev.begin(), ev.end(),
