@@ -70,10 +70,10 @@ void HostMonitor::stop() {
 }
 
 void HostMonitor::arm(std::unique_lock<std::mutex>& lock) {
+  (void)lock;  // held: posts reach the timer in the order of the states they saw
   if (stopped_) return;
   const auto next = set_.next_deadline();
   if (!next) return;  // every host is in flight: its answer re-arms
-  lock.unlock();
   asio::post(timers_, [self = shared_from_this(), at = *next] {
     self->timer_.expires_at(at);
     self->timer_.async_wait(
@@ -82,7 +82,6 @@ void HostMonitor::arm(std::unique_lock<std::mutex>& lock) {
           if (auto s = weak.lock()) s->on_timer();
         });
   });
-  lock.lock();
 }
 
 void HostMonitor::on_timer() {

@@ -63,6 +63,7 @@ class HostMonitor : public std::enable_shared_from_this<HostMonitor> {
   const std::vector<db::HostPort>& hosts() const { return hosts_; }
 
  private:
+  /// Points the timer at the next due probe (under mu_, so the posts keep its order).
   void arm(std::unique_lock<std::mutex>& lock);
   void on_timer();
   void run_probe(size_t host);
