@@ -158,6 +158,30 @@ struct AuthQuery {
   bool enabled() const { return !user.empty(); }
 };
 
+/// One server of a database with several hosts (docs/high-availability.md).
+struct Host {
+  std::string host;
+  int port = 0;  ///< 0 = the driver's default (5432)
+  int line = 0;
+  bool operator==(const Host& o) const { return host == o.host && port == o.port; }
+};
+
+/// How the hosts of a database with several are watched (docs/high-availability.md).
+struct HealthCheck {
+  /// Re-probe of the primary and the standbys while a primary is known.
+  Duration interval = std::chrono::seconds(1);
+  /// Re-probe of every host that is not banned while no primary is known.
+  Duration failover_interval = std::chrono::milliseconds(200);
+  /// One probe's bound (connect, authenticate, answer).
+  Duration timeout = std::chrono::seconds(3);
+  /// First ban of an unreachable host, doubled per failure in a row up to ban_time_max.
+  Duration ban_time = std::chrono::seconds(1);
+  Duration ban_time_max = std::chrono::seconds(30);
+  /// How long a backend open waits for a primary to be known before it fails.
+  Duration failover_timeout = std::chrono::seconds(5);
+  bool operator==(const HealthCheck&) const = default;
+};
+
 struct Database {
   std::string name;
   std::string driver;
@@ -168,6 +192,9 @@ struct Database {
   PoolSettings pool;
   BackendTls tls;
   AuthQuery auth_query;
+  /// Several servers (postgresql): they replace the host and port of `connection`.
+  std::vector<Host> hosts;
+  HealthCheck health_check;
   int line = 0;
 };
 

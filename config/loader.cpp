@@ -139,6 +139,8 @@ struct DatabaseMarks {
   std::optional<Location> tls_key;
   std::optional<Location> pin_key;    ///< tls.pin_sha256, when written
   std::optional<Location> auth_user;  ///< auth_user, when written
+  std::optional<Location> pin_key;  ///< tls.pin_sha256, when written
+  std::optional<Location> hosts_key;
 };
 
 struct UserMarks {
@@ -616,6 +618,54 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
       {"auth_cache_size",
        [&](const Entry& v) { set(d.auth_query.cache_size, read_int(v, 1, int64_t{1} << 24)); }},
       {"pool", [&](const Entry& v) { read_pool(v, d.pool, m); }},
+      {"hosts",
+       [&](const Entry& v) {
+         m.hosts_key = location_of(v.key);
+         const bool ok = read_list(v, [&](const Entry& item) {
+           Host& h = d.hosts.emplace_back();
+           const Location at = location_of(item.value);
+           h.line = at.line;
+           bool host_written = false;
+           const Fields host_fields = {
+               {"host",
+                [&](const Entry& x) {
+                  host_written = true;
+                  set(h.host, read_nonempty(x));
+                }},
+               {"port", [&](const Entry& x) { set(h.port, read_int(x, 1, 65535)); }},
+           };
+           if (!read_map(item, host_fields)) return;
+           if (!host_written) problem(at, item.path + " is missing the required key \"host\"");
+         });
+         if (ok && d.hosts.empty()) {
+           problem(location_of(v.value),
+                   v.path + " is an empty list; omit the key to use the connection's host");
+         }
+       }},
+      {"health_check",
+       [&](const Entry& v) {
+         HealthCheck& hc = d.health_check;
+         auto positive = [&](Duration& target, const Entry& x) {
+           auto dur = read_duration(x);
+           if (dur && dur->count() < 10) {
+             problem(location_of(x.value), x.path + " must be at least 10ms");
+           } else {
+             set(target, dur);
+           }
+         };
+         const Fields hc_fields = {
+             {"interval", [&](const Entry& x) { positive(hc.interval, x); }},
+             {"failover_interval", [&](const Entry& x) { positive(hc.failover_interval, x); }},
+             {"timeout", [&](const Entry& x) { positive(hc.timeout, x); }},
+             {"ban_time", [&](const Entry& x) { positive(hc.ban_time, x); }},
+             {"ban_time_max", [&](const Entry& x) { positive(hc.ban_time_max, x); }},
+             {"failover_timeout", [&](const Entry& x) { positive(hc.failover_timeout, x); }},
+         };
+         read_map(v, hc_fields);
+         if (hc.ban_time_max < hc.ban_time) {
+           problem(location_of(v.value), v.path + ": ban_time_max is less than ban_time");
+         }
+       }},
       {"tls",
        [&](const Entry& v) {
          m.tls_key = location_of(v.key);
@@ -828,6 +878,9 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
       problem(*m.pin_key, path + ".tls.pin_sha256: the mysql driver cannot check a SHA-256 pin " +
                               "(MariaDB Connector/C exposes no peer certificate); " +
                               "verify the backend with tls.ca");
+    }
+    if (m.driver_ok && m.hosts_key && db.driver != "postgresql") {
+      problem(*m.hosts_key, path + ".hosts: only the postgresql driver takes several hosts");
     }
     // The driver checks need a complete entry; an incomplete one is reported already.
     if (!m.name_ok || !m.driver_ok || !m.connection_ok) continue;

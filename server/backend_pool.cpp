@@ -330,7 +330,7 @@ std::vector<DatabasePool::ServerInfo> DatabasePool::servers() const {
   std::vector<ServerInfo> out;
   for (const auto& [id, b] : backends_)
     out.push_back(ServerInfo{id, b->leased, b->opened_at, b->server_pid, b->local_addr,
-                             b->local_port, b->application_name});
+                             b->local_port, b->application_name, b->host, b->port});
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.id < b.id; });
   return out;
 }
@@ -338,6 +338,38 @@ std::vector<DatabasePool::ServerInfo> DatabasePool::servers() const {
 bool DatabasePool::is_shut_down() const {
   std::lock_guard lock(mu_);
   return pool_.is_shut_down();
+}
+
+HostMonitorPtr DatabaseShared::monitor() const {
+  std::lock_guard lock(mu_);
+  return monitor_;
+}
+
+void DatabaseShared::set_monitor(HostMonitorPtr m) {
+  std::lock_guard lock(mu_);
+  monitor_ = std::move(m);
+}
+
+db::Result<db::Connection> open_backend(const db::Driver& driver, const db::OpenOptions& open,
+                                        const HostMonitorPtr& monitor, db::HostPort* on) {
+  if (!monitor) return driver.open(open);
+  std::string error;
+  auto target = monitor->primary_target(&error);
+  if (!target) {
+    db::Error e = db::Error::connection(std::move(error));
+    e.sqlstate = "08001";
+    return e;
+  }
+  if (on) *on = {target->open.host, target->open.port};
+  auto result = driver.open(target->open);
+  // The server is gone, refuses, is starting or stopping, or is read-only:
+  // not a password or a database name that every host would refuse alike.
+  if (!result.ok() &&
+      (result.error().sqlstate.empty() || result.error().sqlstate.starts_with("08") ||
+       result.error().sqlstate.starts_with("57P") || result.error().sqlstate == "25006")) {
+    monitor->open_failed(target->host);
+  }
+  return result;
 }
 
 void DatabaseShared::note_open(bool ok, std::string error) {
@@ -578,7 +610,8 @@ std::deque<std::pair<pool::WaiterId, DatabasePool::Waiter>>::iterator DatabasePo
 
 void DatabasePool::open_now(pool::ConnId id) {
   blocking_.post([self = shared_from_this(), id] {
-    auto result = self->driver_.open(self->open_);
+    db::HostPort on;
+    auto result = open_backend(self->driver_, self->open_, self->shared_->monitor(), &on);
     std::unique_lock l(self->mu_);
     auto now = pool::Clock::now();
     if (result.ok()) {
@@ -587,6 +620,8 @@ void DatabasePool::open_now(pool::ConnId id) {
       b->conn = std::move(result.value());
       b->caps = b->conn.capabilities();
       b->opened_at = std::chrono::system_clock::now();
+      b->host = on.host;
+      b->port = on.port;
       describe_backend(*b);
       if (b->caps.session_settings)
         self->startup_.note_defaults(b->conn.impl()->server_parameters());

@@ -178,6 +178,9 @@ size_t blocking_threads(const config::Config& cfg) {
     n += static_cast<size_t>(d.pool.max) * std::max<size_t>(users, 1);
     // Users from the backend: the lookup job, and one more user's pool.
     if (d.auth_query.enabled()) n += 1 + static_cast<size_t>(d.pool.max);
+    // Several hosts: a probe of each may run at once.
+    const size_t named = conninfo_hosts(d.connection).size();
+    n += !d.hosts.empty() ? d.hosts.size() : (named > 1 ? named : 0);
   }
   return std::min<size_t>(n, 512);
 }
@@ -228,8 +231,11 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
   setup_tls();
   for (size_t i = 0; i < loop_count(cfg_); ++i)
     loops_.push_back(std::make_unique<Loop>());
-  for (const auto& d : cfg_.databases)
-    databases_.emplace(d.name, make_entry(d));
+  for (const auto& d : cfg_.databases) {
+    auto e = make_entry(d);
+    if (auto m = e.shared->monitor()) m->start();
+    databases_.emplace(d.name, std::move(e));
+  }
 }
 
 Server::DatabaseEntry Server::make_entry(const config::Database& d) {
@@ -248,6 +254,7 @@ Server::DatabaseEntry Server::make_entry(const config::Database& d) {
   e.shared = std::make_shared<DatabaseShared>();
   e.shared->resize_budget(static_cast<size_t>(d.pool.max_db_connections));
   if (d.auth_query.enabled()) e.auth = make_auth_lookup(e, d);
+  e.shared->set_monitor(make_monitor(e));
   return e;
 }
 
@@ -258,6 +265,20 @@ AuthLookupPtr Server::make_auth_lookup(const DatabaseEntry& e, const config::Dat
     open.password = read_secret(d.name, a.password_env, a.password_file, "auth_password_file");
   }
   return std::make_shared<AuthLookup>(d, *e.driver, std::move(open), blocking_);
+}
+
+HostMonitorPtr Server::make_monitor(const DatabaseEntry& e) {
+  auto hosts = hosts_of(e.cfg, *e.driver, e.open);
+  if (hosts.empty()) return nullptr;
+  auto m = std::make_shared<HostMonitor>(e.cfg.name, std::move(hosts), e.cfg.health_check,
+                                         *e.driver, e.open, blocking_, main_);
+  // A new primary (or none): idle connections point at the old one; each pool
+  // replaces its connections, busy ones when they come back.
+  m->on_change([this, name = e.cfg.name] {
+    for (auto& pool : pools_of(name))
+      pool->reconnect();
+  });
+  return m;  // started once the entry is in force (start_monitors)
 }
 
 DatabasePoolPtr Server::make_pool(const DatabaseEntry& e, std::string user) {
@@ -294,6 +315,15 @@ std::vector<DatabasePoolPtr> Server::pools() const {
   for (const auto& [name, entry] : databases_) {
     for (const auto& [user, pool] : entry.pools)
       out.push_back(pool);
+  }
+  return out;
+}
+
+std::vector<HostMonitorPtr> Server::host_monitors() const {
+  std::lock_guard lock(state_mu_);
+  std::vector<HostMonitorPtr> out;
+  for (const auto& [name, entry] : databases_) {
+    if (auto m = entry.shared->monitor()) out.push_back(std::move(m));
   }
   return out;
 }
@@ -377,7 +407,7 @@ void Server::probe_databases() {
     if (entry.shared->tried() && (entry.shared->reachable() || !entry.pools.empty())) continue;
     if (entry.shared->probing.exchange(true)) continue;
     blocking_.post([shared = entry.shared, driver = entry.driver, open = entry.open, name = name] {
-      auto conn = driver->open(open);
+      auto conn = open_backend(*driver, open, shared->monitor());
       if (!conn.ok() && shared->reachable()) {
         spdlog::warn("database \"{}\": readiness probe cannot open a backend: {}", name,
                      conn.error().message);
@@ -770,6 +800,7 @@ namespace {
 /// What makes two entries the same pool: everything but its sizes and timeouts.
 bool same_backend(const config::Database& a, const config::Database& b) {
   return a.driver == b.driver && a.connection == b.connection && a.password_env == b.password_env &&
+         a.hosts == b.hosts && a.health_check == b.health_check &&
          a.password_file == b.password_file && a.options == b.options &&
          a.pool.mode == b.pool.mode && a.pool.reset_query == b.pool.reset_query &&
          a.pool.pipeline == b.pool.pipeline && a.tls.present == b.tls.present &&
@@ -840,6 +871,8 @@ void Server::apply(config::Config next) {
   std::vector<DatabasePoolPtr> retired;
   std::vector<std::pair<DatabasePoolPtr, config::PoolSettings>> resized;
   std::vector<std::string> added, removed;
+  std::vector<std::pair<std::string, HostMonitorPtr>> fresh_started;
+  std::vector<HostMonitorPtr> monitors_retired;
   {
     std::lock_guard lock(state_mu_);
     for (const auto& d : next.databases) {
@@ -861,16 +894,19 @@ void Server::apply(config::Config next) {
         databases.emplace(d.name, std::move(entry));
       } else {
         if (it != databases_.end()) {
+          if (auto m = it->second.shared->monitor()) monitors_retired.push_back(m);
           for (auto& [user, pool] : it->second.pools)
             retired.push_back(pool);
           databases_.erase(it);
         }
+        fresh_started.emplace_back(d.name, fresh.at(d.name).shared->monitor());
         databases.emplace(d.name, std::move(fresh.at(d.name)));
         added.push_back(d.name);
       }
     }
     for (auto& [name, entry] : databases_) {
       removed.push_back(name);
+      if (auto m = entry.shared->monitor()) monitors_retired.push_back(m);
       for (auto& [user, pool] : entry.pools)
         retired.push_back(pool);
     }
@@ -880,6 +916,13 @@ void Server::apply(config::Config next) {
   }
   for (auto& [pool, settings] : resized)
     pool->reconfigure(settings);
+  // Several hosts: the new entries' monitors start, the replaced ones stop.
+  for (auto& [name, entry] : fresh_started) {
+    (void)name;
+    if (entry) entry->start();
+  }
+  for (auto& m : monitors_retired)
+    m->stop();
   for (const auto& name : added)
     spdlog::info("reload: database \"{}\" added or changed", name);
   for (const auto& name : removed)
@@ -1024,6 +1067,12 @@ void Server::log_drain_wait(int64_t counted) {
 }
 
 void Server::stop_all() {
+  {
+    std::lock_guard lock(state_mu_);
+    for (auto& [name, entry] : databases_) {
+      if (auto m = entry.shared->monitor()) m->stop();
+    }
+  }
   for (auto& loop : loops_)
     loop->io.stop();
   for (auto& loop : loops_) {

@@ -149,6 +149,8 @@ class Server {
   std::vector<DatabasePoolPtr> pools_of(std::string_view database) const;
   /// Every pool of every database (any thread).
   std::vector<DatabasePoolPtr> pools() const;
+  /// The host monitors of the databases with several hosts (SHOW HOSTS, /metrics).
+  std::vector<HostMonitorPtr> host_monitors() const;
   /// The first database whose last attempt to open a backend failed (readiness).
   bool unreachable_database(std::string* name, std::string* error) const;
   bool database_reachable(std::string_view database) const;
@@ -260,6 +262,8 @@ class Server {
   DatabasePoolPtr make_pool(const DatabaseEntry& e, std::string user);
   /// Throws std::runtime_error for an unreadable auth_password_env / _file.
   AuthLookupPtr make_auth_lookup(const DatabaseEntry& e, const config::Database& d);
+  /// The host monitor of an entry with several hosts (started), else nullptr.
+  HostMonitorPtr make_monitor(const DatabaseEntry& e);
 
   config::Config cfg_;
   config::DatabaseValidator validator_;

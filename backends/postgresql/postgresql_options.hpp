@@ -40,6 +40,11 @@ ConnectParams connect_params(const db::OpenOptions& o);
 /// placeholder.
 std::string redact_conninfo(std::string_view conninfo);
 
+/// The hosts of a conninfo naming several (`host=a,b port=p1,p2`, a URI's
+/// `a:p1,b:p2`), paired with their ports (one port applies to all); empty
+/// when it names one host or none.
+std::vector<db::HostPort> conninfo_host_list(std::string_view conninfo);
+
 /// Lower-case hex without colons ("AB:cd" -> "abcd").
 std::string normalize_pin(std::string_view pin);
 
