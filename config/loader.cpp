@@ -139,7 +139,6 @@ struct DatabaseMarks {
   std::optional<Location> tls_key;
   std::optional<Location> pin_key;    ///< tls.pin_sha256, when written
   std::optional<Location> auth_user;  ///< auth_user, when written
-  std::optional<Location> pin_key;  ///< tls.pin_sha256, when written
   std::optional<Location> hosts_key;
 };
 
