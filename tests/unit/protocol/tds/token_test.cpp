@@ -365,7 +365,9 @@ TEST(TdsTokens, RowCutShortSaysHowManyBytesItNeeds) {
     auto d = dec.next(bytes_of(row.substr(0, n)));
     ASSERT_EQ(d.status, DecodeStatus::need_more) << n;
     EXPECT_LE(d.needed, row.size()) << n;
-    if (n > 1 + 5 + 8) EXPECT_GT(d.needed, n) << n;
+    if (n > 1 + 5 + 8) {
+      EXPECT_GT(d.needed, n) << n;
+    }
   }
   // A reader taking 16 KB packets and waiting for `needed` decodes it 3 times at most.
   size_t have = 0, attempts = 0;
