@@ -14,6 +14,11 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/pg/bytea.hpp"
+#include "protocol/pg/datetime.hpp"
+#include "protocol/pg/numbers.hpp"
+#include "protocol/pg/numeric.hpp"
+#include "protocol/pg/params.hpp"
 #include "sql/types.hpp"
 
 namespace wirepool::pg {
@@ -62,34 +67,5 @@ WireType wire_type_for(const db::ParamInfo& param);
 /// A Text value in text format is passed through unchanged whatever the type.
 bool encode_value(const db::ValueView& v, uint32_t type_oid, int16_t format, std::string& out,
                   std::string* error);
-
-/// A decoded parameter.
-struct DecodedParam {
-  db::Value value;
-  bool untyped = false;  ///< OID 0 / unknown in text format: let the backend convert
-};
-/// Decodes one Bind parameter declared as `type_oid` (0 = unspecified) in
-/// `format`. Text of an unspecified type stays untyped text; binary of an
-/// unspecified type is Bytes. Malformed input answers an error with SQLSTATE
-/// 22P02 (text) or 22P03 (binary).
-db::Result<DecodedParam> decode_param(std::optional<std::string_view> bytes, uint32_t type_oid,
-                                      int16_t format);
-
-// Helpers shared with other protocols and drivers (pure functions).
-
-/// Shortest text that reads back as the same double; "Infinity", "-Infinity", "NaN".
-std::string format_float8(double v);
-/// "YYYY-MM-DD HH:MM:SS[.ffffff]" followed by "+00" when `with_zone`; "YYYY-MM-DD" for dates.
-std::string format_time(int64_t micros_since_epoch, db::TimeForm form);
-/// Parses PostgreSQL's ISO input forms ("2024-01-02", "2024-01-02 03:04:05.5",
-/// "2024-01-02T03:04:05+02:00", "... +0530", "... Z"); time without a zone is UTC.
-std::optional<int64_t> parse_time(std::string_view text);
-/// Canonical decimal text (optional sign, digits, optional point and digits) ->
-/// numeric binary format, and back. nullopt if not a decimal ("NaN" is accepted).
-std::optional<std::string> numeric_to_binary(std::string_view decimal_text);
-std::optional<std::string> numeric_from_binary(std::string_view bytes);
-/// "\x0a0b..." <-> raw bytes (bytea hex format; the escape format is accepted on input).
-std::string bytea_to_hex(std::string_view raw);
-std::optional<std::string> bytea_from_text(std::string_view text);
 
 }  // namespace wirepool::pg

@@ -109,4 +109,103 @@ inline size_t put_ucs2(std::string& out, std::string_view utf8) {
   return (out.size() - before) / 2;
 }
 
+// Decode outcomes and the string and token forms the codec files share.
+
+template <class M>
+Decoded<M> fail(std::string message) {
+  Decoded<M> d;
+  d.status = DecodeStatus::error;
+  d.error = std::move(message);
+  return d;
+}
+/// A failure of an inner decode, with `prefix` before its message; keeps over_limit.
+template <class M, class N>
+Decoded<M> fail_from(std::string prefix, const Decoded<N>& inner) {
+  Decoded<M> d = fail<M>(std::move(prefix) + inner.error);
+  d.over_limit = inner.over_limit;
+  return d;
+}
+/// need_more for an inner value at `offset` that needs `needed` bytes of its own (0: unknown).
+template <class M>
+Decoded<M> need_at(size_t offset, size_t needed) {
+  Decoded<M> d;
+  d.needed = needed == 0 ? 0 : offset + needed;
+  return d;
+}
+template <class M>
+Decoded<M> done_ok(M m, size_t consumed) {
+  Decoded<M> d;
+  d.status = DecodeStatus::ok;
+  d.message = std::move(m);
+  d.consumed = consumed;
+  return d;
+}
+
+inline std::string hex2(uint8_t b) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  return {kHex[b >> 4], kHex[b & 15]};
+}
+
+/// Reads `chars` UCS-2 code units as UTF-8; false on a short read or bad text.
+inline bool read_ucs2(Reader& r, size_t chars, std::string& out, std::string* error) {
+  Bytes b = r.take(chars * 2);
+  if (!r.ok()) return false;
+  return ucs2_to_utf8(b, out, error);
+}
+
+/// UTF-8 -> UCS-2 cut to at most `max_units` code units (never inside a pair).
+inline std::string ucs2_capped(std::string_view utf8, size_t max_units) {
+  std::string u;
+  if (!utf8_to_ucs2(utf8, u)) {
+    u.clear();
+    // Invalid UTF-8 from a backend message: keep the ASCII bytes only.
+    for (char c : utf8) {
+      if (static_cast<uint8_t>(c) < 0x80) put_u16(u, static_cast<uint16_t>(c));
+    }
+  }
+  if (u.size() > max_units * 2) {
+    size_t n = max_units * 2;
+    const uint16_t last = static_cast<uint16_t>(static_cast<uint8_t>(u[n - 2]) |
+                                                (static_cast<uint8_t>(u[n - 1]) << 8));
+    if (last >= 0xD800 && last <= 0xDBFF) n -= 2;  // do not split a surrogate pair
+    u.resize(n);
+  }
+  return u;
+}
+
+/// B_VARCHAR: a character count byte and UCS-2.
+inline void put_b_varchar(std::string& out, std::string_view utf8) {
+  const std::string u = ucs2_capped(utf8, 255);
+  put_u8(out, static_cast<uint8_t>(u.size() / 2));
+  out += u;
+}
+/// US_VARCHAR: a 2-byte character count and UCS-2.
+inline void put_us_varchar(std::string& out, std::string_view utf8, size_t max_units) {
+  const std::string u = ucs2_capped(utf8, max_units);
+  put_u16(out, static_cast<uint16_t>(u.size() / 2));
+  out += u;
+}
+
+inline bool read_b_varchar(Reader& r, std::string& out, std::string* error) {
+  const uint8_t n = r.u8();
+  return r.ok() && read_ucs2(r, n, out, error);
+}
+inline bool read_us_varchar(Reader& r, std::string& out, std::string* error) {
+  const uint16_t n = r.u16();
+  return r.ok() && read_ucs2(r, n, out, error);
+}
+
+/// Starts a token with a 2-byte length; returns the length's position.
+inline size_t begin_len_token(std::string& out, uint8_t token) {
+  put_u8(out, token);
+  const size_t at = out.size();
+  put_u16(out, 0);
+  return at;
+}
+inline void end_len_token(std::string& out, size_t at) {
+  const size_t n = out.size() - at - 2;
+  out[at] = static_cast<char>(n & 0xFF);
+  out[at + 1] = static_cast<char>((n >> 8) & 0xFF);
+}
+
 }  // namespace wirepool::tds::wire
