@@ -92,33 +92,47 @@ std::string cache_key_of(std::string_view sql, std::span<const uint32_t> oids) {
   return key;
 }
 
-/// At most this many idle RelayStates per event loop (each about 9 KiB with
+/// At most this many idle States per event loop (each about 9 KiB with
 /// its read buffer).
 constexpr size_t kRelayStateCache = 64;
-/// The statements' and buffers' capacity a cached RelayState may keep.
+/// The statements' and buffers' capacity a cached State may keep.
 constexpr size_t kRelayKeepBytes = 16 * 1024;
 }  // namespace
 
-PgClient::RelayCheck PgClient::relay_check() {
-  if (!session_ || skip_until_sync_ || in_.empty()) return RelayCheck::no;
-  if (!session_->pool().pg_native() || session_->mode() != config::PoolMode::transaction) {
-    return RelayCheck::no;
+std::shared_ptr<PgClient::Prepared> PgClient::register_parse(const relay::ParseMsg& m,
+                                                             int8_t plain) {
+  auto p = std::make_shared<Prepared>();
+  p->sql = std::string(m.sql);
+  p->param_oids = m.oids;
+  p->cls.kind = StatementKind::backend;
+  p->relay_ok = 1;
+  p->relay_plain = plain;
+  p->key = cache_key_of(p->sql, p->param_oids);
+  p->nparams = p->param_oids.size();
+  ext().statements[std::string(m.name)] = p;
+  return p;
+}
+
+PgRelay::Check PgRelay::check() {
+  if (!c_.session_ || c_.skip_until_sync_ || c_.in_.empty()) return Check::no;
+  if (!c_.session_->pool().pg_native() || c_.session_->mode() != config::PoolMode::transaction) {
+    return Check::no;
   }
   // Open portals, or an implicit transaction of messages before this batch
   // (the ordinary path ends it at their Sync).
-  if (portals_open() || session_->implicit()) return RelayCheck::no;
+  if (c_.portals_open() || c_.session_->implicit()) return Check::no;
   // Settings SET in the transaction are read back at its end (settle_settings).
-  if (session_->settings_noted()) return RelayCheck::no;
-  const size_t max_msg = server_.config().server.max_message_size;
-  if (!relay_) relay_ = RelayPath::of(loop_).take_state();
-  RelayState& R = *relay_;
-  const auto buf = in_.view();
-  if (relay::scan_batch(buf, max_msg, R.frames) != relay::Scan::complete) return RelayCheck::no;
+  if (c_.session_->settings_noted()) return Check::no;
+  const size_t max_msg = c_.server_.config().server.max_message_size;
+  if (!state_) state_ = RelayPath::of(c_.loop_).take_state();
+  State& R = *state_;
+  const auto buf = c_.in_.view();
+  if (relay::scan_batch(buf, max_msg, R.frames) != relay::Scan::complete) return Check::no;
   const size_t total = R.frames.back().offset + R.frames.back().size;
-  if (total > kMaxRelayBatchBytes) return RelayCheck::no;
+  if (total > kMaxRelayBatchBytes) return Check::no;
   R.total = total;
   // The server splits statements as its standard_conforming_strings says.
-  const bool bq = session_->settings().backslash_quotes();
+  const bool bq = c_.session_->settings().backslash_quotes();
 
   // ---- 1. Does the relay take this batch? Decided before anything changes.
   std::vector<std::string_view> named;  // client statement names this batch parses
@@ -128,10 +142,10 @@ PgClient::RelayCheck PgClient::relay_check() {
     if (name.empty() && parsed_unnamed) return true;
     for (auto n : named)
       if (n == name) return true;
-    if (!ext_) return false;
-    auto it = ext_->statements.find(std::string(name));
-    if (it == ext_->statements.end()) return false;
-    Prepared& p = *it->second;
+    if (!c_.ext_) return false;
+    auto it = c_.ext_->statements.find(std::string(name));
+    if (it == c_.ext_->statements.end()) return false;
+    PgClient::Prepared& p = *it->second;
     if (p.relay_ok < 0 || p.relay_plain < 0) {
       bool pl = true;
       const bool ok = p.cls.kind == StatementKind::backend && !p.blank && p.show_name.empty() &&
@@ -147,22 +161,22 @@ PgClient::RelayCheck PgClient::relay_check() {
     parse_only = parse_only && (f.type == 'P' || f.type == 'S');
     switch (f.type) {
       case 'Q':
-        if (body.empty() || body.find('\0') != body.size() - 1) return RelayCheck::no;
+        if (body.empty() || body.find('\0') != body.size() - 1) return Check::no;
         if (!sql::relay_may_send(body.substr(0, body.size() - 1), false, plain, bq))
-          return RelayCheck::no;
+          return Check::no;
         break;
       case 'P': {
         if (!relay::parse_parse(body, R.parse) ||
             !sql::relay_may_send(R.parse.sql, true, plain, bq)) {
-          return RelayCheck::no;
+          return Check::no;
         }
         if (R.parse.name.empty()) {
           parsed_unnamed = true;
         } else {
           // An existing name is an error the ordinary path reports (42P05).
           for (auto n : named)
-            if (n == R.parse.name) return RelayCheck::no;
-          if (ext_ && ext_->statements.count(std::string(R.parse.name))) return RelayCheck::no;
+            if (n == R.parse.name) return Check::no;
+          if (c_.ext_ && c_.ext_->statements.count(std::string(R.parse.name))) return Check::no;
           named.push_back(R.parse.name);
         }
         break;
@@ -170,16 +184,16 @@ PgClient::RelayCheck PgClient::relay_check() {
       case 'B': {
         relay::BindMsg m;
         if (!relay::parse_bind(body, m) || !m.portal.empty() || !statement_ok(m.statement)) {
-          return RelayCheck::no;
+          return Check::no;
         }
         bound = true;
         break;
       }
       case 'D': {
         relay::TargetMsg m;
-        if (!relay::parse_target(body, m)) return RelayCheck::no;
+        if (!relay::parse_target(body, m)) return Check::no;
         if (m.kind == 'S' ? !statement_ok(m.name) : (!m.name.empty() || !bound)) {
-          return RelayCheck::no;
+          return Check::no;
         }
         break;
       }
@@ -187,14 +201,14 @@ PgClient::RelayCheck PgClient::relay_check() {
         relay::ExecuteMsg m;
         // A row limit leaves a portal suspended for a later batch: not relayed.
         if (!relay::parse_execute(body, m) || !m.portal.empty() || !bound || m.max_rows != 0) {
-          return RelayCheck::no;
+          return Check::no;
         }
         break;
       }
       case 'C': {
         relay::TargetMsg m;
         if (!relay::parse_target(body, m) || (m.kind == 'P' && !m.name.empty())) {
-          return RelayCheck::no;
+          return Check::no;
         }
         break;
       }
@@ -212,68 +226,54 @@ PgClient::RelayCheck PgClient::relay_check() {
   // is answered at once, as the ordinary path does: waiting for a backend here
   // could deadlock with the client's own connections that hold every backend
   // in open transactions. The statements are prepared on first use.
-  if (parse_only && !session_->backend()) {
+  if (parse_only && !c_.session_->backend()) {
     for (const auto& f : R.frames) {
       if (f.type != 'P') continue;
       relay::parse_parse(f.body(buf), R.parse);
-      relay_register(R.parse, R.plain ? 1 : -1);
-      pg::Encoder(out_).parse_complete();
+      c_.register_parse(R.parse, R.plain ? 1 : -1);
+      pg::Encoder(c_.out_).parse_complete();
     }
-    in_.consume(total);
-    ready_for_query();
-    return RelayCheck::answered;
+    c_.in_.consume(total);
+    c_.ready_for_query();
+    return Check::answered;
   }
-  return RelayCheck::go;
+  return Check::go;
 }
 
-std::shared_ptr<PgClient::Prepared> PgClient::relay_register(const relay::ParseMsg& m,
-                                                             int8_t plain) {
-  auto p = std::make_shared<Prepared>();
-  p->sql = std::string(m.sql);
-  p->param_oids = m.oids;
-  p->cls.kind = StatementKind::backend;
-  p->relay_ok = 1;
-  p->relay_plain = plain;
-  p->key = cache_key_of(p->sql, p->param_oids);
-  p->nparams = p->param_oids.size();
-  ext().statements[std::string(m.name)] = p;
-  return p;
-}
-
-awaitable<PgClient::Relayed> PgClient::relay() {
-  switch (relay_check()) {
-    case RelayCheck::no:
+awaitable<PgRelay::Relayed> PgRelay::run() {
+  switch (check()) {
+    case Check::no:
       co_return Relayed::no;
-    case RelayCheck::answered:
+    case Check::answered:
       co_return Relayed::yes;
-    case RelayCheck::go:
+    case Check::go:
       break;
   }
   // ---- 3. A backend, relayable now (an idle one without a wait when it can).
-  if (!session_->try_backend_now()) {
+  if (!c_.session_->try_backend_now()) {
     // What is answered goes out before a wait (a pipelining client gets each
     // answer as PostgreSQL would send it).
-    if (!out_.empty() && !co_await flush()) co_return Relayed::closed;
-    if (auto e = co_await session_->ensure_backend()) {
-      send_error(*e);
-      in_.consume(relay_->total);
-      ready_for_query();
+    if (!c_.out_.empty() && !co_await c_.flush()) co_return Relayed::closed;
+    if (auto e = co_await c_.session_->ensure_backend()) {
+      c_.send_error(*e);
+      c_.in_.consume(state_->total);
+      c_.ready_for_query();
       co_return Relayed::yes;
     }
     // The server's reports of the client's settings put back on this backend:
     // the client holds those values already, and kept they would pile up.
-    (void)session_->take_events();
+    (void)c_.session_->take_events();
   }
-  if (!relay_start()) co_return Relayed::no;
-  co_return co_await relay_rest(false);
+  if (!start()) co_return Relayed::no;
+  co_return co_await rest(false);
 }
 
-bool PgClient::relay_known_on(Backend& b) {
+bool PgRelay::known_on(Backend& b) {
   // Only statements the server has confirmed: a Parse of one running ahead
   // could fail or be skipped (an error before it), and a Parse here could
   // evict one a batch ahead still uses.
-  RelayState& R = *relay_;
-  const auto buf = in_.view();
+  State& R = *state_;
+  const auto buf = c_.in_.view();
   std::vector<std::string_view> parsed;  // this batch's client names, all known
   for (const auto& f : R.frames) {
     const auto body = f.body(buf);
@@ -297,26 +297,26 @@ bool PgClient::relay_known_on(Backend& b) {
       continue;
     }
     if (std::find(parsed.begin(), parsed.end(), name) != parsed.end()) continue;
-    if (!ext_) return false;
-    auto it = ext_->statements.find(std::string(name));
-    if (it == ext_->statements.end() || !b.statements.relay_find(it->second->key)) return false;
+    if (!c_.ext_) return false;
+    auto it = c_.ext_->statements.find(std::string(name));
+    if (it == c_.ext_->statements.end() || !b.statements.relay_find(it->second->key)) return false;
   }
   return true;
 }
 
-bool PgClient::relay_start(Backend* joining, bool known) {
-  RelayState& R = *relay_;
-  Backend& b = joining ? *joining : *session_->backend();
+bool PgRelay::start(Backend* joining, bool known) {
+  State& R = *state_;
+  Backend& b = joining ? *joining : *c_.session_->backend();
   const int fd = b.conn.impl()->relay_socket();
   if (fd < 0) return false;  // TLS, or work in flight: the ordinary path
-  const auto buf = in_.view();
+  const auto buf = c_.in_.view();
   if (joining) {
-    if (!known && !relay_known_on(b)) return false;
+    if (!known && !known_on(b)) return false;
     R.from_idle = true;
   } else {
-    R.from_idle = session_->tx_state() == db::TxState::idle;
+    R.from_idle = c_.session_->tx_state() == db::TxState::idle;
   }
-  session_->statement_begin();
+  c_.session_->statement_begin();
 
   // ---- 4. The batch as the server gets it.
   R.to_server.clear();
@@ -326,7 +326,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
   R.shape = 0;
   // The server's name for a client statement, preparing it first when the
   // server does not have it.
-  auto server_name = [&](const Prepared& p) -> std::string {
+  auto server_name = [&](const PgClient::Prepared& p) -> std::string {
     for (const auto& e : R.parses) {
       if (e.key == p.key && !e.server_name.empty()) return e.server_name;
     }
@@ -342,15 +342,15 @@ bool PgClient::relay_start(Backend* joining, bool known) {
     R.parses.push_back({"", p.key, name, true});
     return name;
   };
-  auto client_statement = [&](std::string_view name) -> const Prepared& {
-    return *ext().statements.find(std::string(name))->second;
+  auto client_statement = [&](std::string_view name) -> const PgClient::Prepared& {
+    return *c_.ext().statements.find(std::string(name))->second;
   };
   for (const auto& f : R.frames) {
     const auto body = f.body(buf);
     switch (f.type) {
       case 'P': {
         relay::parse_parse(body, R.parse);
-        auto p = relay_register(R.parse, R.plain ? 1 : -1);
+        auto p = c_.register_parse(R.parse, R.plain ? 1 : -1);
         const int tag = static_cast<int>(R.parses.size());
         // The unnamed statement too becomes a named one on the server, kept
         // for the next client that sends the same text: the server parses
@@ -380,7 +380,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
       case 'B': {
         relay::BindMsg m;
         relay::parse_bind(body, m);
-        const Prepared& p = client_statement(m.statement);
+        const PgClient::Prepared& p = client_statement(m.statement);
         R.shape = pool::Pipeline::shape_add(R.shape, p.key);
         std::string name = server_name(p);
         relay::put_bind(R.to_server, m.portal, name, m.rest);
@@ -406,7 +406,7 @@ bool PgClient::relay_start(Backend* joining, bool known) {
         if (m.kind == 'S') {
           // The client's name goes; the server keeps its copy for the next
           // client that prepares the same statement.
-          ext().statements.erase(std::string(m.name));
+          c_.ext().statements.erase(std::string(m.name));
           R.tracker.expect(relay::Expect::emit_close_complete);
         } else {
           R.to_server.append(f.whole(buf));
@@ -430,22 +430,22 @@ bool PgClient::relay_start(Backend* joining, bool known) {
         break;
     }
   }
-  in_.consume(R.total);  // `buf` and the frames are stale from here on
+  c_.in_.consume(R.total);  // `buf` and the frames are stale from here on
 
   // ---- 5. Sent, then the answers passed on until the batch's ReadyForQuery
-  // (relay_pump).
-  if (out_.capacity() < kFirstRead)
-    out_.reserve(kFirstRead);  // one allocation, not a doubling series
-  session_->relay_running(true);
-  session_->pool().metrics().relayed.fetch_add(1, std::memory_order_relaxed);
-  R.tracker.emit_due(out_);
+  // (pump).
+  if (c_.out_.capacity() < kFirstRead)
+    c_.out_.reserve(kFirstRead);  // one allocation, not a doubling series
+  c_.session_->relay_running(true);
+  c_.session_->pool().metrics().relayed.fetch_add(1, std::memory_order_relaxed);
+  R.tracker.emit_due(c_.out_);
   R.fd = fd;
   R.sent = 0;
   R.lost.clear();
   R.client_gone = false;
   R.discard = false;
   R.turn_started = RelayPath::now();
-  R.relayed_before = session_->pool().metrics().relayed.load(std::memory_order_relaxed);
+  R.relayed_before = c_.session_->pool().metrics().relayed.load(std::memory_order_relaxed);
   R.opened = false;
   R.stale = false;
   R.reading_ahead = false;
@@ -456,24 +456,24 @@ bool PgClient::relay_start(Backend* joining, bool known) {
   return true;
 }
 
-PgClient::RelayWait PgClient::relay_pump() {
-  RelayState& R = *relay_;
+PgRelay::Wait PgRelay::pump() {
+  State& R = *state_;
   switch (send_rest(R.fd, R.to_server, R.sent)) {
     case 0:
-      return RelayWait::write;
+      return Wait::write;
     case -1:
       R.lost = std::string("could not send to the server: ") + std::strerror(errno);
-      return RelayWait::none;
+      return Wait::none;
     default:
       break;
   }
-  if (R.plain && R.from_idle && !R.opened && session_->pool().config().pool.pipeline) {
+  if (R.plain && R.from_idle && !R.opened && c_.session_->pool().config().pool.pipeline) {
     R.opened = true;
-    RelayPath::of(loop_).turn_began(*this, *session_->backend());
+    RelayPath::of(c_.loop_).turn_began(c_, *c_.session_->backend());
   }
   InBuffer& in = R.from_server;
   const size_t flush_at =
-      R.reading_ahead ? RelayPath::of(loop_).pipeline().limits().max_read_ahead : kFlushBytes;
+      R.reading_ahead ? RelayPath::of(c_.loop_).pipeline().limits().max_read_ahead : kFlushBytes;
   while (R.lost.empty() && !R.done && (!R.client_gone || R.discard)) {
     // What is buffered first.
     while (!R.done) {
@@ -482,7 +482,7 @@ PgClient::RelayWait PgClient::relay_pump() {
       if (R.passthrough > 0) {
         if (v.empty()) break;
         size_t n = std::min(R.passthrough, v.size());
-        out_.append(data, n);
+        c_.out_.append(data, n);
         in.consume(n);
         R.passthrough -= n;
         continue;
@@ -502,7 +502,7 @@ PgClient::RelayWait PgClient::relay_pump() {
         break;
       }
       if (v.size() < whole) {  // a DataRow larger than what has arrived: pass it on as it comes
-        out_.append(data, v.size());
+        c_.out_.append(data, v.size());
         R.passthrough = whole - v.size();
         in.consume(v.size());
       } else {
@@ -513,17 +513,17 @@ PgClient::RelayWait PgClient::relay_pump() {
           metrics().sqlstate(state.size() == 5 ? state : std::string_view("XX000"));
           if (state == "26000") R.stale = true;
           if (state == "0A000" && relay::error_field(body, 'M') == kCachedPlanChanged) {
-            session_->mark_dirty();  // its statements predate DDL: DISCARD ALL before reuse
+            c_.session_->mark_dirty();  // its statements predate DDL: DISCARD ALL before reuse
           }
           auto severity = relay::error_field(body, 'V');
           if (severity.empty()) severity = relay::error_field(body, 'S');
           db::Error e;
           e.sqlstate = std::string(state);
-          session_->explain_cancel(e);  // 57014: why wirepool cancelled it, if it did
+          c_.session_->explain_cancel(e);  // 57014: why wirepool cancelled it, if it did
           if (severity == "FATAL" || severity == "PANIC" || !e.message.empty()) {
-            relay::put_error_as_error(out_, body, e.message);
+            relay::put_error_as_error(c_.out_, body, e.message);
           } else {
-            out_.append(msg);
+            c_.out_.append(msg);
           }
         } else if (type == 'S') {
           size_t nul = body.find('\0');
@@ -531,30 +531,30 @@ PgClient::RelayWait PgClient::relay_pump() {
             auto rest = body.substr(nul + 1);
             db::ParameterChange c{std::string(body.substr(0, nul)),
                                   std::string(rest.substr(0, rest.find('\0')))};
-            session_->on_parameter(c);
-            (void)session_->take_events();  // passed on below, as the server sent it
+            c_.session_->on_parameter(c);
+            (void)c_.session_->take_events();  // passed on below, as the server sent it
           }
-          out_.append(msg);
+          c_.out_.append(msg);
         } else {
           if (type == 'Z') {
             R.status = body.empty() ? 'I' : body[0];
-            answered_ = answered_ || step.forward;
+            c_.answered_ = c_.answered_ || step.forward;
           }
-          if (step.forward) out_.append(msg);
+          if (step.forward) c_.out_.append(msg);
         }
         in.consume(whole);
       }
-      R.tracker.emit_due(out_);
+      R.tracker.emit_due(c_.out_);
       R.done = step.done;
-      if (R.discard) out_.clear();  // its client left; the followers' answers come next
-      if (out_.size() >= flush_at) return RelayWait::flush;
+      if (R.discard) c_.out_.clear();  // its client left; the followers' answers come next
+      if (c_.out_.size() >= flush_at) return Wait::flush;
     }
     if (R.done || !R.lost.empty()) break;
     // The last read emptied the socket, so the next one may wait: the rows
     // so far go to the client while the server works on the rest.
-    if (R.drained && !out_.empty() && !R.reading_ahead) {
+    if (R.drained && !c_.out_.empty() && !R.reading_ahead) {
       R.drained = false;
-      return RelayWait::flush;
+      return Wait::flush;
     }
     // The answer is often there already (the server ran while this thread
     // waited for the CPU): taken without a wait.
@@ -562,23 +562,23 @@ PgClient::RelayWait PgClient::relay_pump() {
     const size_t space = in.space();
     ssize_t got = ::recv(R.fd, in.tail(), space, MSG_DONTWAIT);
     if (got > 0) {
-      relay_took(static_cast<size_t>(got), space, {});
+      took(static_cast<size_t>(got), space, {});
     } else if (got == 0) {
-      relay_took(0, space, asio::error::eof);
+      took(0, space, asio::error::eof);
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      session_->relay_interrupt_if_cancelled();
+      c_.session_->relay_interrupt_if_cancelled();
       // An earlier batch's whole answer goes out before this one waits.
-      if (answered_ && !out_.empty() && !R.reading_ahead) return RelayWait::flush;
-      return RelayWait::read;
+      if (c_.answered_ && !c_.out_.empty() && !R.reading_ahead) return Wait::flush;
+      return Wait::read;
     } else if (errno != EINTR) {
-      relay_took(0, space, boost::system::error_code(errno, boost::system::system_category()));
+      took(0, space, boost::system::error_code(errno, boost::system::system_category()));
     }
   }
-  return RelayWait::none;
+  return Wait::none;
 }
 
-void PgClient::relay_took(size_t n, size_t space, boost::system::error_code ec) {
-  RelayState& R = *relay_;
+void PgRelay::took(size_t n, size_t space, boost::system::error_code ec) {
+  State& R = *state_;
   R.drained = n < space;
   if (n > 0) {
     R.from_server.commit(n);
@@ -589,81 +589,82 @@ void PgClient::relay_took(size_t n, size_t space, boost::system::error_code ec) 
   }
 }
 
-awaitable<PgClient::Relayed> PgClient::relay_rest(bool flush_first) {
-  RelayState& R = *relay_;
-  if (flush_first) co_await relay_flush();
+awaitable<PgRelay::Relayed> PgRelay::rest(bool flush_first) {
+  State& R = *state_;
+  if (flush_first) co_await flush();
   while (!R.client_gone || R.discard) {
-    const RelayWait wait = relay_pump();
-    if (wait == RelayWait::none) break;
-    if (wait == RelayWait::flush) {
-      co_await relay_flush();
-    } else if (wait == RelayWait::write) {
-      co_await wait_writable(*session_->backend(), R.fd);
+    const Wait wait = pump();
+    if (wait == Wait::none) break;
+    if (wait == Wait::flush) {
+      co_await flush();
+    } else if (wait == Wait::write) {
+      co_await wait_writable(*c_.session_->backend(), R.fd);
     } else {
       InBuffer& in = R.from_server;
       boost::system::error_code ec;
       const size_t space = in.space();
-      size_t n = co_await read_some(*session_->backend(), R.fd, in.tail(), space, ec);
-      relay_took(n, space, ec);
+      size_t n = co_await read_some(*c_.session_->backend(), R.fd, in.tail(), space, ec);
+      took(n, space, ec);
     }
   }
-  co_return relay_finish();
+  co_return finish();
 }
 
-awaitable<void> PgClient::relay_flush() {
-  RelayState& R = *relay_;
-  Backend* b = session_->backend();
-  RelayPath& path = RelayPath::of(loop_);
-  switch (b ? path.head_flush(*b, R.reading_ahead, out_.size()) : pool::HeadFlush::wait) {
+awaitable<void> PgRelay::flush() {
+  State& R = *state_;
+  Backend* b = c_.session_->backend();
+  RelayPath& path = RelayPath::of(c_.loop_);
+  switch (b ? path.head_flush(*b, R.reading_ahead, c_.out_.size()) : pool::HeadFlush::wait) {
     case pool::HeadFlush::disconnect:
       spdlog::warn(
           "client {}: disconnected: it stopped reading its result while {} other "
           "client(s) waited behind it",
-          peer_, path.pipeline().followers(b->lease));
-      relay_client_left();
+          c_.peer_, path.pipeline().followers(b->lease));
+      client_left();
       co_return;
     case pool::HeadFlush::wait:
-      if (!co_await flush()) relay_client_left();
+      if (!co_await c_.flush()) client_left();
       co_return;
     case pool::HeadFlush::with_patience:
       break;
   }
-  switch (co_await flush_for(path.pipeline().limits().head_patience)) {
-    case Flushed::all:
+  switch (co_await c_.flush_for(path.pipeline().limits().head_patience)) {
+    case PgClient::Flushed::all:
       break;
-    case Flushed::gone:
-      relay_client_left();
+    case PgClient::Flushed::gone:
+      client_left();
       break;
-    case Flushed::blocked:
+    case PgClient::Flushed::blocked:
       R.reading_ahead = true;  // the rest comes into memory; the followers go on
-      spdlog::debug("client {}: slow to read: its answer is read ahead for those behind it", peer_);
+      spdlog::debug("client {}: slow to read: its answer is read ahead for those behind it",
+                    c_.peer_);
       break;
   }
 }
 
-void PgClient::relay_client_left() {
-  RelayState& R = *relay_;
+void PgRelay::client_left() {
+  State& R = *state_;
   R.client_gone = true;
   // Batches of other clients were sent behind this one: its answers are read
   // to the end (and dropped) so that theirs follow on a usable connection.
-  if (!R.done && R.lost.empty() && RelayPath::of(loop_).has_followers(*session_->backend())) {
+  if (!R.done && R.lost.empty() && RelayPath::of(c_.loop_).has_followers(*c_.session_->backend())) {
     R.discard = true;
-    out_.clear();
+    c_.out_.clear();
   }
 }
 
-PgClient::Relayed PgClient::relay_finish() {
-  RelayState& R = *relay_;
-  Backend& b = *session_->backend();
+PgRelay::Relayed PgRelay::finish() {
+  State& R = *state_;
+  Backend& b = *c_.session_->backend();
   InBuffer& in = R.from_server;
   const bool mid_row = R.passthrough > 0;  // a DataRow was half passed on
-  session_->relay_running(false);
+  c_.session_->relay_running(false);
 
   // ---- The pipeline. The batch ended idle at a message boundary: the lease
   // and what the server sent behind the batch's ReadyForQuery go to the first
   // follower. Otherwise the followers' batches are lost with the connection.
-  RelayPath& path = RelayPath::of(loop_);
-  DatabasePool& pool = session_->pool();
+  RelayPath& path = RelayPath::of(c_.loop_);
+  DatabasePool& pool = c_.session_->pool();
   const auto now = RelayPath::now();
   pool::TurnReport turn;
   turn.clean = R.lost.empty() && R.done && R.status == 'I' && !mid_row;
@@ -673,11 +674,11 @@ PgClient::Relayed PgClient::relay_finish() {
   turn.turn_started = R.turn_started;
   turn.progress = pool.metrics().relayed.load(std::memory_order_relaxed) - R.relayed_before;
   std::shared_ptr<PgClient> next =
-      path.turn_end(*this, b, turn, now,
+      path.turn_end(c_, b, turn, now,
                     R.lost.empty() ? std::string_view("the batch ahead of it broke off mid-answer")
                                    : std::string_view(R.lost));
   if (next) {
-    InBuffer& to = next->relay_->from_server;
+    InBuffer& to = next->relay_.state().from_server;
     const auto rest = in.view();
     to.consume(to.size());
     if (!rest.empty()) {
@@ -685,7 +686,7 @@ PgClient::Relayed PgClient::relay_finish() {
       std::memcpy(to.tail(), rest.data(), rest.size());
       to.commit(rest.size());
     }
-    next->relay_->drained = false;
+    next->relay_.state().drained = false;
   }
   in.consume(in.size());
   if (in.capacity() > kReadChunk) in.release();  // a large answer's buffer goes at once
@@ -694,31 +695,31 @@ PgClient::Relayed PgClient::relay_finish() {
     // The backend's stream is mid-answer: nobody can use it again.
     // A pipeline of several Executes ran in one implicit transaction.
     const bool had_transaction =
-        session_->in_transaction() || R.status == 'T' || R.status == 'E' || R.executes > 1;
+        c_.session_->in_transaction() || R.status == 'T' || R.status == 'E' || R.executes > 1;
     b.conn.impl()->relay_done(db::TxState::idle, true);
     if (!R.lost.empty()) {
-      spdlog::warn("client {}: backend of database \"{}\" lost: {}", peer_,
-                   session_->pool().config().name, R.lost);
-      session_->backend_lost();
+      spdlog::warn("client {}: backend of database \"{}\" lost: {}", c_.peer_,
+                   c_.session_->pool().config().name, R.lost);
+      c_.session_->backend_lost();
     } else {
-      session_->drop_backend();
+      c_.session_->drop_backend();
     }
-    session_->statement_end();
+    c_.session_->statement_end();
     if (R.client_gone || mid_row) return Relayed::closed;
     if (had_transaction) {
       // Its transaction is gone with the backend: as PostgreSQL and PgBouncer,
       // the client is told (FATAL) and disconnected.
       if (!R.tracker.failed()) {
-        send_error("08006", "server connection lost: " + R.lost, "FATAL");
+        c_.send_error("08006", "server connection lost: " + R.lost, "FATAL");
       }
-      backend_gone_ = true;
+      c_.backend_gone_ = true;
       return Relayed::yes;
     }
     // Between transactions: an error and its ReadyForQuery, nothing was lost.
     if (!R.tracker.failed()) {
-      send_error("08006", "server connection lost: " + R.lost);
+      c_.send_error("08006", "server connection lost: " + R.lost);
     }
-    pg::Encoder(out_).ready_for_query('I');
+    pg::Encoder(c_.out_).ready_for_query('I');
     return Relayed::yes;
   }
 
@@ -741,23 +742,24 @@ PgClient::Relayed PgClient::relay_finish() {
     // A Parse the server refused (or never reached) leaves no statement behind.
     for (size_t i = 0; i < R.parses.size(); ++i) {
       const auto& e = R.parses[i];
-      if (ok[i] || e.added || !ext_) continue;
-      auto it = ext_->statements.find(e.client_name);
-      if (it != ext_->statements.end() && it->second->key == e.key) ext_->statements.erase(it);
+      if (ok[i] || e.added || !c_.ext_) continue;
+      auto it = c_.ext_->statements.find(e.client_name);
+      if (it != c_.ext_->statements.end() && it->second->key == e.key)
+        c_.ext_->statements.erase(it);
     }
   }
-  session_->statement_end();
-  session_->sync_tx_state();
+  c_.session_->statement_end();
+  c_.session_->sync_tx_state();
   if (next) {
-    next->relay_->turn_started = now;
-    next->relay_->relayed_before = pool.metrics().relayed.load(std::memory_order_relaxed);
-    session_->hand_over(*next->session_);
+    next->relay_.state().turn_started = now;
+    next->relay_.state().relayed_before = pool.metrics().relayed.load(std::memory_order_relaxed);
+    c_.session_->hand_over(*next->session_);
     if (path.pipeline().is_open(b.lease)) path.pull(*next, b);  // a place behind it is free again
     // Its answers are read on its own turn of the loop, not inside this one.
-    asio::post(loop_.io, [next] { next->relay_loop(LoopEntry::reading); });
+    asio::post(c_.loop_.io, [next] { next->relay_loop(PgClient::LoopEntry::reading); });
     return R.client_gone ? Relayed::closed : Relayed::yes;
   }
-  session_->release_if_idle(false);
+  c_.session_->release_if_idle(false);
   return Relayed::yes;
 }
 
@@ -768,45 +770,49 @@ PgClient::Relayed PgClient::relay_finish() {
 // loop, carries its decisions out. All of a train's clients are on the loop of
 // the session that holds its backend.
 
-bool PgClient::train_wait_begin() {
-  if (!session_->pool().config().pool.pipeline) return false;
-  RelayPath::of(loop_).wait_begin(*this);
-  return relay_->plain;
+bool PgRelay::train_wait_begin() {
+  if (!c_.session_->pool().config().pool.pipeline) return false;
+  RelayPath::of(c_.loop_).wait_begin(c_);
+  return state_->plain;
 }
 
-void PgClient::train_wait_end() {
-  RelayPath::of(loop_).wait_end(*this);
+void PgRelay::train_wait_end() {
+  RelayPath::of(c_.loop_).wait_end(c_);
 }
 
-bool PgClient::relay_send_behind(Backend& b, bool known) {
-  RelayState& R = *relay_;
-  if (!relay_start(&b, known)) return false;
+bool PgRelay::send_behind(Backend& b, bool known) {
+  State& R = *state_;
+  if (!start(&b, known)) return false;
   // Sent now, behind what is already on the way; a send that would block
   // leaves the rest for this client's turn, and nobody may follow it.
   // (A broken connection is found by the batch ahead.)
   const bool sent_all = send_rest(R.fd, R.to_server, R.sent) == 1;
   R.opened = false;
-  RelayPath::of(loop_).joined(*this, b, sent_all);
-  session_->pool().metrics().pipelined.fetch_add(1, std::memory_order_relaxed);
+  RelayPath::of(c_.loop_).joined(c_, b, sent_all);
+  c_.session_->pool().metrics().pipelined.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
-bool PgClient::relay_join() {
-  if (!relay_->plain) return false;
-  return RelayPath::of(loop_).join(*this);
+bool PgRelay::join() {
+  if (!state_->plain) return false;
+  return RelayPath::of(c_.loop_).join(c_);
 }
 
-void PgClient::post_abandoned(std::shared_ptr<PgClient> f, std::string why) {
+void PgRelay::post_abandoned(std::shared_ptr<PgClient> f, std::string why) {
   auto& io = f->loop_.io;
-  asio::post(io, [f = std::move(f), why = std::move(why)] { f->relay_abandoned(why); });
+  asio::post(io, [f = std::move(f), why = std::move(why)] { f->relay_.abandoned(why); });
 }
 
-void PgClient::relay_abandoned(const std::string& why) {
-  session_->unqueued();
-  session_->statement_end();
-  if (!relay_->tracker.failed()) send_error("08006", "server connection lost: " + why);
-  pg::Encoder(out_).ready_for_query('I');
-  relay_loop(LoopEntry::fresh);
+void PgRelay::abandoned(const std::string& why) {
+  c_.session_->unqueued();
+  c_.session_->statement_end();
+  if (!state_->tracker.failed()) c_.send_error("08006", "server connection lost: " + why);
+  pg::Encoder(c_.out_).ready_for_query('I');
+  c_.relay_loop(PgClient::LoopEntry::fresh);
+}
+
+void PgRelay::give_back() {
+  if (state_) RelayPath::of(c_.loop_).give_state(std::move(state_));
 }
 
 pool::PoolView RelayPath::view(DatabasePool& pool) {
@@ -818,13 +824,13 @@ pool::PoolView RelayPath::view(DatabasePool& pool) {
 }
 
 pool::BatchId RelayPath::id_of(const PgClient& c) {
-  return c.relay_->batch;
+  return c.relay_.state().batch;
 }
 
-std::unique_ptr<PgClient::RelayState> RelayPath::take_state() {
-  std::unique_ptr<PgClient::RelayState> s;
+std::unique_ptr<PgRelay::State> RelayPath::take_state() {
+  std::unique_ptr<PgRelay::State> s;
   if (states_.empty()) {
-    s = std::make_unique<PgClient::RelayState>();
+    s = std::make_unique<PgRelay::State>();
   } else {
     s = std::move(states_.back());
     states_.pop_back();
@@ -833,7 +839,7 @@ std::unique_ptr<PgClient::RelayState> RelayPath::take_state() {
   return s;
 }
 
-void RelayPath::give_state(std::unique_ptr<PgClient::RelayState> s) {
+void RelayPath::give_state(std::unique_ptr<PgRelay::State> s) {
   if (states_.size() >= kRelayStateCache) return;  // freed here
   s->from_server.consume(s->from_server.size());
   if (s->from_server.capacity() > kReadChunk) s->from_server.release();
@@ -850,7 +856,7 @@ void RelayPath::track(Backend& b) {
 }
 
 void RelayPath::turn_began(PgClient& head, Backend& b) {
-  const PgClient::RelayState& R = *head.relay_;
+  const PgRelay::State& R = head.relay_.state();
   DatabasePool& pool = head.session_->pool();
   const bool opened =
       pipeline_.handle_turn_began(b.lease, key(pool), R.shape, b.dirty, R.turn_started);
@@ -866,7 +872,7 @@ bool RelayPath::join(PgClient& c) {
     if (!tracked) continue;  // not opened on this loop (every train opened here is tracked)
     Backend& b = **tracked;
     if (b.cancelling || !c.session_->settings_match(b)) continue;
-    if (!c.relay_send_behind(b)) return false;
+    if (!c.relay_.send_behind(b)) return false;
     c.session_->queued();
     return true;
   }
@@ -875,7 +881,7 @@ bool RelayPath::join(PgClient& c) {
 
 void RelayPath::joined(PgClient& c, Backend& b, bool sent_all) {
   const pool::BatchId id = id_of(c);
-  pipeline_.handle_joined(b.lease, id, c.relay_->shape, sent_all);
+  pipeline_.handle_joined(b.lease, id, c.relay_.state().shape, sent_all);
   followers_[id] = c.shared_from_this();
 }
 
@@ -894,16 +900,16 @@ void RelayPath::pull(PgClient& head, Backend& b) {
       continue;
     }
     // One that cannot go behind this batch keeps its place in the pool's queue.
-    if (!c->relay_ || !c->relay_->plain || !c->session_->settings_match(b) ||
-        !c->relay_known_on(b)) {
+    if (!c->relay_.has_state() || !c->relay_.state().plain || !c->session_->settings_match(b) ||
+        !c->relay_.known_on(b)) {
       continue;
     }
     pipeline_.handle_wait_end(w);
     waiters_.erase(w);
     if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
-    if (!c->relay_send_behind(b, true)) {                // its statements were just checked
+    if (!c->relay_.send_behind(b, true)) {               // its statements were just checked
       // Not relayable after all (the backend's socket): back to the pool's queue.
-      const bool pipelined = c->train_wait_begin();
+      const bool pipelined = c->relay_.train_wait_begin();
       c->session_->wait_backend(
           c->loop_.io.get_executor(),
           [c](std::variant<Backend*, AcquireError> got) { c->on_granted(std::move(got)); },
@@ -920,7 +926,7 @@ void RelayPath::wait_begin(PgClient& c) {
 }
 
 void RelayPath::wait_end(PgClient& c) {
-  if (waiters_.empty() || !c.relay_) return;
+  if (waiters_.empty() || !c.relay_.has_state()) return;
   const pool::BatchId id = id_of(c);
   if (!waiters_.erase(id)) return;
   pipeline_.handle_wait_end(id);
@@ -967,7 +973,7 @@ void RelayPath::act(DatabasePool* pool, std::string_view why) {
       if (!follower) continue;
       auto c = std::move(*follower);
       followers_.erase(f->batch);
-      PgClient::post_abandoned(std::move(c), std::string(why));
+      PgRelay::post_abandoned(std::move(c), std::string(why));
     } else if (auto* p = std::get_if<pool::Pause>(&*a)) {
       if (!pool) continue;
       pool->pause_pipeline(p->until);

@@ -2,9 +2,12 @@
 // The relay's state on one event loop: the pipeline's decisions
 // (pool/pipeline.hpp) carried out for the PostgreSQL clients of the loop,
 // with the clock read here, and the per-batch scratch of idle clients kept for
-// the next batch. Each client's own batch is driven by PgClient (pg_relay.cpp);
+// the next batch; and PgRelay, one client's relay, which drives its batches;
 // a backend's train lives on the loop of the session that holds the backend.
 
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -12,10 +15,141 @@
 
 #include "pool/id_map.hpp"
 #include "pool/pipeline.hpp"
-#include "server/pg/client.hpp"
+#include "protocol/pg/relay.hpp"
+#include "server/client_connection.hpp"
 #include "server/relay_train.hpp"
+#include "server/server.hpp"
 
 namespace wirepool::server {
+
+class PgClient;
+
+/// One PostgreSQL client's relay (docs/protocol-postgres.md): a batch of
+/// messages for a PostgreSQL backend in transaction mode goes to the server
+/// as bytes. PgClient owns one and drives it from its connection loop
+/// (relay_loop without a coroutine, serve in one); the relay reads the
+/// client's buffers and session through `client`.
+class PgRelay {
+ public:
+  explicit PgRelay(PgClient& client) : c_(client) {}
+  PgRelay(const PgRelay&) = delete;
+  PgRelay& operator=(const PgRelay&) = delete;
+
+  /// `no`: this batch is not for the relay (nothing was consumed or
+  /// answered: the ordinary path takes it); `yes`: it was answered;
+  /// `closed`: the client is gone.
+  enum class Relayed : uint8_t { no, yes, closed };
+  /// The whole batch at the client's in_ front, in a coroutine.
+  boost::asio::awaitable<Relayed> run();
+
+  // The relay in steps, so that the common case runs without a coroutine
+  // (PgClient::relay_loop) and the rest in one (run, rest):
+  // check decides on the batch in in_ (`answered`: Parses answered without a
+  // backend; `go`: it needs one); start (with the session's backend) sends
+  // nothing yet but builds what the server gets (false: the backend cannot be
+  // relayed to: the ordinary path); pump sends and passes answers on until one
+  // would wait (Wait says on what); took counts what a waited-for read
+  // brought; finish settles the backend and the client's statements once the
+  // answers are through.
+  enum class Check : uint8_t { no, answered, go };
+  enum class Wait : uint8_t { none, write, read, flush };
+  Check check();
+  /// `joining`: the batch goes behind the running one on that backend
+  /// (join), and only statements the server has are used (`known`: known_on
+  /// already said so).
+  bool start(Backend* joining = nullptr, bool known = false);
+  Wait pump();
+  void took(size_t n, size_t space, boost::system::error_code ec);
+  /// The rest of a started batch, waiting where pump would (after a flush of
+  /// the client's out_ when `flush_first`).
+  boost::asio::awaitable<Relayed> rest(bool flush_first);
+  Relayed finish();
+  /// The pipeline: sends the checked batch at in_'s front behind the one
+  /// running on another client's backend, when one may take it (false:
+  /// nothing was sent). The client then waits in the backend's train until
+  /// finish of the batch before it hands the lease over.
+  bool join();
+  /// The batch at in_'s front uses only statements `b`'s server has.
+  bool known_on(Backend& b);
+  /// start(&b), sent, and the client in `b`'s train (false: nothing sent).
+  bool send_behind(Backend& b, bool known = false);
+  /// The client waits in the pool's queue with a checked batch: listed for
+  /// the trains (RelayPath::pull) until granted (train_wait_end). True when a
+  /// train may take it (the pool's `pipelined` waiter).
+  bool train_wait_begin();
+  void train_wait_end();
+  /// The backend the client queued on was lost before its turn: an error for
+  /// its batch, then the client goes on.
+  void abandoned(const std::string& why);
+  static void post_abandoned(std::shared_ptr<PgClient> f, std::string why);
+  /// The client left mid-answer (a write failed): see finish.
+  void client_left();
+
+  /// The per-batch scratch, allocated while the client is busy (and kept
+  /// per loop for the next batch, RelayPath::take_state).
+  struct State {
+    std::vector<pg::relay::Frame> frames;
+    pg::relay::Tracker tracker;
+    pg::relay::ParseMsg parse;  // scratch
+    std::string to_server;
+    InBuffer from_server;
+    /// The Parses of this batch (the client's and the ones the relay added),
+    /// indexed by the tracker's tags.
+    struct ParseEntry {
+      std::string client_name;  ///< the client's name ("" unnamed); unused when `added`
+      std::string key;
+      std::string server_name;  ///< the name prepared on the server ("" when it had it)
+      bool added = false;       ///< the relay added it (the client sent a Bind)
+    };
+    std::vector<ParseEntry> parses;
+    size_t total = 0;  ///< the batch's bytes in in_
+    // Where a started batch stands (start .. finish).
+    int fd = -1;
+    size_t sent = 0;   ///< of to_server
+    std::string lost;  ///< why the backend is unusable
+    bool client_gone = false;
+    char status = 'I';       ///< the last ReadyForQuery's
+    bool done = false;       ///< the batch's last answer is through
+    bool drained = false;    ///< the last read took all the socket had
+    size_t passthrough = 0;  ///< bytes of a DataRow passed on as they arrive
+    /// The pipeline: the batch is only queries and DML (it leaves an idle
+    /// backend idle, so others' batches may follow it); it began on an idle
+    /// backend; its client left and its answers are read and dropped for the
+    /// followers' sake.
+    bool plain = false;
+    bool from_idle = false;
+    bool discard = false;
+    bool opened = false;    ///< RelayPath::turn_began was done for it
+    bool stale = false;     ///< the server said a statement does not exist (26000)
+    uint32_t executes = 0;  ///< Execute messages in the batch (several: one implicit transaction)
+    /// Its client stopped taking its answer while others' batches wait behind:
+    /// the answer is read ahead into out_ (up to the pipeline's max_read_ahead).
+    bool reading_ahead = false;
+    /// When its turn on the backend began (start, or the hand-over).
+    std::chrono::steady_clock::time_point turn_started{};
+    uint64_t relayed_before = 0;  ///< the pool's relayed batches then
+    /// Which statements the batch runs (a hash of its queries' text and its
+    /// statements' text and types), for the pipeline's memory of slow ones.
+    uint64_t shape = 0;
+    /// The batch's id in the pipeline (pool::BatchId), new for each take_state.
+    uint64_t batch = 0;
+  };
+  /// The current batch's state (a batch was checked).
+  State& state() { return *state_; }
+  const State& state() const { return *state_; }
+  bool has_state() const { return state_ != nullptr; }
+  /// The client goes idle: its State goes back to the loop's cache.
+  void give_back();
+
+ private:
+  /// Writes out_ for the relay: with others' batches behind, a client that
+  /// does not take it within the pipeline's head_patience gets its answer
+  /// read ahead (pool::Pipeline::head_flush).
+  boost::asio::awaitable<void> flush();
+
+  PgClient& c_;
+  std::unique_ptr<State> state_;
+};
 
 class RelayPath final : public TrainOwner {
  public:
@@ -32,10 +166,10 @@ class RelayPath final : public TrainOwner {
 
   pool::Pipeline& pipeline() { return pipeline_; }
 
-  /// A RelayState for a client's next batch: a cached one, or a new one.
-  std::unique_ptr<PgClient::RelayState> take_state();
-  /// An idle client's RelayState, kept for the next batch (or freed).
-  void give_state(std::unique_ptr<PgClient::RelayState> state);
+  /// A State for a client's next batch: a cached one, or a new one.
+  std::unique_ptr<PgRelay::State> take_state();
+  /// An idle client's State, kept for the next batch (or freed).
+  void give_state(std::unique_ptr<PgRelay::State> state);
 
   /// `head`'s plain batch went out whole on `b`'s idle connection: the
   /// train may open, and waiters of the loop then join it.
@@ -77,7 +211,7 @@ class RelayPath final : public TrainOwner {
   pool::IdMap<std::weak_ptr<PgClient>> waiters_;
   /// The backends of the trains the pipeline knows, by lease.
   pool::IdMap<Backend*> backends_;
-  std::vector<std::unique_ptr<PgClient::RelayState>> states_;
+  std::vector<std::unique_ptr<PgRelay::State>> states_;
   uint64_t next_batch_ = 0;
   /// join's and pull's lists, kept for their capacity (neither runs inside the other).
   std::vector<pool::TrainId> trains_scratch_;

@@ -194,7 +194,7 @@ void PgClient::go_idle(bool hot) {
     std::string().swap(out_);  // move-assigning an empty string keeps the capacity
   }
   if (ext_ && ext_->statements.empty() && ext_->portals.empty()) ext_.reset();
-  if (relay_) RelayPath::of(loop_).give_state(std::move(relay_));
+  relay_.give_back();
   arm_idle_deadline(server_.config().server);
   // Readability: everything was written, so TLS wants nothing else.
   wait_idle(shared_from_this(), hot);
@@ -279,13 +279,13 @@ void PgClient::relay_loop(LoopEntry entry) {
     for (;; entry = LoopEntry::fresh) {
       if (entry == LoopEntry::fresh) {
         if (in_.empty()) break;
-        switch (relay_check()) {
-          case RelayCheck::answered:
+        switch (relay_.check()) {
+          case PgRelay::Check::answered:
             continue;
-          case RelayCheck::no:  // the ordinary path, or the rest of a message
+          case PgRelay::Check::no:  // the ordinary path, or the rest of a message
             spawn(false, false);
             return;
-          case RelayCheck::go:
+          case PgRelay::Check::go:
             break;
         }
         if (!session_->try_backend_now()) {
@@ -296,8 +296,8 @@ void PgClient::relay_loop(LoopEntry entry) {
           // What is answered goes out before the wait (a pipelining client
           // gets each answer as PostgreSQL would send it).
           if (!flushed()) return;
-          if (relay_join()) return;  // queued behind another client's batch
-          const bool pipelined = train_wait_begin();
+          if (relay_.join()) return;  // queued behind another client's batch
+          const bool pipelined = relay_.train_wait_begin();
           session_->wait_backend(
               loop_.io.get_executor(),
               [self](std::variant<Backend*, AcquireError> got) {
@@ -307,35 +307,35 @@ void PgClient::relay_loop(LoopEntry entry) {
           return;
         }
       }
-      if (entry != LoopEntry::reading && !relay_start()) {
+      if (entry != LoopEntry::reading && !relay_.start()) {
         spawn(false, false);
         return;
       }
       for (;;) {
-        const RelayWait wait = relay_pump();
-        if (wait == RelayWait::none) break;
-        if (wait == RelayWait::flush) {
+        const PgRelay::Wait wait = relay_.pump();
+        if (wait == PgRelay::Wait::none) break;
+        if (wait == PgRelay::Wait::flush) {
           const Flushed f = try_flush();
           if (f == Flushed::all) continue;
           if (f == Flushed::gone) {
-            relay_client_left();
-            if (relay_->discard) continue;
+            relay_.client_left();
+            if (relay_.state().discard) continue;
             break;
           }
           spawn(true, true);
           return;
         }
-        if (wait == RelayWait::read) {
+        if (wait == PgRelay::Wait::read) {
           // The server is still at it: its answer completes a read on the
-          // backend's socket (relay_pump made room for it), and the loop goes
+          // backend's socket (PgRelay::pump made room for it), and the loop goes
           // on from there.
-          InBuffer& in = relay_->from_server;
+          InBuffer& in = relay_.state().from_server;
           const size_t space = in.space();
           session_->backend()
-              ->watch(relay_->fd, loop_.io.get_executor())
+              ->watch(relay_.state().fd, loop_.io.get_executor())
               .async_receive(asio::buffer(in.tail(), space),
                              [self, space](boost::system::error_code ec, size_t n) {
-                               self->relay_took(n, space, ec);
+                               self->relay_.took(n, space, ec);
                                self->relay_loop(LoopEntry::reading);
                              });
           return;
@@ -343,7 +343,7 @@ void PgClient::relay_loop(LoopEntry entry) {
         spawn(true, false);  // a write that would block: rare, and the coroutine's
         return;
       }
-      if (relay_finish() == Relayed::closed) {
+      if (relay_.finish() == PgRelay::Relayed::closed) {
         spawn_end();
         return;
       }
@@ -365,7 +365,7 @@ void PgClient::relay_loop(LoopEntry entry) {
 }
 
 void PgClient::on_granted(std::variant<Backend*, AcquireError> got) {
-  train_wait_end();
+  relay_.train_wait_end();
   db::Error err;
   switch (session_->take_granted(std::move(got), err)) {
     case Session::Granted::ready:
@@ -373,7 +373,7 @@ void PgClient::on_granted(std::variant<Backend*, AcquireError> got) {
       return;
     case Session::Granted::error:
       send_error(err);
-      in_.consume(relay_->total);
+      in_.consume(relay_.state().total);
       ready_for_query();
       relay_loop(LoopEntry::fresh);
       return;
@@ -388,7 +388,7 @@ awaitable<void> PgClient::serve_on([[maybe_unused]] std::shared_ptr<PgClient> se
   if (mid_relay) {
     bool closed = false;
     try {
-      closed = co_await relay_rest(flush_first) == Relayed::closed;
+      closed = co_await relay_.rest(flush_first) == PgRelay::Relayed::closed;
     } catch (const std::exception& e) {
       spdlog::error("client {}: closed after an internal error: {}", peer_, e.what());
       closed = true;
@@ -427,13 +427,13 @@ awaitable<void> PgClient::serve(bool readable) {
           // PostgreSQL backends in transaction mode: batches the relay takes
           // go to the server as bytes (pg_relay.cpp).
           served = true;
-          auto r = co_await relay();
-          if (r == Relayed::closed) {
+          auto r = co_await relay_.run();
+          if (r == PgRelay::Relayed::closed) {
             open = false;
             break;
           }
           if (backend_gone_) break;  // flushed below, then the client ends
-          if (r == Relayed::yes) continue;
+          if (r == PgRelay::Relayed::yes) continue;
         }
         auto d = pg::decode_frontend(in_.view(), max_msg);
         if (d.status == pg::DecodeStatus::need_more) break;

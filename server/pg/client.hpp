@@ -16,6 +16,7 @@
 #include "protocol/pg/relay.hpp"
 #include "protocol/pg/types.hpp"
 #include "server/client_connection.hpp"
+#include "server/pg_relay.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "tls/tls.hpp"
@@ -126,63 +127,13 @@ class PgClient final : public ClientConnection,
   /// The body of the next 'p' message (authentication only); nullopt after a FATAL.
   boost::asio::awaitable<std::optional<std::string>> read_password_message();
 
-  /// The relay (server/pg_relay.cpp, docs/protocol-postgres.md): a batch of
-  /// messages for a PostgreSQL backend in transaction mode goes to the server
-  /// as bytes. `no`: this batch is not for the relay (nothing was consumed or
-  /// answered: the ordinary path takes it); `yes`: it was answered;
-  /// `closed`: the client is gone.
-  enum class Relayed : uint8_t { no, yes, closed };
-  boost::asio::awaitable<Relayed> relay();
-  /// The relay in steps, so that the common case runs without a coroutine
-  /// (resume_now) and the rest in one (relay, relay_rest):
-  /// relay_check decides on the batch in in_ (`answered`: Parses answered
-  /// without a backend; `go`: it needs one); relay_start (with the session's
-  /// backend) sends nothing yet but builds what the server gets (false: the
-  /// backend cannot be relayed to: the ordinary path); relay_pump sends and
-  /// passes answers on until one would wait (RelayWait says on what);
-  /// relay_took counts what a waited-for read brought; relay_finish settles
-  /// the backend and the client's statements once the answers are through.
-  enum class RelayCheck : uint8_t { no, answered, go };
-  enum class RelayWait : uint8_t { none, write, read, flush };
-  RelayCheck relay_check();
-  /// `joining`: the batch goes behind the running one on that backend
-  /// (relay_join), and only statements the server has are used (`known`:
-  /// relay_known_on already said so).
-  bool relay_start(Backend* joining = nullptr, bool known = false);
-  RelayWait relay_pump();
-  void relay_took(size_t n, size_t space, boost::system::error_code ec);
-  /// The rest of a started batch, waiting where relay_pump would (after a
-  /// flush of out_ when `flush_first`).
-  boost::asio::awaitable<Relayed> relay_rest(bool flush_first);
-  /// Writes out_ for the relay: with others' batches behind, a client that
-  /// does not take it within the pipeline's head_patience gets its answer read
-  /// ahead (pool::Pipeline::head_flush).
-  boost::asio::awaitable<void> relay_flush();
-  Relayed relay_finish();
-  /// The relay's pipeline: sends the checked batch at in_'s front behind the
-  /// one running on another client's backend, when one may take it (false:
-  /// nothing was sent). The client then waits in the backend's train until
-  /// relay_finish of the batch before it hands the lease over.
-  bool relay_join();
-  /// The batch at in_'s front uses only statements `b`'s server has.
-  bool relay_known_on(Backend& b);
-  /// relay_start(&b), sent, and the client in `b`'s train (false: nothing sent).
-  bool relay_send_behind(Backend& b, bool known = false);
-  /// This client waits in the pool's queue with a checked batch (wait_backend):
-  /// listed for the trains (RelayPath::pull) until granted (train_wait_end). True when a train
-  /// may take it (the pool's `pipelined` waiter).
-  bool train_wait_begin();
-  void train_wait_end();
-  /// The backend this client queued on was lost before its turn: an error
-  /// for its batch, then the client goes on.
-  void relay_abandoned(const std::string& why);
-  static void post_abandoned(std::shared_ptr<PgClient> f, std::string why);
-  /// The client left mid-answer (a write failed): see relay_finish.
-  void relay_client_left();
+  /// The client's relay (server/pg_relay.hpp), which reads its buffers and
+  /// session; RelayPath lists and moves clients between trains.
+  friend class PgRelay;
   friend class RelayPath;
   /// Registers a Parse the relay takes where the ordinary path finds it too.
   /// `plain`: whether it is transaction control is known (1: it is not, 0: it is).
-  std::shared_ptr<Prepared> relay_register(const pg::relay::ParseMsg& m, int8_t plain = -1);
+  std::shared_ptr<Prepared> register_parse(const pg::relay::ParseMsg& m, int8_t plain = -1);
   /// The wake-up of an idle client: relayed batches answered without a
   /// coroutine while nothing waits (the server's answer is in when looked
   /// for, the client takes the reply at once); anything else goes on in
@@ -194,7 +145,7 @@ class PgClient final : public ClientConnection,
   enum class LoopEntry : uint8_t { fresh, granted, reading };
   /// `granted`: the batch at in_'s front was checked and its backend has
   /// come (on_granted); `reading`: a started batch's read of the server's
-  /// answer has completed (relay_took done).
+  /// answer has completed (PgRelay::took done).
   void relay_loop(LoopEntry entry);
   void on_granted(std::variant<Backend*, AcquireError> got);
   /// Keeps serving in a coroutine after resume_now stopped (`mid_relay`: in a
@@ -208,55 +159,6 @@ class PgClient final : public ClientConnection,
   /// Ends that watch before the backend goes back to the pool.
   void stop_watching_backend();
   void on_backend_readable(boost::system::error_code ec);
-  /// The relay's per-batch scratch, allocated while the client is busy.
-  struct RelayState {
-    std::vector<pg::relay::Frame> frames;
-    pg::relay::Tracker tracker;
-    pg::relay::ParseMsg parse;  // scratch
-    std::string to_server;
-    InBuffer from_server;
-    /// The Parses of this batch (the client's and the ones the relay added),
-    /// indexed by the tracker's tags.
-    struct ParseEntry {
-      std::string client_name;  ///< the client's name ("" unnamed); unused when `added`
-      std::string key;
-      std::string server_name;  ///< the name prepared on the server ("" when it had it)
-      bool added = false;       ///< the relay added it (the client sent a Bind)
-    };
-    std::vector<ParseEntry> parses;
-    size_t total = 0;  ///< the batch's bytes in in_
-    // Where a started batch stands (relay_start .. relay_finish).
-    int fd = -1;
-    size_t sent = 0;   ///< of to_server
-    std::string lost;  ///< why the backend is unusable
-    bool client_gone = false;
-    char status = 'I';       ///< the last ReadyForQuery's
-    bool done = false;       ///< the batch's last answer is through
-    bool drained = false;    ///< the last read took all the socket had
-    size_t passthrough = 0;  ///< bytes of a DataRow passed on as they arrive
-    /// The pipeline: the batch is only queries and DML (it leaves an idle
-    /// backend idle, so others' batches may follow it); it began on an idle
-    /// backend; its client left and its answers are read and dropped for the
-    /// followers' sake.
-    bool plain = false;
-    bool from_idle = false;
-    bool discard = false;
-    bool opened = false;    ///< RelayPath::turn_began was done for it
-    bool stale = false;     ///< the server said a statement does not exist (26000)
-    uint32_t executes = 0;  ///< Execute messages in the batch (several: one implicit transaction)
-    /// Its client stopped taking its answer while others' batches wait behind:
-    /// the answer is read ahead into out_ (up to the pipeline's max_read_ahead).
-    bool reading_ahead = false;
-    /// When its turn on the backend began (relay_start, or the hand-over).
-    std::chrono::steady_clock::time_point turn_started{};
-    uint64_t relayed_before = 0;  ///< the pool's relayed batches then
-    /// Which statements the batch runs (a hash of its queries' text and its
-    /// statements' text and types), for the pipeline's memory of slow ones.
-    uint64_t shape = 0;
-    /// The batch's id in the pipeline (pool::BatchId), new for each take_state.
-    uint64_t batch = 0;
-  };
-  std::unique_ptr<RelayState> relay_;
 
   /// Handles one message; false closes the connection.
   boost::asio::awaitable<bool> handle(const pg::FrontendMessage& msg);
@@ -381,6 +283,8 @@ class PgClient final : public ClientConnection,
   /// Bytes of the message being handled, consumed after its handler returns
   /// unless the handler consumed them itself (COPY reads the messages after it).
   size_t unconsumed_ = 0;
+  /// The relay of this client's batches (transaction mode, PostgreSQL backends).
+  PgRelay relay_{*this};
 };
 
 }  // namespace wirepool::server
