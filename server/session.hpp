@@ -26,37 +26,9 @@
 #include "server/metrics.hpp"
 #include "session/auth.hpp"
 #include "session/settings.hpp"
-#include "sql/classify.hpp"
+#include "session/statement.hpp"
 
 namespace wirepool::server {
-
-/// What a statement is, as far as the session layer is concerned.
-enum class StatementKind : uint8_t {
-  backend,     ///< runs on the backend
-  begin,       ///< BEGIN / START TRANSACTION
-  commit,      ///< COMMIT / END
-  rollback,    ///< ROLLBACK / ABORT (not ROLLBACK TO SAVEPOINT)
-  setting,     ///< SET / RESET / SHOW answered from the session's settings
-  discard,     ///< DISCARD ALL (and the other DISCARD forms)
-  deallocate,  ///< DEALLOCATE [PREPARE] name | ALL
-  listen,      ///< LISTEN / UNLISTEN / NOTIFY on a backend without notifications
-};
-
-using sql::BlockRule;
-
-struct Classified {
-  StatementKind kind = StatementKind::backend;
-  std::string verb;  ///< sql::command_verb, for command tags
-  BlockRule block = BlockRule::any;
-  const char* block_name = "";  ///< PostgreSQL's name for it in the block rule's message
-};
-
-/// Decides where a single statement goes (sql::classify says what it is).
-/// Backends that keep their own settings (PostgreSQL) receive
-/// SET/SHOW/DISCARD/LISTEN themselves.
-Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings);
-
-enum class CancelReason : uint8_t { none, user, timeout, client_gone };
 
 class Session : public db::EventSink {
  public:

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "server/session.hpp"
+#include "session/statement.hpp"
 
 namespace wirepool::server {
 namespace {

@@ -1,0 +1,44 @@
+#pragma once
+// Where a statement goes, as the session layer sees it (both front ends):
+// to the backend, or answered by the session (transaction control, settings,
+// DISCARD, DEALLOCATE, LISTEN without notifications). sql::classify says what
+// a statement is; this decides who runs it.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sql/classify.hpp"
+
+namespace wirepool::server {
+
+/// What a statement is, as far as the session layer is concerned.
+enum class StatementKind : uint8_t {
+  backend,     ///< runs on the backend
+  begin,       ///< BEGIN / START TRANSACTION
+  commit,      ///< COMMIT / END
+  rollback,    ///< ROLLBACK / ABORT (not ROLLBACK TO SAVEPOINT)
+  setting,     ///< SET / RESET / SHOW answered from the session's settings
+  discard,     ///< DISCARD ALL (and the other DISCARD forms)
+  deallocate,  ///< DEALLOCATE [PREPARE] name | ALL
+  listen,      ///< LISTEN / UNLISTEN / NOTIFY on a backend without notifications
+};
+
+using sql::BlockRule;
+
+struct Classified {
+  StatementKind kind = StatementKind::backend;
+  std::string verb;  ///< sql::command_verb, for command tags
+  BlockRule block = BlockRule::any;
+  const char* block_name = "";  ///< PostgreSQL's name for it in the block rule's message
+};
+
+/// Decides where a single statement goes (sql::classify says what it is).
+/// Backends that keep their own settings (PostgreSQL) receive
+/// SET/SHOW/DISCARD/LISTEN themselves.
+Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings);
+
+/// Why a statement was cancelled (57014's message says which).
+enum class CancelReason : uint8_t { none, user, timeout, client_gone };
+
+}  // namespace wirepool::server
