@@ -454,6 +454,28 @@ void ClientConnection::expire_io(TimePoint now) {
   }
 }
 
+void ClientConnection::start(std::shared_ptr<ClientConnection> client) {
+  client->watch_displacement(client);
+  auto& io = client->loop_.io;
+  auto* c = client.get();
+  boost::asio::co_spawn(io, c->run(std::move(client)), boost::asio::detached);
+}
+
+boost::asio::awaitable<void> ClientConnection::run(
+    [[maybe_unused]] std::shared_ptr<ClientConnection> self) {
+  bool ok = false;
+  try {
+    ok = co_await login();
+  } catch (const std::exception& e) {
+    spdlog::error("client {}: login failed: {}", peer_, e.what());
+  }
+  if (ok) {
+    co_await serve_logged_in();
+  } else {
+    co_await end();
+  }
+}
+
 void ClientConnection::watch_displacement(const std::shared_ptr<ClientConnection>& self) {
   if (!ticket_) return;
   ticket_->on_displaced([&io = loop_.io, weak = std::weak_ptr<ClientConnection>(self)] {

@@ -83,6 +83,10 @@ class ClientConnection : public Client {
   /// The grace is over: closed now, its running statement cancelled.
   void terminate() override;
 
+  /// Serves a new connection on its loop, whatever its protocol: the login,
+  /// then its requests until it leaves (`client` keeps it alive meanwhile).
+  static void start(std::shared_ptr<ClientConnection> client);
+
  protected:
   /// `protocol`: where its connection, byte and TLS counts go (/metrics);
   /// `ticket`: its place among the connections (pending until it logs in).
@@ -197,6 +201,14 @@ class ClientConnection : public Client {
   /// transaction, or a socket error.
   enum class IdleEnd : uint8_t { request, timeout, shutdown, error };
   IdleEnd idle_end(boost::system::error_code ec);
+  /// The protocol's login (false: refused or gone; the connection then ends).
+  virtual boost::asio::awaitable<bool> login() = 0;
+  /// Serves a logged-in client until it leaves (or goes idle without a coroutine).
+  virtual boost::asio::awaitable<void> serve_logged_in() = 0;
+  /// Closes readers, releases the backend, closes the socket.
+  virtual boost::asio::awaitable<void> end() = 0;
+  /// The connection's coroutine: login, then serve_logged_in, or end.
+  boost::asio::awaitable<void> run(std::shared_ptr<ClientConnection> self);
   /// Goes on after the idle wait: the protocol serves the client or ends it.
   virtual boost::asio::awaitable<void> resume(boost::system::error_code ec) = 0;
   /// A protocol's way to go on without a coroutine: true when it took the

@@ -612,10 +612,10 @@ void Server::admit(size_t index, Loop& loop, std::shared_ptr<ClientSocket> sock)
     if (l.protocol == config::Protocol::http) {
       start_http(*this, std::move(*sock), std::move(ticket));
     } else if (l.protocol == config::Protocol::tds) {
-      TdsClient::start(
+      ClientConnection::start(
           std::make_shared<TdsClient>(*this, loop, std::move(*sock), l, std::move(ticket)));
     } else {
-      PgClient::start(
+      ClientConnection::start(
           std::make_shared<PgClient>(*this, loop, std::move(*sock), l, std::move(ticket)));
     }
   });

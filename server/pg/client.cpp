@@ -48,12 +48,6 @@ PgClient::~PgClient() {
   if (pid_) server_.cancels().remove(pid_);
 }
 
-void PgClient::start(std::shared_ptr<PgClient> client) {
-  client->watch_displacement(client);
-  auto& io = client->loop_.io;
-  asio::co_spawn(io, client->begin(), asio::detached);  // begin() keeps the client alive
-}
-
 void PgClient::cancel_request() {
   // Any thread (the registry keeps the client alive meanwhile): the session is
   // only touched on its own loop.
@@ -134,20 +128,11 @@ std::string_view PgClient::database() const {
   return admin_user_.empty() ? std::string_view() : kAdminDatabase;
 }
 
-awaitable<void> PgClient::begin() {
-  auto self = shared_from_this();
-  bool ok = false;
-  try {
-    ok = co_await login();
-  } catch (const std::exception& e) {
-    spdlog::error("client {}: login failed: {}", peer_, e.what());
-  }
-  if (ok && !admin_user_.empty()) {
+awaitable<void> PgClient::serve_logged_in() {
+  if (!admin_user_.empty()) {
     co_await serve_admin();
-  } else if (ok) {
-    co_await serve(false);
   } else {
-    co_await end();
+    co_await serve(false);
   }
 }
 

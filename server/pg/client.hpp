@@ -37,9 +37,6 @@ class PgClient final : public ClientConnection,
            Admission::TicketPtr ticket);
   ~PgClient() override;
 
-  /// Spawns the client's coroutine on its loop.
-  static void start(std::shared_ptr<PgClient> client);
-
   void cancel_request() override;
   bool describe(ClientInfo& out) const override;
   std::string_view database() const override;
@@ -68,19 +65,19 @@ class PgClient final : public ClientConnection,
   /// Where sending a result stands (`limit`: the Execute's row limit was reached).
   using Fetch = Pumped;
 
-  /// Logs the client in, then serves it.
-  boost::asio::awaitable<void> begin();
+  /// After the login: the admin console, or serve.
+  boost::asio::awaitable<void> serve_logged_in() override;
   /// Handles messages until the client is idle (then waits for it without a
   /// coroutine, see on_readable) or leaves (then ends it).
   /// `readable`: the socket has data (after an idle wait): read it first.
   boost::asio::awaitable<void> serve(bool readable);
   boost::asio::awaitable<void> resume(boost::system::error_code ec) override;
   /// Closes readers, releases the backend, closes the socket.
-  boost::asio::awaitable<void> end();
+  boost::asio::awaitable<void> end() override;
   /// The startup packet's parameters, copied (the read buffer is reused).
   using StartupParams = std::vector<std::pair<std::string, std::string>>;
   /// Startup, authentication and the session, in decide_login's order.
-  boost::asio::awaitable<bool> login();
+  boost::asio::awaitable<bool> login() override;
   /// Reads up to the StartupMessage: direct TLS, SSLRequest / GSSENCRequest,
   /// a CancelRequest (served, then false). False: the connection ends.
   boost::asio::awaitable<bool> read_startup(StartupParams& params, uint32_t& protocol);

@@ -52,12 +52,6 @@ std::string_view TdsClient::database() const {
   return session_ ? std::string_view(session_->pool_ptr()->config().name) : std::string_view();
 }
 
-void TdsClient::start(std::shared_ptr<TdsClient> client) {
-  client->watch_displacement(client);
-  auto& io = client->loop_.io;
-  asio::co_spawn(io, client->begin(), asio::detached);
-}
-
 void TdsClient::pack(bool eom) {
   const size_t room = packet_size_ - tds::kHeaderSize;
   size_t off = 0;
@@ -169,19 +163,8 @@ awaitable<std::optional<tds::Message>> TdsClient::read_message() {
   }
 }
 
-awaitable<void> TdsClient::begin() {
-  auto self = shared_from_this();
-  bool ok = false;
-  try {
-    ok = co_await login();
-  } catch (const std::exception& e) {
-    spdlog::error("client {}: login failed: {}", peer_, e.what());
-  }
-  if (ok) {
-    co_await serve(false);
-  } else {
-    co_await end();
-  }
+awaitable<void> TdsClient::serve_logged_in() {
+  co_await serve(false);
 }
 
 awaitable<void> TdsClient::resume(boost::system::error_code ec) {

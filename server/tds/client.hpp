@@ -28,9 +28,6 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
             Admission::TicketPtr ticket);
   ~TdsClient() override;
 
-  /// Spawns the client's coroutine on its loop.
-  static void start(std::shared_ptr<TdsClient> client);
-
   bool describe(ClientInfo& out) const override;
   std::string_view database() const override;
 
@@ -45,9 +42,9 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   };
   using Fetch = Pumped;
 
-  boost::asio::awaitable<void> begin();
+  boost::asio::awaitable<void> serve_logged_in() override;
   /// PRELOGIN and TLS, then LOGIN7, in decide_login's order.
-  boost::asio::awaitable<bool> login();
+  boost::asio::awaitable<bool> login() override;
   /// TDS 8.0 (TLS first, PRELOGIN inside it) or 7.x (a cleartext PRELOGIN
   /// answered "encryption required", then TLS inside PRELOGIN packets).
   boost::asio::awaitable<bool> prelogin();
@@ -65,7 +62,7 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   boost::asio::awaitable<std::optional<tds::Message>> read_message();
   boost::asio::awaitable<void> serve(bool readable);
   boost::asio::awaitable<void> resume(boost::system::error_code ec) override;
-  boost::asio::awaitable<void> end();
+  boost::asio::awaitable<void> end() override;
 
   /// Handles one request message; false closes the connection.
   boost::asio::awaitable<bool> handle(tds::Message& msg);
