@@ -469,6 +469,39 @@ class TrainOrderTest(OneLoopCase):
                 s.close()
 
 
+    def test_a_cancel_while_waiting_for_a_backend_cancels_the_statement(self):
+        # #28: B's statement waits in the pool's queue (X holds the only
+        # backend in a transaction); B cancels. PostgreSQL would cancel B's
+        # running statement (57014); wirepool dropped the cancel when B's turn
+        # came, and the statement ran to its end.
+        key = {}
+        (xs, xr) = self.raw_to("pipe")
+        bs = raw_login(self.wp.port, database="pipe", key=key)
+        br = Reader(bs)
+        try:
+            xs.sendall(query("BEGIN; SELECT 1"))
+            xr.until_ready()
+            bs.sendall(query("SELECT pg_sleep(3)"))
+            time.sleep(0.2)
+            with socket.create_connection(("127.0.0.1", self.wp.port), timeout=5) as k:
+                k.sendall(struct.pack("!IIii", 16, 80877102, key["pid"], key["secret"]))
+                k.recv(1)
+            time.sleep(0.1)
+            xs.sendall(query("COMMIT"))
+            xr.until_ready()
+            started = time.monotonic()
+            bs.settimeout(10)
+            msgs, _ = br.until_ready()
+            self.assertEqual([sqlstate(b) for t, b in msgs if t == "E"], ["57014"])
+            self.assertLess(time.monotonic() - started, 2.5)
+            # The cancel was for that statement only.
+            bs.sendall(query("SELECT 1"))
+            msgs, _ = br.until_ready()
+            self.assertEqual([t for t, b in msgs if t == "E"], [])
+        finally:
+            xs.close()
+            bs.close()
+
     def test_a_cancel_never_reaches_the_batch_pipelined_behind(self):
         # #28 item 17: X runs while B, A and C queue; when X ends, B gets the
         # backend and A and C board its train (sent behind B's batch). A
