@@ -105,6 +105,14 @@ void StatementCache::relay_add(const std::string& key, std::string name) {
   relay_[key] = std::move(name);
 }
 
+std::string StatementCache::relay_drop(const std::string& key) {
+  auto it = relay_.find(key);
+  if (it == relay_.end()) return {};
+  std::string name = std::move(it->second);
+  relay_.erase(it);
+  return name;
+}
+
 // ---------------------------------------------------------------------------
 
 sql::Dialect dialect_for_driver(std::string_view driver) {

@@ -63,6 +63,8 @@ class StatementCache {
   std::string relay_name(const std::string& key, std::string* evicted);
   /// The server has it now (its ParseComplete came).
   void relay_add(const std::string& key, std::string name);
+  /// Drops `key`'s entry; its server name (for the caller to close), or "".
+  std::string relay_drop(const std::string& key);
 
  private:
   using Entry = std::pair<std::string, db::Statement>;
@@ -88,6 +90,9 @@ struct Backend {
   /// A cancel is on its way to the running statement: no other client's batch
   /// may be pipelined behind it until the statement's answer is in.
   bool cancelling = false;
+  /// The relay sends a batch again (prepared afresh after DDL): nobody's batch
+  /// may be sent behind it until it ends.
+  bool relay_resending = false;
 
   /// Non-blocking drivers: the backend socket, watched on the event loop of the
   /// session that holds the backend (re-made when another loop leases it).

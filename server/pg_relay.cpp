@@ -304,33 +304,39 @@ bool PgRelay::known_on(Backend& b) {
   return true;
 }
 
-bool PgRelay::start(Backend* joining, bool known) {
+// The batch as the server gets it: the client's messages with its statement
+// names mapped to the server's, Parses added where the server lacks one.
+// `swallowed`: the first Parses were answered to the client already (a
+// replay); `close_first`: server statements closed ahead of it.
+void PgRelay::build(Backend& b, std::span<const uint8_t> buf, int swallowed,
+                    std::span<const std::string> close_first) {
   State& R = *state_;
-  Backend& b = joining ? *joining : *c_.session_->backend();
-  const int fd = b.conn.impl()->relay_socket();
-  if (fd < 0) return false;  // TLS, or work in flight: the ordinary path
-  const auto buf = c_.in_.view();
-  if (joining) {
-    if (!known && !known_on(b)) return false;
-    R.from_idle = true;
-  } else {
-    R.from_idle = c_.session_->tx_state() == db::TxState::idle;
-  }
-  c_.session_->statement_begin();
-
-  // ---- 4. The batch as the server gets it.
   R.to_server.clear();
   R.tracker.clear();
   R.parses.clear();
   R.executes = 0;
   R.shape = 0;
+  for (const auto& name : close_first) {
+    relay::put_target(R.to_server, 'C', 'S', name);
+    R.tracker.expect(relay::Expect::swallow_close);
+  }
+  // Replayable (relay_replay): Parse, Bind, Describe and Execute up to one
+  // final Sync, from an idle backend, each statement new to the client's view
+  // (parsed in this batch, or never described to it).
+  int syncs = 0;
+  bool replayable = R.from_idle;
+  int parse_frames = 0;
+  bool cached = false;  // a statement the server had before this batch is used
   // The server's name for a client statement, preparing it first when the
   // server does not have it.
   auto server_name = [&](const PgClient::Prepared& p) -> std::string {
     for (const auto& e : R.parses) {
       if (e.key == p.key && !e.server_name.empty()) return e.server_name;
     }
-    if (const auto* n = b.statements.relay_find(p.key)) return *n;
+    if (const auto* n = b.statements.relay_find(p.key)) {
+      cached = true;
+      return *n;
+    }
     std::string evicted;
     std::string name = b.statements.relay_name(p.key, &evicted);
     if (!evicted.empty()) {
@@ -342,8 +348,18 @@ bool PgRelay::start(Backend* joining, bool known) {
     R.parses.push_back({"", p.key, name, true});
     return name;
   };
-  auto client_statement = [&](std::string_view name) -> const PgClient::Prepared& {
+  auto client_statement = [&](std::string_view name) -> PgClient::Prepared& {
     return *c_.ext().statements.find(std::string(name))->second;
+  };
+  // A statement the client sees the shape of from now on.
+  auto shown = [&](PgClient::Prepared& p, std::string_view name) {
+    if (p.shown || p.described) {
+      bool parsed_here = false;
+      for (const auto& e : R.parses)
+        parsed_here = parsed_here || (!e.added && e.client_name == name && e.key == p.key);
+      if (!parsed_here) replayable = false;
+    }
+    p.shown = true;
   };
   for (const auto& f : R.frames) {
     const auto body = f.body(buf);
@@ -352,6 +368,8 @@ bool PgRelay::start(Backend* joining, bool known) {
         relay::parse_parse(body, R.parse);
         auto p = c_.register_parse(R.parse, R.plain ? 1 : -1);
         const int tag = static_cast<int>(R.parses.size());
+        // Replayed: the client has its ParseComplete from the first time.
+        const bool told = parse_frames++ < swallowed;
         // The unnamed statement too becomes a named one on the server, kept
         // for the next client that sends the same text: the server parses
         // and plans it once, not once per execution (as the ordinary path's
@@ -361,8 +379,9 @@ bool PgRelay::start(Backend* joining, bool known) {
           if (!known && e.key == p->key && !e.server_name.empty()) known = &e.server_name;
         }
         if (known) {
+          cached = true;
           // The server has it: the client's ParseComplete comes from here.
-          R.tracker.expect(relay::Expect::emit_parse_complete, tag);
+          if (!told) R.tracker.expect(relay::Expect::emit_parse_complete, tag);
           R.parses.push_back({std::string(R.parse.name), p->key, "", false});
           break;
         }
@@ -373,14 +392,15 @@ bool PgRelay::start(Backend* joining, bool known) {
           R.tracker.expect(relay::Expect::swallow_close);
         }
         relay::put_parse(R.to_server, name, p->sql, p->param_oids);
-        R.tracker.expect(relay::Expect::parse, tag);
+        R.tracker.expect(told ? relay::Expect::swallow_parse : relay::Expect::parse, tag);
         R.parses.push_back({std::string(R.parse.name), p->key, std::move(name), false});
         break;
       }
       case 'B': {
         relay::BindMsg m;
         relay::parse_bind(body, m);
-        const PgClient::Prepared& p = client_statement(m.statement);
+        PgClient::Prepared& p = client_statement(m.statement);
+        shown(p, m.statement);
         R.shape = pool::Pipeline::shape_add(R.shape, p.key);
         std::string name = server_name(p);
         relay::put_bind(R.to_server, m.portal, name, m.rest);
@@ -391,7 +411,9 @@ bool PgRelay::start(Backend* joining, bool known) {
         relay::TargetMsg m;
         relay::parse_target(body, m);
         if (m.kind == 'S') {
-          std::string name = server_name(client_statement(m.name));
+          PgClient::Prepared& p = client_statement(m.name);
+          shown(p, m.name);
+          std::string name = server_name(p);
           relay::put_target(R.to_server, 'D', 'S', name);
         } else {
           R.to_server.append(f.whole(buf));
@@ -401,6 +423,7 @@ bool PgRelay::start(Backend* joining, bool known) {
         break;
       }
       case 'C': {
+        replayable = false;
         relay::TargetMsg m;
         relay::parse_target(body, m);
         if (m.kind == 'S') {
@@ -422,14 +445,36 @@ bool PgRelay::start(Backend* joining, bool known) {
       case 'S':
         R.to_server.append(f.whole(buf));
         R.tracker.expect(relay::Expect::sync);
+        ++syncs;
         break;
       case 'Q':
+        replayable = false;
         R.shape = pool::Pipeline::shape_add(R.shape, body);
         R.to_server.append(f.whole(buf));
         R.tracker.expect(relay::Expect::query);
         break;
     }
   }
+  R.replayable = cached && replayable && syncs == 1 && R.frames.back().type == 'S';
+}
+bool PgRelay::start(Backend* joining, bool known) {
+  State& R = *state_;
+  Backend& b = joining ? *joining : *c_.session_->backend();
+  const int fd = b.conn.impl()->relay_socket();
+  if (fd < 0) return false;  // TLS, or work in flight: the ordinary path
+  const auto buf = c_.in_.view();
+  if (joining) {
+    if (!known && !known_on(b)) return false;
+    R.from_idle = true;
+  } else {
+    R.from_idle = c_.session_->tx_state() == db::TxState::idle;
+  }
+  c_.session_->statement_begin();
+
+  build(b, buf, 0, {});
+  // A batch that may meet a statement prepared before DDL keeps its bytes for
+  // replay (`buf` goes with the consume).
+  if (R.replayable) R.copy.assign(reinterpret_cast<const char*>(buf.data()), R.total);
   c_.in_.consume(R.total);  // `buf` and the frames are stale from here on
 
   // ---- 5. Sent, then the answers passed on until the batch's ReadyForQuery
@@ -448,6 +493,9 @@ bool PgRelay::start(Backend* joining, bool known) {
   R.relayed_before = c_.session_->pool().metrics().relayed.load(std::memory_order_relaxed);
   R.opened = false;
   R.stale = false;
+  R.replayed = false;
+  R.held_error.clear();
+  R.held.clear();
   R.reading_ahead = false;
   R.status = 'I';
   R.done = false;
@@ -456,6 +504,79 @@ bool PgRelay::start(Backend* joining, bool known) {
   return true;
 }
 
+bool PgRelay::hold(char type, std::string_view msg, bool forward) {
+  State& R = *state_;
+  if (!R.replayed && R.held_error.empty() && msg.size() >= 5 &&
+      msg.size() == size_t(be32(msg.data() + 1)) + 1) {
+    if (type == 't') {
+      // A Describe's ParameterDescription comes before the server checks the
+      // statement's result type: held with the error that may follow.
+      R.held.append(msg);
+      return true;
+    }
+    if (type == 'E') {
+      const auto body = msg.substr(5);
+      if (relay::error_field(body, 'C') == "0A000" &&
+          relay::error_field(body, 'M') == kCachedPlanChanged) {
+        // Held until the batch's ReadyForQuery shows whether it can be sent
+        // again (relay_replay); the server skips the rest meanwhile.
+        R.held_error.assign(msg);
+        return true;
+      }
+    }
+  }
+  if (!R.held.empty() && R.held_error.empty()) {
+    c_.out_.append(R.held);  // the batch went on: what was held is its answer
+    R.held.clear();
+  }
+  // The client has part of the answer: no replay, nothing more to hold.
+  if (forward && R.held_error.empty()) R.replayable = false;
+  return false;
+}
+bool PgRelay::replay() {
+  State& R = *state_;
+  Backend& b = *c_.session_->backend();
+  // Followers' batches are on the wire behind this one, or the server is not
+  // idle: the answer would come out of order.
+  if (R.status != 'I' || RelayPath::of(c_.loop_).has_followers(b)) return false;
+  const std::span<const uint8_t> buf(reinterpret_cast<const uint8_t*>(R.copy.data()),
+                                     R.copy.size());
+  // Every server statement the batch uses is closed and prepared afresh.
+  std::vector<std::string> stale;
+  auto drop = [&](const std::string& key) {
+    if (auto name = b.statements.relay_drop(key); !name.empty()) stale.push_back(std::move(name));
+  };
+  for (const auto& f : R.frames) {
+    const auto body = f.body(buf);
+    if (f.type == 'P') {
+      relay::parse_parse(body, R.parse);
+      drop(cache_key_of(R.parse.sql, R.parse.oids));
+    } else if (f.type == 'B' || f.type == 'D') {
+      std::string_view name;
+      if (f.type == 'B') {
+        relay::BindMsg m;
+        relay::parse_bind(body, m);
+        name = m.statement;
+      } else {
+        relay::TargetMsg m;
+        relay::parse_target(body, m);
+        if (m.kind != 'S') continue;
+        name = m.name;
+      }
+      if (auto it = c_.ext().statements.find(std::string(name)); it != c_.ext().statements.end()) {
+        drop(it->second->key);
+      }
+    }
+  }
+  spdlog::debug("client {}: a statement prepared before DDL is prepared again", c_.peer_);
+  R.replayed = true;
+  R.held_error.clear();
+  build(b, buf, R.tracker.emitted_parses(), stale);
+  b.relay_resending = true;  // nobody joins until it is through
+  R.sent = 0;
+  R.done = false;
+  return true;
+}
 PgRelay::Wait PgRelay::pump() {
   State& R = *state_;
   switch (send_rest(R.fd, R.to_server, R.sent)) {
@@ -501,6 +622,12 @@ PgRelay::Wait PgRelay::pump() {
         R.lost = fmt::format("an unexpected message ('{}') from the server", type);
         break;
       }
+      if (R.replayable &&
+          hold(type, std::string_view(data, std::min(whole, v.size())), step.forward)) {
+        in.consume(whole);
+        R.done = step.done;
+        continue;
+      }
       if (v.size() < whole) {  // a DataRow larger than what has arrived: pass it on as it comes
         c_.out_.append(data, v.size());
         R.passthrough = whole - v.size();
@@ -538,6 +665,29 @@ PgRelay::Wait PgRelay::pump() {
         } else {
           if (type == 'Z') {
             R.status = body.empty() ? 'I' : body[0];
+            if (!R.held_error.empty()) {
+              if (step.done && replay()) {
+                R.held.clear();
+                in.consume(whole);
+                R.tracker.emit_due(c_.out_);
+                switch (send_rest(R.fd, R.to_server, R.sent)) {
+                  case 0:
+                    return Wait::write;
+                  case -1:
+                    R.lost = std::string("could not send to the server: ") + std::strerror(errno);
+                    return Wait::none;
+                  default:
+                    continue;
+                }
+              }
+              // Not sent again: the client gets the error after all.
+              metrics().sqlstate("0A000");
+              c_.session_->mark_dirty();
+              c_.out_.append(R.held);
+              c_.out_.append(R.held_error);
+              R.held.clear();
+              R.held_error.clear();
+            }
             c_.answered_ = c_.answered_ || step.forward;
           }
           if (step.forward) c_.out_.append(msg);
@@ -659,6 +809,7 @@ PgRelay::Relayed PgRelay::finish() {
   InBuffer& in = R.from_server;
   const bool mid_row = R.passthrough > 0;  // a DataRow was half passed on
   c_.session_->relay_running(false);
+  b.relay_resending = false;
 
   // ---- The pipeline. The batch ended idle at a message boundary: the lease
   // and what the server sent behind the batch's ReadyForQuery go to the first
@@ -844,6 +995,7 @@ void RelayPath::give_state(std::unique_ptr<PgRelay::State> s) {
   s->from_server.consume(s->from_server.size());
   if (s->from_server.capacity() > kReadChunk) s->from_server.release();
   if (s->to_server.capacity() > kRelayKeepBytes) std::string().swap(s->to_server);
+  if (s->copy.capacity() > kRelayKeepBytes) std::string().swap(s->copy);
   s->parses.clear();
   s->tracker.clear();
   states_.push_back(std::move(s));
@@ -871,7 +1023,7 @@ bool RelayPath::join(PgClient& c) {
     Backend* const* tracked = backends_.find(t);
     if (!tracked) continue;  // not opened on this loop (every train opened here is tracked)
     Backend& b = **tracked;
-    if (b.cancelling || !c.session_->settings_match(b)) continue;
+    if (b.cancelling || b.relay_resending || !c.session_->settings_match(b)) continue;
     if (!c.relay_.send_behind(b)) return false;
     c.session_->queued();
     return true;
@@ -891,7 +1043,7 @@ void RelayPath::pull(PgClient& head, Backend& b) {
   pipeline_.pull_order(b.lease, view(pool), now(), batches_scratch_);
   for (pool::BatchId w : batches_scratch_) {
     // Each one taken may leave the pool's queue empty, and the train's limit higher.
-    if (b.cancelling || !pipeline_.has_room(b.lease, view(pool))) break;
+    if (b.cancelling || b.relay_resending || !pipeline_.has_room(b.lease, view(pool))) break;
     const std::weak_ptr<PgClient>* waiter = waiters_.find(w);
     std::shared_ptr<PgClient> c = waiter ? waiter->lock() : nullptr;
     if (!c) {

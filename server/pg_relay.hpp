@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,8 +120,16 @@ class PgRelay {
     bool plain = false;
     bool from_idle = false;
     bool discard = false;
-    bool opened = false;    ///< RelayPath::turn_began was done for it
-    bool stale = false;     ///< the server said a statement does not exist (26000)
+    bool opened = false;  ///< RelayPath::turn_began was done for it
+    bool stale = false;   ///< the server said a statement does not exist (26000)
+    /// replay: the batch may be sent again (until a server message of it
+    /// reaches the client), its bytes (`copy`), the error held back
+    /// meanwhile, and whether it was sent again already.
+    bool replayable = false;
+    bool replayed = false;
+    std::string copy;
+    std::string held;  ///< a ParameterDescription held with it
+    std::string held_error;
     uint32_t executes = 0;  ///< Execute messages in the batch (several: one implicit transaction)
     /// Its client stopped taking its answer while others' batches wait behind:
     /// the answer is read ahead into out_ (up to the pipeline's max_read_ahead).
@@ -142,6 +151,16 @@ class PgRelay {
   void give_back();
 
  private:
+  /// The batch as the server gets it, from the client's bytes `buf`.
+  void build(Backend& b, std::span<const uint8_t> buf, int swallowed,
+             std::span<const std::string> close_first);
+  /// The batch failed at its start on a statement prepared before DDL: it is
+  /// sent again with those statements prepared afresh (false: it cannot be).
+  bool replay();
+  /// For a batch that may be sent again: keeps a server message (`msg`, as
+  /// much as has arrived) from the client for now (true), or lets it through
+  /// after what was held.
+  bool hold(char type, std::string_view msg, bool forward);
   /// Writes out_ for the relay: with others' batches behind, a client that
   /// does not take it within the pipeline's head_patience gets its answer
   /// read ahead (pool::Pipeline::head_flush).

@@ -133,6 +133,7 @@ Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got,
   const auto waited = std::chrono::steady_clock::now() - wait_started_;
   if (auto* b = std::get_if<Backend*>(&got)) return settle(*b, waited, probe);
   pool_->metrics().acquire_wait.observe(waited);
+  cancelled_waiting_ = false;  // its statement is answered with the error
   err = acquire_error(std::get<AcquireError>(got));
   return Granted::error;
 }
@@ -255,7 +256,8 @@ config::Duration parse_statement_timeout(const std::string& st) {
 }  // namespace
 
 void Session::statement_begin() {
-  cancel_reason_ = CancelReason::none;
+  if (!cancelled_waiting_) cancel_reason_ = CancelReason::none;
+  cancelled_waiting_ = false;
   interrupted_ = false;
   const auto now = std::chrono::steady_clock::now();
   statement_started_ = now;
@@ -276,6 +278,7 @@ void Session::statement_begin() {
 
 void Session::statement_end() {
   deadline_.reset();
+  cancelled_waiting_ = false;
   if (!statement_started_) return;
   auto& m = pool_->metrics();
   const auto now = std::chrono::steady_clock::now();
@@ -296,6 +299,7 @@ void Session::statement_end() {
 
 void Session::cancel(CancelReason why) {
   if (cancel_reason_ == CancelReason::none) cancel_reason_ = why;
+  if (waiting_ && !backend_) cancelled_waiting_ = true;
   if (backend_) interrupt(*backend_);
 }
 

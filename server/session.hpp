@@ -288,8 +288,11 @@ class Session : public db::EventSink {
   config::Duration statement_timeout_{0};
   ProtocolMetrics* client_metrics_ = nullptr;
   bool waiting_ = false;
-  bool queued_ = false;        ///< its batch waits behind another's on a busy backend (queued())
-  pool::WaiterId waiter_ = 0;  ///< wait_backend()'s, while waiting_
+  bool queued_ = false;  ///< its batch waits behind another's on a busy backend (queued())
+  /// A cancel came while its statement waited in the pool's queue: it applies
+  /// to that statement once it runs (statement_begin keeps it).
+  bool cancelled_waiting_ = false;
+  pool::WaiterId waiter_ = 0;      ///< wait_backend()'s, while waiting_
   bool settings_pending_ = false;  ///< try_backend_now took a backend sync_settings must finish
   std::chrono::steady_clock::time_point wait_started_{};
   std::chrono::system_clock::time_point request_time_{};

@@ -184,6 +184,7 @@ void Tracker::clear() {
   items_.clear();
   head_ = 0;
   confirmed_.clear();
+  emitted_parses_ = 0;
   failed_ = false;
 }
 
@@ -197,6 +198,7 @@ void Tracker::emit_due(std::string& out) {
     if (e == Expect::emit_parse_complete) {
       out.append("1\0\0\0\4", 5);
       confirmed_.push_back(front().tag);
+      ++emitted_parses_;
     } else if (e == Expect::emit_close_complete) {
       out.append("3\0\0\0\4", 5);
     } else {

@@ -134,6 +134,8 @@ class Tracker {
   /// Tags of the Parses answered with ParseComplete, in order.
   const std::vector<int>& confirmed() const { return confirmed_; }
   bool failed() const { return failed_; }
+  /// ParseCompletes emit_due has written for the client so far.
+  int emitted_parses() const { return emitted_parses_; }
 
  private:
   struct Item {
@@ -146,6 +148,7 @@ class Tracker {
   std::vector<Item> items_;  // a vector and a head: no allocation per batch once warm
   size_t head_ = 0;
   std::vector<int> confirmed_;
+  int emitted_parses_ = 0;
   bool failed_ = false;
 };
 

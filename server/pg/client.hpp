@@ -55,6 +55,7 @@ class PgClient final : public ClientConnection,
     std::vector<db::Column> columns;  ///< as known before execution (what Describe said)
     std::string show_name;            ///< SHOW x: the column name
     bool described = false;           ///< backend_params / columns / nparams are known
+    bool shown = false;  ///< the relay described or ran it for the client (its shape is known)
     /// PostgreSQL backends: what it does to session state beyond its transaction.
     sql::SessionEffects effects;
     int8_t relay_ok = -1;     ///< the relay may send it (-1: not decided yet)

@@ -235,6 +235,25 @@ TEST(RelayTracker, AnErrorSkipsToTheSync) {
   EXPECT_TRUE(t.on_message('2').unexpected);
 }
 
+TEST(RelayTracker, CountsTheParseCompletesItWroteBeforeAnError) {
+  // What a replayed batch must not send the client again.
+  Tracker t;
+  t.expect(Expect::emit_parse_complete, 0);
+  t.expect(Expect::describe_statement);
+  t.expect(Expect::emit_parse_complete, 1);
+  t.expect(Expect::bind);
+  t.expect(Expect::sync);
+  std::string out;
+  t.emit_due(out);
+  EXPECT_EQ(t.emitted_parses(), 1);
+  EXPECT_TRUE(t.on_message('E').forward);
+  t.emit_due(out);
+  EXPECT_EQ(t.emitted_parses(), 1);  // the second Parse was skipped with the rest
+  EXPECT_TRUE(t.on_message('Z').done);
+  t.clear();
+  EXPECT_EQ(t.emitted_parses(), 0);
+}
+
 TEST(RelayTracker, ErrorThenReadyForQuery) {
   Tracker t;
   t.expect(Expect::parse, 0);
