@@ -364,8 +364,11 @@ std::string random_statement_prefix(std::string_view base);
 
 /// What a database entry of the configuration hands its driver.
 struct OpenOptions {
-  std::string connection;                      ///< driver-specific: path, conninfo, ODBC string
-  std::string password;                        ///< from password_env / password_file, may be empty
+  std::string connection;  ///< driver-specific: path, conninfo, ODBC string
+  std::string password;    ///< from password_env / password_file, may be empty
+  /// Non-empty: log in as this role instead of the connection string's
+  /// (auth.mode passthrough; `password` is then that role's).
+  std::string user;
   std::map<std::string, std::string> options;  ///< driver-specific knobs (validated by the driver)
   std::string base_dir;                        ///< relative paths are relative to this (state_dir)
   std::string tls_ca;                 ///< PEM file of the only trusted root, empty = no TLS

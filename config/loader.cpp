@@ -137,7 +137,8 @@ struct DatabaseMarks {
   std::map<std::string, Location> option_keys;
   bool reset_query_written = false;
   std::optional<Location> tls_key;
-  std::optional<Location> pin_key;  ///< tls.pin_sha256, when written
+  std::optional<Location> pin_key;    ///< tls.pin_sha256, when written
+  std::optional<Location> auth_mode;  ///< auth.mode, when written
 };
 
 struct UserMarks {
@@ -581,6 +582,18 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
       {"password_file", [&](const Entry& v) { set(d.password_file, read_string(v)); }},
       {"options", [&](const Entry& v) { read_options(v, d, m); }},
       {"pool", [&](const Entry& v) { read_pool(v, d.pool, m); }},
+      {"auth",
+       [&](const Entry& v) {
+         const Fields auth_fields = {
+             {"mode",
+              [&](const Entry& a) {
+                m.auth_mode = location_of(a.value);
+                set(d.auth, read_choice<AuthMode>(a, {{"fixed", AuthMode::fixed},
+                                                      {"passthrough", AuthMode::passthrough}}));
+              }},
+         };
+         read_map(v, auth_fields);
+       }},
       {"tls",
        [&](const Entry& v) {
          m.tls_key = location_of(v.key);
@@ -779,6 +792,21 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
       problem(*m.pin_key, path + ".tls.pin_sha256: the mysql driver cannot check a SHA-256 pin " +
                               "(MariaDB Connector/C exposes no peer certificate); " +
                               "verify the backend with tls.ca");
+    }
+    // Passthrough logs in as the client's role: SQLite has no roles, and the
+    // other drivers do not take a per-pool role yet.
+    if (m.driver_ok && m.auth_mode && db.auth == AuthMode::passthrough &&
+        db.driver != "postgresql") {
+      problem(*m.auth_mode,
+              path + ".auth.mode: passthrough needs a driver with database roles; " +
+                  (db.driver == "sqlite" ? std::string("sqlite has none")
+                                         : "driver " + in_quotes(db.driver) +
+                                               " does not support it yet (postgresql does)") +
+                  "; use mode: fixed");
+    }
+    if (db.auth == AuthMode::passthrough && db.pool.min > 0) {
+      problem(*m.auth_mode, path + ".auth.mode: passthrough cannot keep pool.min connections: " +
+                                "it has a role's password only while that role has clients");
     }
     // The driver checks need a complete entry; an incomplete one is reported already.
     if (!m.name_ok || !m.driver_ok || !m.connection_ok) continue;

@@ -10,11 +10,14 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <functional>
 #include <optional>
@@ -576,9 +579,68 @@ std::deque<std::pair<pool::WaiterId, DatabasePool::Waiter>>::iterator DatabasePo
                       [id](const auto& w) { return w.first == id; });
 }
 
+bool DatabasePool::credentials_match(std::string_view password) const {
+  // Digests of equal length: the comparison tells nothing about the length either.
+  std::array<uint8_t, SHA256_DIGEST_LENGTH> given{}, held{};
+  SHA256(reinterpret_cast<const uint8_t*>(password.data()), password.size(), given.data());
+  std::lock_guard l(credentials_mu_);
+  if (password_.empty()) return false;
+  SHA256(reinterpret_cast<const uint8_t*>(password_.data()), password_.size(), held.data());
+  return CRYPTO_memcmp(given.data(), held.data(), given.size()) == 0;
+}
+
+boost::asio::awaitable<std::optional<db::Error>> DatabasePool::verify_login(std::string password) {
+  db::OpenOptions o = open_;
+  o.user = user_;
+  o.password = std::move(password);
+  auto self = shared_from_this();
+  auto failure = co_await blocking_.run([self, &o]() -> std::optional<db::Error> {
+    auto result = self->driver_.open(o);
+    if (result.ok()) return std::nullopt;
+    return result.error();
+  });
+  OPENSSL_cleanse(o.password.data(), o.password.size());
+  co_return failure;
+}
+
+namespace {
+struct CredentialHold {
+  std::weak_ptr<DatabasePool> pool;
+  ~CredentialHold() {
+    if (auto p = pool.lock()) p->release_credentials();
+  }
+};
+}  // namespace
+
+std::shared_ptr<void> DatabasePool::hold_credentials(std::string password) {
+  {
+    std::lock_guard l(credentials_mu_);
+    OPENSSL_cleanse(password_.data(), password_.size());
+    password_.assign(password);
+    ++credential_holds_;
+  }
+  OPENSSL_cleanse(password.data(), password.size());
+  return std::make_shared<CredentialHold>(CredentialHold{weak_from_this()});
+}
+
+void DatabasePool::release_credentials() {
+  std::lock_guard l(credentials_mu_);
+  if (credential_holds_ > 0 && --credential_holds_ == 0) {
+    OPENSSL_cleanse(password_.data(), password_.size());
+    password_.clear();
+  }
+}
+
 void DatabasePool::open_now(pool::ConnId id) {
   blocking_.post([self = shared_from_this(), id] {
-    auto result = self->driver_.open(self->open_);
+    db::OpenOptions o = self->open_;
+    if (self->cfg_.auth == config::AuthMode::passthrough) {
+      std::lock_guard l(self->credentials_mu_);
+      o.user = self->user_;
+      o.password = self->password_;
+    }
+    auto result = self->driver_.open(o);
+    OPENSSL_cleanse(o.password.data(), o.password.size());
     std::unique_lock l(self->mu_);
     auto now = pool::Clock::now();
     if (result.ok()) {

@@ -213,6 +213,10 @@ class ClientConnection : public Client {
   ProtocolMetrics& counters_;  ///< this client's protocol's counters
   /// The users in force when it began to log in (its UserRecord lives there).
   std::shared_ptr<const UserStore> users_;
+  /// auth.mode passthrough: the client's own role (its session refers to it),
+  /// and its hold on the password its user pool keeps while it has clients.
+  std::unique_ptr<UserRecord> passthrough_user_;
+  std::shared_ptr<void> credentials_hold_;
   /// Its database's counters once logged in (SHOW STATS' bytes), else nullptr.
   DatabaseMetrics* db_counters_ = nullptr;
   /// When it connected (SHOW CLIENTS' connect_time).

@@ -147,6 +147,7 @@ ConnectParams connect_params(const db::OpenOptions& o) {
   };
   // The conninfo first: later keywords override what it sets.
   add("dbname", o.connection);
+  if (!o.user.empty()) add("user", o.user);
   if (!o.password.empty()) add("password", o.password);
   // A vanished server is noticed in about a minute: 30 s idle, then 3 probes 10 s apart.
   if (!set("keepalives")) add("keepalives", "1");

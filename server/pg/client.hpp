@@ -99,6 +99,10 @@ class PgClient final : public ClientConnection,
   /// The SCRAM exchange; nullopt when the client left or was answered already
   /// (a malformed message, a throttled attempt refused unchecked).
   boost::asio::awaitable<std::optional<Credentials>> authenticate(const std::string& user);
+  /// auth.mode passthrough (over TLS only): the client's cleartext password,
+  /// verified by a backend login as that role unless its pool holds it already.
+  boost::asio::awaitable<std::optional<Credentials>> authenticate_passthrough(
+      const std::string& user, const std::string& database);
   /// The client's session on the user's pool, with its startup parameters and options.
   boost::asio::awaitable<bool> open_session(const UserRecord& record, const std::string& user,
                                             const std::string& database,
@@ -115,7 +119,8 @@ class PgClient final : public ClientConnection,
   /// TLS after SSLRequest, or `direct` (a ClientHello first, ALPN required).
   boost::asio::awaitable<bool> tls_handshake(bool direct);
   /// The body of the next 'p' message (authentication only); nullopt after a FATAL.
-  boost::asio::awaitable<std::optional<std::string>> read_password_message();
+  boost::asio::awaitable<std::optional<std::string>> read_password_message(
+      size_t limit = pg::kMaxStartupPacket);
 
   /// The relay (server/pg_relay.cpp, docs/protocol-postgres.md): a batch of
   /// messages for a PostgreSQL backend in transaction mode goes to the server

@@ -20,6 +20,7 @@
 #include "server/pg/client_detail.hpp"
 #include "tls/tls.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
@@ -32,6 +33,10 @@ using asio::use_awaitable;
 using namespace pg_detail;
 
 namespace {
+
+/// Longer passwords are refused unchecked (PostgreSQL's own cap on a password
+/// message is 64 kB; no real password comes near this).
+constexpr size_t kMaxPassthroughPassword = 1024;
 
 /// Applies the startup packet's `options` ("-c name=value --name=value ...").
 std::optional<SettingError> set_startup_options(Settings& settings, std::string_view o) {
@@ -69,11 +74,11 @@ awaitable<bool> PgClient::tls_handshake(bool direct) {
   co_return true;
 }
 
-awaitable<std::optional<std::string>> PgClient::read_password_message() {
+awaitable<std::optional<std::string>> PgClient::read_password_message(size_t limit) {
   // Only used during authentication (messages there are small); the main loop
   // decodes in place.
   for (;;) {
-    auto d = pg::decode_frontend(in_.view(), pg::kMaxStartupPacket);
+    auto d = pg::decode_frontend(in_.view(), limit);
     if (d.status == pg::DecodeStatus::error) {
       spdlog::warn("client {}: protocol error during authentication: {}", peer_, d.error);
       co_await fatal("08P01", d.error);
@@ -258,7 +263,20 @@ awaitable<bool> PgClient::login() {
   facts.database = database;
   facts.database_known = server_.has_database(database);
   facts.admin_console = !facts.database_known && database == kAdminDatabase;
-  if (record) facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
+  // auth.mode passthrough: the client is the backend role of its own name,
+  // whatever the users list says; the backend checks its password.
+  const auto current = server_.current_config();
+  const config::Database* dbcfg = current->find_database(database);
+  const bool passthrough = dbcfg && dbcfg->auth == config::AuthMode::passthrough;
+  if (passthrough) {
+    passthrough_user_ = std::make_unique<UserRecord>();
+    passthrough_user_->name = user;
+    passthrough_user_->databases.insert(database);
+    record = passthrough_user_.get();
+    facts.user = record;
+  } else if (record) {
+    facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
+  }
   auto due = decide_login(LoginStage::credentials_due, facts, admission);
   uint32_t minor = protocol & 0xffff;
   if (due.refusal != LoginRefusal::tls_required && (minor > 0 || !unrecognized.empty())) {
@@ -271,12 +289,24 @@ awaitable<bool> PgClient::login() {
   // Whatever refuses this login besides the proof is decided after the
   // exchange and answered exactly as a wrong password: the proof is never
   // checked for it, so no answer tells a right password from a wrong one.
-  auto credentials = co_await authenticate(user);
+  if (passthrough && !ssl_) {
+    // The password would cross the network in clear: never asked for.
+    spdlog::warn(
+        "client {}: refused: database \"{}\" takes the client's own password (auth mode "
+        "passthrough), asked for only over TLS (user \"{}\")",
+        peer_, database, user);
+    co_await fatal("28000", "database \"" + database +
+                                "\" logs in with your own password, which wirepool asks for "
+                                "only over TLS: connect with sslmode=require");
+    co_return false;
+  }
+  auto credentials =
+      passthrough ? co_await authenticate_passthrough(user, database) : co_await authenticate(user);
   if (!credentials) co_return false;
   facts.password_ok = credentials->ok;
   facts.password_failure = credentials->failure;
   auto checked = decide_login(LoginStage::credentials_checked, facts, admission, ticket_.get());
-  if (checked.refusal != LoginRefusal::login_failed) {
+  if (!passthrough && checked.refusal != LoginRefusal::login_failed) {
     pg::Encoder(out_).auth_sasl_final(credentials->server_final);
   }
   if (checked.refusal != LoginRefusal::none) {
@@ -439,6 +469,78 @@ awaitable<bool> PgClient::admin_login(const UserRecord& record) {
   spdlog::info("client {}: user \"{}\" connected to the admin console (pid {})", peer_, record.name,
                pid);
   co_return co_await flush();
+}
+
+awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate_passthrough(
+    const std::string& user, const std::string& database) {
+  pg::Encoder(out_).auth_cleartext();
+  if (!co_await flush()) co_return std::nullopt;
+  // PostgreSQL's own bound for an authentication message (PG_MAX_AUTH_TOKEN_LENGTH).
+  auto body = co_await read_password_message(65535);
+  if (!body) co_return std::nullopt;
+  std::string password = std::move(*body);
+  struct Wipe {
+    std::string& s;
+    ~Wipe() { OPENSSL_cleanse(s.data(), s.size()); }
+  } wipe{password};
+  Credentials c;
+  c.answer_at = std::chrono::steady_clock::now();
+  // A PasswordMessage is the password and its terminating NUL.
+  if (password.empty() || password.back() != '\0') {
+    co_await fatal("08P01", "malformed password message: no terminating NUL");
+    co_return std::nullopt;
+  }
+  password.pop_back();
+  if (password.empty()) {
+    c.failure = "empty password";
+  } else if (password.find('\0') != std::string::npos) {
+    c.failure = "the password holds a NUL byte";
+  } else if (password.size() > kMaxPassthroughPassword) {
+    c.failure = "the password is longer than " + std::to_string(kMaxPassthroughPassword) + " bytes";
+  }
+  if (!c.failure.empty()) co_return c;
+  if (auto wait = server_.throttle().delay(address(), user); wait.count() > 0) {
+    if (io_deadline_ && c.answer_at + wait >= *io_deadline_) {
+      metrics().refused(RefusedReason::throttled);
+      spdlog::warn(
+          "client {}: authentication refused for user \"{}\" without checking it: too many "
+          "failed logins from {}",
+          peer_, user, to_string(address()));
+      server_.login_failed();
+      co_await wait_until(c.answer_at + kLoginFailureDelay);
+      co_await fatal("28P01", "password authentication failed for user \"" + user + "\"");
+      co_return std::nullopt;
+    }
+    co_await wait_until(c.answer_at + wait);
+    if (timed_out_) co_return std::nullopt;
+    c.answer_at = std::chrono::steady_clock::now();
+  }
+  auto pool = server_.pool_for(database, user);
+  if (!pool) {
+    co_await fatal("3D000", "database \"" + database + "\" does not exist");  // removed meanwhile
+    co_return std::nullopt;
+  }
+  if (pool->credentials_match(password)) {
+    c.ok = true;
+  } else if (auto err = co_await pool->verify_login(password)) {
+    if (!err->sqlstate.starts_with("28")) {
+      // Not a verdict on the password (the backend is down, full, starting):
+      // said as such, and not counted as a failed login.
+      spdlog::warn("client {}: cannot check user \"{}\"'s password on database \"{}\": {}", peer_,
+                   user, database, err->message);
+      co_await fatal(
+          err->sqlstate.starts_with("57P") || err->sqlstate.starts_with("53")
+              ? err->sqlstate
+              : std::string("08006"),
+          "cannot check the password: the backend of database \"" + database + "\" is unavailable");
+      co_return std::nullopt;
+    }
+    c.failure = "the backend refused the login (" + err->sqlstate + ")";
+  } else {
+    c.ok = true;
+  }
+  if (c.ok) credentials_hold_ = pool->hold_credentials(password);
+  co_return c;
 }
 
 awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate(const std::string& user) {

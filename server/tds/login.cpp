@@ -417,6 +417,20 @@ awaitable<bool> TdsClient::finish_login(const UserRecord& record, const std::str
                                         const tds::Login7& lg, uint32_t psize) {
   const auto& scfg = server_.config().server;
   const std::string& user = record.name;
+  // auth.mode passthrough takes PostgreSQL clients' own passwords only (the
+  // TDS front end does not pass LOGIN7's on yet): refused, never served as
+  // another role.
+  if (const auto* d = server_.current_config()->find_database(database);
+      d && d->auth == config::AuthMode::passthrough) {
+    spdlog::warn(
+        "client {}: refused: database \"{}\" is auth mode passthrough, which TDS "
+        "clients cannot use yet (user \"{}\")",
+        peer_, database, user);
+    co_await login_error(18456, 14,
+                         "Login failed: database \"" + database +
+                             "\" takes PostgreSQL clients only (auth mode passthrough).");
+    co_return false;
+  }
   // The user's own pool: its backend connections serve no other user.
   auto pool = server_.pool_for(database, user);
   if (!pool) {
