@@ -594,10 +594,11 @@ boost::asio::awaitable<std::optional<db::Error>> DatabasePool::verify_login(std:
   o.user = user_;
   o.password = std::move(password);
   auto self = shared_from_this();
-  auto failure = co_await blocking_.run([self, &o]() -> std::optional<db::Error> {
+  std::optional<db::Error> failure;
+  co_await blocking_.run([self, &o, &failure] {
     auto result = self->driver_.open(o);
-    if (result.ok()) return std::nullopt;
-    return result.error();
+    if (!result.ok()) failure = result.error();
+    return 0;
   });
   OPENSSL_cleanse(o.password.data(), o.password.size());
   co_return failure;

@@ -300,8 +300,13 @@ awaitable<bool> PgClient::login() {
                                 "only over TLS: connect with sslmode=require");
     co_return false;
   }
-  auto credentials =
-      passthrough ? co_await authenticate_passthrough(user, database) : co_await authenticate(user);
+  // Not `c ? co_await a : co_await b`: GCC 12 destroys such a temporary twice.
+  std::optional<Credentials> credentials;
+  if (passthrough) {
+    credentials = co_await authenticate_passthrough(user, database);
+  } else {
+    credentials = co_await authenticate(user);
+  }
   if (!credentials) co_return false;
   facts.password_ok = credentials->ok;
   facts.password_failure = credentials->failure;
@@ -520,9 +525,9 @@ awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate_passthrou
     co_await fatal("3D000", "database \"" + database + "\" does not exist");  // removed meanwhile
     co_return std::nullopt;
   }
-  if (pool->credentials_match(password)) {
-    c.ok = true;
-  } else if (auto err = co_await pool->verify_login(password)) {
+  std::optional<db::Error> err;
+  if (!pool->credentials_match(password)) err = co_await pool->verify_login(password);
+  if (err) {
     if (!err->sqlstate.starts_with("28")) {
       // Not a verdict on the password (the backend is down, full, starting):
       // said as such, and not counted as a failed login.
