@@ -589,10 +589,11 @@ bool DatabasePool::credentials_match(std::string_view password) const {
   return CRYPTO_memcmp(given.data(), held.data(), given.size()) == 0;
 }
 
-boost::asio::awaitable<std::optional<db::Error>> DatabasePool::verify_login(std::string password) {
+boost::asio::awaitable<std::optional<db::Error>> DatabasePool::verify_login(
+    const std::string& password) {
   db::OpenOptions o = open_;
   o.user = user_;
-  o.password = std::move(password);
+  o.password = password;
   auto self = shared_from_this();
   std::optional<db::Error> failure;
   co_await blocking_.run([self, &o, &failure] {

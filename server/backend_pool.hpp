@@ -318,7 +318,7 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   bool credentials_match(std::string_view password) const;
   /// Logs in to the backend as user() with `password`, on the blocking
   /// executor, and closes that connection: the backend is the authority.
-  boost::asio::awaitable<std::optional<db::Error>> verify_login(std::string password);
+  boost::asio::awaitable<std::optional<db::Error>> verify_login(const std::string& password);
   /// Holds `password` (replacing the one held) for the next backend logins
   /// until the returned hold and every other one are gone; the last one
   /// wipes it (OPENSSL_cleanse).
