@@ -366,8 +366,9 @@ std::string random_statement_prefix(std::string_view base);
 struct OpenOptions {
   std::string connection;  ///< driver-specific: path, conninfo, ODBC string
   std::string password;    ///< from password_env / password_file, may be empty
-  /// Non-empty: log in as this role instead of the connection string's
-  /// (auth.mode passthrough; `password` is then that role's).
+  /// The role to log in as instead of the connection's, empty = the connection's:
+  /// a postgresql database's auth_user lookups, and each user pool's role under
+  /// auth.mode passthrough (`password` is then that role's). Other drivers ignore it.
   std::string user;
   std::map<std::string, std::string> options;  ///< driver-specific knobs (validated by the driver)
   std::string base_dir;                        ///< relative paths are relative to this (state_dir)
@@ -376,6 +377,28 @@ struct OpenOptions {
   /// Largest text or bytes value the driver may materialise (server.max_value_size);
   /// a larger one fails its statement with Error::value_too_large(). 0 = no limit.
   uint64_t max_value_size = 0;
+  /// Several hosts (docs/high-availability.md): connect to this one only,
+  /// instead of what `connection` names. Empty = as `connection` says.
+  std::string host;
+  int port = 0;  ///< with `host`; 0 = the connection's or the driver's default
+  /// Refuse a server that does not accept writes (libpq target_session_attrs=read-write).
+  bool read_write = false;
+  /// The probe's bound for connecting and answering (Driver::probe).
+  std::chrono::milliseconds probe_timeout{3000};
+};
+
+/// One server of a database entry with several hosts.
+struct HostPort {
+  std::string host;
+  int port = 0;  ///< 0 = the driver's default
+  bool operator==(const HostPort&) const = default;
+};
+
+/// What Driver::probe learnt of a server.
+struct HostProbe {
+  bool read_only = false;
+  /// The timeline it writes on (PostgreSQL); 0 when unknown or read-only.
+  uint32_t timeline = 0;
 };
 
 class Driver {
@@ -387,6 +410,18 @@ class Driver {
   virtual Result<Connection> open(const OpenOptions& options) const = 0;
   /// `connection` with secrets replaced by "***", for log lines.
   virtual std::string redact(std::string_view connection) const { return std::string(connection); }
+  /// The hosts `connection` names when it names several (libpq's `host=a,b
+  /// port=p1,p2`); empty when it names one or the driver has no such form.
+  virtual std::vector<HostPort> hosts(const OpenOptions& o) const {
+    (void)o;
+    return {};
+  }
+  /// Connects to `o.host` (blocking, bounded by o.probe_timeout) and asks
+  /// whether it accepts writes. Drivers without it answer Errc::unsupported.
+  virtual Result<HostProbe> probe(const OpenOptions& o) const {
+    (void)o;
+    return Error::unsupported("this driver has no health probe");
+  }
 };
 
 /// The drivers built into this binary, by configuration name ("sqlite", ...);

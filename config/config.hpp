@@ -146,6 +146,45 @@ struct BackendTls {
   std::vector<std::string> pin_sha256;  ///< normalised: lower-case hex, no colons
 };
 
+/// Users from the backend (`postgresql` only): a client name that is not in
+/// `users:` is looked up with `query` as `user` (docs/security.md#users-from-the-backend).
+struct AuthQuery {
+  std::string user;  ///< auth_user: empty = no lookups
+  /// auth_user's password, in the entry's forms; neither = the entry's password.
+  std::string password_env;
+  std::string password_file;  ///< resolved path
+  std::string query = "SELECT usename, passwd FROM pg_shadow WHERE usename = $1";
+  Duration timeout = std::chrono::seconds(5);       ///< one lookup, connecting included
+  Duration ttl = std::chrono::seconds(60);          ///< a verifier found
+  Duration negative_ttl = std::chrono::seconds(5);  ///< no such user / unusable password
+  int64_t cache_size = 10000;                       ///< names cached at once
+  bool enabled() const { return !user.empty(); }
+};
+
+/// One server of a database with several hosts (docs/high-availability.md).
+struct Host {
+  std::string host;
+  int port = 0;  ///< 0 = the driver's default (5432)
+  int line = 0;
+  bool operator==(const Host& o) const { return host == o.host && port == o.port; }
+};
+
+/// How the hosts of a database with several are watched (docs/high-availability.md).
+struct HealthCheck {
+  /// Re-probe of the primary and the standbys while a primary is known.
+  Duration interval = std::chrono::seconds(1);
+  /// Re-probe of every host that is not banned while no primary is known.
+  Duration failover_interval = std::chrono::milliseconds(200);
+  /// One probe's bound (connect, authenticate, answer).
+  Duration timeout = std::chrono::seconds(3);
+  /// First ban of an unreachable host, doubled per failure in a row up to ban_time_max.
+  Duration ban_time = std::chrono::seconds(1);
+  Duration ban_time_max = std::chrono::seconds(30);
+  /// How long a backend open waits for a primary to be known before it fails.
+  Duration failover_timeout = std::chrono::seconds(5);
+  bool operator==(const HealthCheck&) const = default;
+};
+
 struct Database {
   std::string name;
   std::string driver;
@@ -155,6 +194,10 @@ struct Database {
   std::map<std::string, std::string> options;  ///< scalar values as written
   PoolSettings pool;
   BackendTls tls;
+  AuthQuery auth_query;
+  /// Several servers (postgresql): they replace the host and port of `connection`.
+  std::vector<Host> hosts;
+  HealthCheck health_check;
   AuthMode auth = AuthMode::fixed;  ///< `auth.mode`
   int line = 0;
 };

@@ -139,6 +139,8 @@ struct DatabaseMarks {
   std::optional<Location> tls_key;
   std::optional<Location> pin_key;    ///< tls.pin_sha256, when written
   std::optional<Location> auth_mode;  ///< auth.mode, when written
+  std::optional<Location> auth_user;  ///< auth_user, when written
+  std::optional<Location> hosts_key;
 };
 
 struct UserMarks {
@@ -581,6 +583,40 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
        }},
       {"password_file", [&](const Entry& v) { set(d.password_file, read_string(v)); }},
       {"options", [&](const Entry& v) { read_options(v, d, m); }},
+      {"auth_user",
+       [&](const Entry& v) {
+         m.auth_user = location_of(v.value);
+         set(d.auth_query.user, read_nonempty(v));
+       }},
+      {"auth_password_env",
+       [&](const Entry& v) {
+         auto s = read_string(v);
+         if (s && !s->empty() && !is_env_name(*s)) {
+           problem(location_of(v.value), v.path +
+                                             " must be an environment variable name "
+                                             "([A-Za-z_][A-Za-z0-9_]*), got " +
+                                             in_quotes(*s));
+           return;
+         }
+         set(d.auth_query.password_env, s);
+       }},
+      {"auth_password_file",
+       [&](const Entry& v) { set(d.auth_query.password_file, read_string(v)); }},
+      {"auth_query", [&](const Entry& v) { set(d.auth_query.query, read_nonempty(v)); }},
+      {"auth_query_timeout",
+       [&](const Entry& v) {
+         auto t = read_duration(v);
+         if (t && t->count() == 0) {
+           problem(location_of(v.value), v.path + " must be above 0");
+           return;
+         }
+         set(d.auth_query.timeout, t);
+       }},
+      {"auth_cache_ttl", [&](const Entry& v) { set(d.auth_query.ttl, read_duration(v)); }},
+      {"auth_negative_ttl",
+       [&](const Entry& v) { set(d.auth_query.negative_ttl, read_duration(v)); }},
+      {"auth_cache_size",
+       [&](const Entry& v) { set(d.auth_query.cache_size, read_int(v, 1, int64_t{1} << 24)); }},
       {"pool", [&](const Entry& v) { read_pool(v, d.pool, m); }},
       {"auth",
        [&](const Entry& v) {
@@ -593,6 +629,54 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
               }},
          };
          read_map(v, auth_fields);
+       }},
+      {"hosts",
+       [&](const Entry& v) {
+         m.hosts_key = location_of(v.key);
+         const bool ok = read_list(v, [&](const Entry& item) {
+           Host& h = d.hosts.emplace_back();
+           const Location at = location_of(item.value);
+           h.line = at.line;
+           bool host_written = false;
+           const Fields host_fields = {
+               {"host",
+                [&](const Entry& x) {
+                  host_written = true;
+                  set(h.host, read_nonempty(x));
+                }},
+               {"port", [&](const Entry& x) { set(h.port, read_int(x, 1, 65535)); }},
+           };
+           if (!read_map(item, host_fields)) return;
+           if (!host_written) problem(at, item.path + " is missing the required key \"host\"");
+         });
+         if (ok && d.hosts.empty()) {
+           problem(location_of(v.value),
+                   v.path + " is an empty list; omit the key to use the connection's host");
+         }
+       }},
+      {"health_check",
+       [&](const Entry& v) {
+         HealthCheck& hc = d.health_check;
+         auto positive = [&](Duration& target, const Entry& x) {
+           auto dur = read_duration(x);
+           if (dur && dur->count() < 10) {
+             problem(location_of(x.value), x.path + " must be at least 10ms");
+           } else {
+             set(target, dur);
+           }
+         };
+         const Fields hc_fields = {
+             {"interval", [&](const Entry& x) { positive(hc.interval, x); }},
+             {"failover_interval", [&](const Entry& x) { positive(hc.failover_interval, x); }},
+             {"timeout", [&](const Entry& x) { positive(hc.timeout, x); }},
+             {"ban_time", [&](const Entry& x) { positive(hc.ban_time, x); }},
+             {"ban_time_max", [&](const Entry& x) { positive(hc.ban_time_max, x); }},
+             {"failover_timeout", [&](const Entry& x) { positive(hc.failover_timeout, x); }},
+         };
+         read_map(v, hc_fields);
+         if (hc.ban_time_max < hc.ban_time) {
+           problem(location_of(v.value), v.path + ": ban_time_max is less than ban_time");
+         }
        }},
       {"tls",
        [&](const Entry& v) {
@@ -617,6 +701,19 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
   }
   if (!d.password_env.empty() && !d.password_file.empty()) {
     problem(m.entry, e.path + " sets both password_env and password_file; set at most one");
+  }
+  if (!d.auth_query.password_env.empty() && !d.auth_query.password_file.empty()) {
+    problem(m.entry,
+            e.path + " sets both auth_password_env and auth_password_file; set at most one");
+  }
+  if (!m.auth_user && (!d.auth_query.password_env.empty() || !d.auth_query.password_file.empty())) {
+    problem(m.entry, e.path + " sets an auth_user password without auth_user");
+  }
+  if (m.auth_user && d.driver != "postgresql") {
+    problem(*m.auth_user, e.path +
+                              ".auth_user needs driver postgresql (users are looked up "
+                              "with a PostgreSQL query), not " +
+                              in_quotes(d.driver));
   }
 }
 
@@ -703,6 +800,7 @@ void Loader::resolve_paths(Config& c) {
   c.tls.client_ca = resolve_path(state, c.tls.client_ca);
   for (auto& db : c.databases) {
     db.password_file = resolve_path(state, db.password_file);
+    db.auth_query.password_file = resolve_path(state, db.auth_query.password_file);
     db.tls.ca = resolve_path(state, db.tls.ca);
   }
 }
@@ -804,9 +902,16 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
                                                " does not support it yet (postgresql does)") +
                   "; use mode: fixed");
     }
+    if (db.auth == AuthMode::passthrough && m.auth_user) {
+      problem(*m.auth_user, path + ".auth_user has no use with auth.mode passthrough: the " +
+                                "backend itself checks each client's password; remove one");
+    }
     if (db.auth == AuthMode::passthrough && db.pool.min > 0) {
       problem(*m.auth_mode, path + ".auth.mode: passthrough cannot keep pool.min connections: " +
                                 "it has a role's password only while that role has clients");
+    }
+    if (m.driver_ok && m.hosts_key && db.driver != "postgresql") {
+      problem(*m.hosts_key, path + ".hosts: only the postgresql driver takes several hosts");
     }
     // The driver checks need a complete entry; an incomplete one is reported already.
     if (!m.name_ok || !m.driver_ok || !m.connection_ok) continue;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <map>
 
 #include "wirepool_version.hpp"
 
@@ -305,6 +306,21 @@ asio::awaitable<AdminResult> show_clients(Server& server) {
   co_return r;
 }
 
+AdminResult show_hosts(Server& server) {
+  AdminResult r;
+  r.tag = "SHOW";
+  r.columns = {{"database", kText}, {"host", kText},     {"role", kText},
+               {"timeline", kInt8}, {"failures", kInt8}, {"ban_ms", kInt8}};
+  for (const auto& m : server.host_monitors()) {
+    for (const auto& h : m->snapshot()) {
+      r.rows.push_back(Row{m->database(), h.host + ":" + std::to_string(h.port),
+                           std::string(pool::to_string(h.role)), num(uint64_t{h.timeline}),
+                           num(uint64_t{h.failures}), num(int64_t{h.ban.count()})});
+    }
+  }
+  return r;
+}
+
 AdminResult show_servers(Server& server) {
   AdminResult r;
   r.tag = "SHOW";
@@ -319,12 +335,14 @@ AdminResult show_servers(Server& server) {
       // local_addr/local_port: the driver's socket (NULL for a Unix socket or
       // a driver without one); remote_pid: the server's pid for the session.
       const bool local = !s.local_addr.empty();
+      // Several hosts: the one this connection opened on.
+      const bool on_host = !s.host.empty();
       Row row{"S",
               user,
               c.name,
               s.leased ? "active" : "idle",
-              t.host,
-              t.port,
+              on_host ? std::optional<std::string>(s.host) : t.host,
+              on_host ? std::optional<std::string>(num(int64_t{s.port})) : t.port,
               local ? std::optional<std::string>(s.local_addr) : std::nullopt,
               local ? std::optional<std::string>(num(uint64_t{s.local_port})) : std::nullopt,
               timestamp(s.opened_at),
@@ -437,6 +455,18 @@ AdminResult show_users(Server& server) {
     r.rows.push_back(Row{u.name, std::nullopt, u.admin ? "yes" : "no",
                          dbs.empty() ? std::optional<std::string>("*") : dbs});
   }
+  // Users from the backend (auth_user, auth.mode passthrough), while they have
+  // a pool: as many rows as such pools, which go once they have no client and
+  // no connection.
+  std::map<std::string, std::string> found;
+  for (const auto& pool : server.pools()) {
+    const std::string& name = pool->user();
+    if (current->find_user(name) != nullptr) continue;
+    std::string& dbs = found[name];
+    dbs += (dbs.empty() ? "" : ",") + pool->config().name;
+  }
+  for (auto& [name, dbs] : found)
+    r.rows.push_back(Row{name, std::nullopt, "no", std::move(dbs)});
   return r;
 }
 
@@ -513,12 +543,13 @@ asio::awaitable<AdminResult> run_admin(Server& server, std::string_view command)
   if (verb == "SHOW") {
     if (w.size() != 2)
       co_return error("42601",
-                      "SHOW needs one of POOLS CLIENTS SERVERS STATS "
+                      "SHOW needs one of POOLS CLIENTS SERVERS HOSTS STATS "
                       "DATABASES USERS CONFIG VERSION");
     const std::string what = upper(w[1]);
     if (what == "POOLS") co_return show_pools(server);
     if (what == "CLIENTS") co_return co_await show_clients(server);
     if (what == "SERVERS") co_return show_servers(server);
+    if (what == "HOSTS") co_return show_hosts(server);
     if (what == "STATS") co_return show_stats(server);
     if (what == "DATABASES") co_return show_databases(server);
     if (what == "USERS") co_return show_users(server);
@@ -575,10 +606,11 @@ asio::awaitable<AdminResult> run_admin(Server& server, std::string_view command)
     server.request_shutdown();
     co_return done("SHUTDOWN");
   }
-  co_return error("42601", "invalid admin command \"" + std::string(command) +
-                               "\": use SHOW POOLS|CLIENTS|SERVERS|STATS|DATABASES|USERS|CONFIG|"
-                               "VERSION, PAUSE [db], RESUME [db], RECONNECT [db], KILL db, "
-                               "RELOAD, SHUTDOWN");
+  co_return error("42601",
+                  "invalid admin command \"" + std::string(command) +
+                      "\": use SHOW POOLS|CLIENTS|SERVERS|HOSTS|STATS|DATABASES|USERS|CONFIG|"
+                      "VERSION, PAUSE [db], RESUME [db], RECONNECT [db], KILL db, "
+                      "RELOAD, SHUTDOWN");
 }
 
 }  // namespace wirepool::server

@@ -333,7 +333,7 @@ std::vector<DatabasePool::ServerInfo> DatabasePool::servers() const {
   std::vector<ServerInfo> out;
   for (const auto& [id, b] : backends_)
     out.push_back(ServerInfo{id, b->leased, b->opened_at, b->server_pid, b->local_addr,
-                             b->local_port, b->application_name});
+                             b->local_port, b->application_name, b->host, b->port});
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.id < b.id; });
   return out;
 }
@@ -341,6 +341,45 @@ std::vector<DatabasePool::ServerInfo> DatabasePool::servers() const {
 bool DatabasePool::is_shut_down() const {
   std::lock_guard lock(mu_);
   return pool_.is_shut_down();
+}
+
+HostMonitorPtr DatabaseShared::monitor() const {
+  std::lock_guard lock(mu_);
+  return monitor_;
+}
+
+void DatabaseShared::set_monitor(HostMonitorPtr m) {
+  std::lock_guard lock(mu_);
+  monitor_ = std::move(m);
+}
+
+db::Result<db::Connection> open_backend(const db::Driver& driver, const db::OpenOptions& open,
+                                        const HostMonitorPtr& monitor, db::HostPort* on) {
+  if (!monitor) return driver.open(open);
+  std::string error;
+  auto target = monitor->primary_target(&error);
+  if (!target) {
+    db::Error e = db::Error::connection(std::move(error));
+    e.sqlstate = "08001";
+    return e;
+  }
+  if (on) *on = {target->open.host, target->open.port};
+  if (!open.user.empty()) {
+    // A user pool's own role (auth.mode passthrough) on whichever host is primary.
+    target->open.user = open.user;
+    target->open.password = open.password;
+  }
+  auto result = driver.open(target->open);
+  if (!open.user.empty())
+    OPENSSL_cleanse(target->open.password.data(), target->open.password.size());
+  // The server is gone, refuses, is starting or stopping, or is read-only:
+  // not a password or a database name that every host would refuse alike.
+  if (!result.ok() &&
+      (result.error().sqlstate.empty() || result.error().sqlstate.starts_with("08") ||
+       result.error().sqlstate.starts_with("57P") || result.error().sqlstate == "25006")) {
+    monitor->open_failed(target->host);
+  }
+  return result;
 }
 
 void DatabaseShared::note_open(bool ok, std::string error) {
@@ -594,35 +633,41 @@ boost::asio::awaitable<std::optional<db::Error>> DatabasePool::verify_login(
   db::OpenOptions o = open_;
   o.user = user_;
   o.password = password;
-  auto self = shared_from_this();
+  // Kept alive by this frame; the job captures by reference only: GCC 12
+  // destroyed the owning captures of a temporary job twice (the pool's
+  // reference count fell to zero under its users: bad_weak_ptr, SIGSEGV).
+  const auto self = shared_from_this();
   std::optional<db::Error> failure;
-  co_await blocking_.run([self, &o, &failure] {
-    auto result = self->driver_.open(o);
+  auto job = [this, &o, &failure] {
+    auto result = open_backend(driver_, o, shared_->monitor());
     if (!result.ok()) failure = result.error();
     return 0;
-  });
+  };
+  co_await blocking_.run(job);
   OPENSSL_cleanse(o.password.data(), o.password.size());
   co_return failure;
 }
 
 namespace {
+/// Owns its pool: the pool is not swept away between the check and the session.
+/// Made in place: a copy's destructor would release the hold it copied.
 struct CredentialHold {
-  std::weak_ptr<DatabasePool> pool;
-  ~CredentialHold() {
-    if (auto p = pool.lock()) p->release_credentials();
-  }
+  explicit CredentialHold(DatabasePoolPtr p) : pool(std::move(p)) {}
+  CredentialHold(const CredentialHold&) = delete;
+  CredentialHold& operator=(const CredentialHold&) = delete;
+  ~CredentialHold() { pool->release_credentials(); }
+  DatabasePoolPtr pool;
 };
 }  // namespace
 
-std::shared_ptr<void> DatabasePool::hold_credentials(std::string password) {
+std::shared_ptr<void> DatabasePool::hold_credentials(const std::string& password) {
   {
     std::lock_guard l(credentials_mu_);
     OPENSSL_cleanse(password_.data(), password_.size());
     password_.assign(password);
     ++credential_holds_;
   }
-  OPENSSL_cleanse(password.data(), password.size());
-  return std::make_shared<CredentialHold>(CredentialHold{weak_from_this()});
+  return std::make_shared<CredentialHold>(shared_from_this());
 }
 
 void DatabasePool::release_credentials() {
@@ -641,7 +686,8 @@ void DatabasePool::open_now(pool::ConnId id) {
       o.user = self->user_;
       o.password = self->password_;
     }
-    auto result = self->driver_.open(o);
+    db::HostPort on;
+    auto result = open_backend(self->driver_, o, self->shared_->monitor(), &on);
     OPENSSL_cleanse(o.password.data(), o.password.size());
     std::unique_lock l(self->mu_);
     auto now = pool::Clock::now();
@@ -651,6 +697,8 @@ void DatabasePool::open_now(pool::ConnId id) {
       b->conn = std::move(result.value());
       b->caps = b->conn.capabilities();
       b->opened_at = std::chrono::system_clock::now();
+      b->host = on.host;
+      b->port = on.port;
       describe_backend(*b);
       if (b->caps.session_settings)
         self->startup_.note_defaults(b->conn.impl()->server_parameters());

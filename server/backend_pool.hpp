@@ -28,6 +28,7 @@
 #include "pool/budget.hpp"
 #include "pool/pool.hpp"
 #include "server/blocking.hpp"
+#include "server/host_monitor.hpp"
 #include "server/log_limiter.hpp"
 #include "server/metrics.hpp"
 #include "server/relay_train.hpp"
@@ -128,6 +129,9 @@ struct Backend {
   std::string local_addr;
   uint16_t local_port = 0;
   std::string application_name;
+  /// Several hosts: the one it opened on (empty: the connection string's).
+  std::string host;
+  int port = 0;
 
   /// Unique per grant of the pool (the relay's pipeline passes a lease on
   /// without one): the relay's train id.
@@ -173,6 +177,10 @@ struct DatabaseShared {
   bool reachable(std::string* error = nullptr) const;
   bool tried() const;
   std::atomic<bool> probing{false};
+  /// A database with several hosts: which is the primary (nullptr: one host).
+  /// Reload may replace it; the pools read it at each open.
+  HostMonitorPtr monitor() const;
+  void set_monitor(HostMonitorPtr m);
 
   /// max_db_connections: a pool's connection is counted before it opens;
   /// `open` runs now or once a place is free (never under a lock).
@@ -198,6 +206,7 @@ struct DatabaseShared {
   std::map<uint64_t, std::function<bool()>> members_;  ///< under budget_mu_
 
   mutable std::mutex mu_;
+  HostMonitorPtr monitor_;  ///< under mu_
   bool tried_ = false;
   bool failed_ = false;
   std::string error_;
@@ -206,6 +215,13 @@ struct DatabaseShared {
   std::map<std::pair<uint64_t, pool::ConnId>, std::function<void()>> waiting_opens_;
 };
 using DatabaseSharedPtr = std::shared_ptr<DatabaseShared>;
+
+/// Opens a backend connection: as `open` says, or with several hosts on the
+/// primary `monitor` names (waiting for one during a failover, and banning
+/// the host when the server fails the open). Blocks: executor only.
+/// `on`: the host it opened on (several hosts only).
+db::Result<db::Connection> open_backend(const db::Driver& driver, const db::OpenOptions& open,
+                                        const HostMonitorPtr& monitor, db::HostPort* on = nullptr);
 
 /// The pool of one database entry for one user: its backend connections serve
 /// only that user's clients (as PgBouncer's pools per database and user).
@@ -298,6 +314,8 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
     std::string local_addr;  ///< empty when unknown
     uint16_t local_port;
     std::string application_name;
+    std::string host;  ///< several hosts: the one it opened on (empty otherwise)
+    int port;
   };
   std::vector<ServerInfo> servers() const;
   bool is_shut_down() const;
@@ -322,7 +340,7 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   /// Holds `password` (replacing the one held) for the next backend logins
   /// until the returned hold and every other one are gone; the last one
   /// wipes it (OPENSSL_cleanse).
-  std::shared_ptr<void> hold_credentials(std::string password);
+  std::shared_ptr<void> hold_credentials(const std::string& password);
   /// A hold gone (called by the hold itself).
   void release_credentials();
 

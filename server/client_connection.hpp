@@ -154,6 +154,31 @@ class ClientConnection : public Client {
   /// answer every reason gets (it slows guessing and hides which check refused).
   boost::asio::awaitable<void> login_failure(Server& server, const std::string& user,
                                              const std::string& reason, TimePoint answer_at);
+  /// auth.mode passthrough: why `user` cannot be passed to the backend as a
+  /// role name (over NAMEDATALEN - 1 bytes, which PostgreSQL would cut;
+  /// not UTF-8; a control character), else nullopt. Checked before the password.
+  static std::optional<std::string> passthrough_user_refusal(std::string_view user);
+  /// What a backend login as the client's own role said of its password.
+  struct BackendCheck {
+    enum class Verdict : uint8_t {
+      ok,           ///< logged in (or the pool holds this password): held in credentials_hold_
+      refused,      ///< a wrong password (or one refused unchecked): a failed login
+      unavailable,  ///< no verdict (the backend is down, full, starting): `sqlstate`
+      no_database,  ///< the database was removed meanwhile
+    };
+    Verdict verdict = Verdict::refused;
+    std::string sqlstate;  ///< unavailable: 08006, or the backend's 57P*/53*
+    std::string reason;    ///< for the log (never the password)
+  };
+  /// auth.mode passthrough: checks `password` by a backend login as `user` on
+  /// `database`'s user pool, unless the pool holds that password already.
+  /// A password empty, with a NUL, or over kMaxPassthroughPassword bytes is
+  /// refused unchecked.
+  boost::asio::awaitable<BackendCheck> check_on_backend(Server& server, const std::string& user,
+                                                        const std::string& database,
+                                                        const std::string& password);
+  /// Longer passwords are refused unchecked (no real password comes near).
+  static constexpr size_t kMaxPassthroughPassword = 1024;
   /// The client has logged in: its bytes no longer carry a password, so read
   /// buffers and TLS plaintext stop being wiped.
   void login_done();
@@ -213,9 +238,11 @@ class ClientConnection : public Client {
   ProtocolMetrics& counters_;  ///< this client's protocol's counters
   /// The users in force when it began to log in (its UserRecord lives there).
   std::shared_ptr<const UserStore> users_;
-  /// auth.mode passthrough: the client's own role (its session refers to it),
-  /// and its hold on the password its user pool keeps while it has clients.
-  std::unique_ptr<UserRecord> passthrough_user_;
+  /// A user found by its database's auth_query, or the client's own role on
+  /// an auth.mode passthrough database (its UserRecord), else null.
+  std::shared_ptr<const UserRecord> backend_user_;
+  /// auth.mode passthrough: its hold on the password its user pool keeps
+  /// while the pool has clients.
   std::shared_ptr<void> credentials_hold_;
   /// Its database's counters once logged in (SHOW STATS' bytes), else nullptr.
   DatabaseMetrics* db_counters_ = nullptr;

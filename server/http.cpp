@@ -331,6 +331,36 @@ std::string render_metrics(const Server& server) {
     add_line(out, "wirepool_backend_connections", v.labels + ",state=\"closing\"",
              uint64_t{v.stats.closing});
   }
+  // ---- several hosts per database
+  const auto monitors = server.host_monitors();
+  if (!monitors.empty()) {
+    metric_header(out, "wirepool_backend_host_role", "gauge",
+                  "1 for the role each backend host of a database with several has now "
+                  "(primary, standby, banned, diverged, unknown), 0 for the others.");
+    for (const auto& m : monitors) {
+      for (const auto& h : m->snapshot()) {
+        const std::string labels = "database=\"" + label_value(m->database()) + "\",host=\"" +
+                                   label_value(h.host + ":" + std::to_string(h.port)) + "\"";
+        for (auto role : {pool::HostRole::primary, pool::HostRole::standby, pool::HostRole::banned,
+                          pool::HostRole::diverged, pool::HostRole::unknown}) {
+          add_line(out, "wirepool_backend_host_role",
+                   labels + ",role=\"" + std::string(pool::to_string(role)) + "\"",
+                   uint64_t{h.role == role});
+        }
+      }
+    }
+    metric_header(out, "wirepool_backend_host_failures", "gauge",
+                  "Failed probes or opens in a row of each backend host (its ban doubles with "
+                  "each).");
+    for (const auto& m : monitors) {
+      for (const auto& h : m->snapshot()) {
+        add_line(out, "wirepool_backend_host_failures",
+                 "database=\"" + label_value(m->database()) + "\",host=\"" +
+                     label_value(h.host + ":" + std::to_string(h.port)) + "\"",
+                 uint64_t{h.failures});
+      }
+    }
+  }
   metric_header(out, "wirepool_pool_max_connections", "gauge",
                 "The pool's max: backend connections it may open, by database and user.");
   for (const auto& v : views)

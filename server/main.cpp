@@ -49,7 +49,17 @@ std::vector<std::pair<std::string, std::string>> validate_database(
   o.options = d.options;
   o.tls_ca = d.tls.ca;
   o.tls_pins = d.tls.pin_sha256;
-  return driver->validate(o);
+  auto problems = driver->validate(o);
+  if (!d.hosts.empty()) {
+    for (const auto& h : server::conninfo_hosts(d.connection)) {
+      if (!h.empty()) {
+        problems.emplace_back(
+            "", "connection names host " + h + ": with a hosts list, the list names the servers");
+        break;
+      }
+    }
+  }
+  return problems;
 }
 
 }  // namespace

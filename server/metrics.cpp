@@ -126,6 +126,8 @@ std::string_view to_string(RefusedReason r) {
       return "descriptors";
     case RefusedReason::throttled:
       return "throttled";
+    case RefusedReason::auth_lookup:
+      return "auth_lookup";
   }
   return "unknown";
 }

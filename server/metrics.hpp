@@ -106,8 +106,9 @@ enum class RefusedReason : uint8_t {
   displaced,            ///< it had not logged in after 1 s and a newer one took its slot
   descriptors,          ///< accept failed with EMFILE: closed through the spare descriptor
   throttled,            ///< its address and user failed too often: refused unchecked
+  auth_lookup,          ///< its database's auth_query failed (error, timeout, connection down)
 };
-inline constexpr size_t kRefusedReasons = 6;
+inline constexpr size_t kRefusedReasons = 7;
 std::string_view to_string(RefusedReason r);
 
 /// The process-wide counters (one per process, like Prometheus's default registry).

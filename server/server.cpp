@@ -88,20 +88,23 @@ void warn_readable_secrets(const config::Config& c) {
     warn_if_world_readable(d.password_file, "password_file of database \"" + d.name + "\"");
 }
 
-std::string read_secret(const config::Database& d) {
-  if (!d.password_env.empty()) {
-    const char* v = std::getenv(d.password_env.c_str());
+/// A password from an environment variable or a file's first line (the
+/// entry's password_env / password_file, or auth_user's).
+std::string read_secret(const std::string& database, const std::string& env,
+                        const std::string& file, std::string_view key) {
+  if (!env.empty()) {
+    const char* v = std::getenv(env.c_str());
     if (!v) {
-      throw std::runtime_error("database \"" + d.name + "\": environment variable " +
-                               d.password_env + " is not set");
+      throw std::runtime_error("database \"" + database + "\": environment variable " + env +
+                               " is not set");
     }
     return v;
   }
-  if (!d.password_file.empty()) {
-    std::ifstream f(d.password_file);
+  if (!file.empty()) {
+    std::ifstream f(file);
     if (!f) {
-      throw std::runtime_error("database \"" + d.name + "\": cannot read password_file " +
-                               d.password_file);
+      throw std::runtime_error("database \"" + database + "\": cannot read " + std::string(key) +
+                               " " + file);
     }
     std::string s;
     std::getline(f, s);
@@ -173,6 +176,11 @@ size_t blocking_threads(const config::Config& cfg) {
       }
     }
     n += static_cast<size_t>(d.pool.max) * std::max<size_t>(users, 1);
+    // Users from the backend: the lookup job, and one more user's pool.
+    if (d.auth_query.enabled()) n += 1 + static_cast<size_t>(d.pool.max);
+    // Several hosts: a probe of each may run at once.
+    const size_t named = conninfo_hosts(d.connection).size();
+    n += !d.hosts.empty() ? d.hosts.size() : (named > 1 ? named : 0);
   }
   return std::min<size_t>(n, 512);
 }
@@ -223,18 +231,21 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
   setup_tls();
   for (size_t i = 0; i < loop_count(cfg_); ++i)
     loops_.push_back(std::make_unique<Loop>());
-  for (const auto& d : cfg_.databases)
-    databases_.emplace(d.name, make_entry(d));
+  for (const auto& d : cfg_.databases) {
+    auto e = make_entry(d);
+    if (auto m = e.shared->monitor()) m->start();
+    databases_.emplace(d.name, std::move(e));
+  }
 }
 
-Server::DatabaseEntry Server::make_entry(const config::Database& d) const {
+Server::DatabaseEntry Server::make_entry(const config::Database& d) {
   DatabaseEntry e;
   e.cfg = d;
   e.driver = db::find_driver(d.driver);
   if (!e.driver)
     throw std::runtime_error("database \"" + d.name + "\": unknown driver " + d.driver);
   e.open.connection = d.connection;
-  e.open.password = read_secret(d);
+  e.open.password = read_secret(d.name, d.password_env, d.password_file, "password_file");
   e.open.options = d.options;
   e.open.base_dir = cfg_.server.state_dir;
   e.open.max_value_size = cfg_.server.max_value_size;
@@ -242,7 +253,32 @@ Server::DatabaseEntry Server::make_entry(const config::Database& d) const {
   e.open.tls_pins = d.tls.pin_sha256;
   e.shared = std::make_shared<DatabaseShared>();
   e.shared->resize_budget(static_cast<size_t>(d.pool.max_db_connections));
+  if (d.auth_query.enabled()) e.auth = make_auth_lookup(e, d);
+  e.shared->set_monitor(make_monitor(e));
   return e;
+}
+
+AuthLookupPtr Server::make_auth_lookup(const DatabaseEntry& e, const config::Database& d) {
+  db::OpenOptions open = e.open;
+  const auto& a = d.auth_query;
+  if (!a.password_env.empty() || !a.password_file.empty()) {
+    open.password = read_secret(d.name, a.password_env, a.password_file, "auth_password_file");
+  }
+  return std::make_shared<AuthLookup>(d, *e.driver, std::move(open), blocking_);
+}
+
+HostMonitorPtr Server::make_monitor(const DatabaseEntry& e) {
+  auto hosts = hosts_of(e.cfg, *e.driver, e.open);
+  if (hosts.empty()) return nullptr;
+  auto m = std::make_shared<HostMonitor>(e.cfg.name, std::move(hosts), e.cfg.health_check,
+                                         *e.driver, e.open, blocking_, main_);
+  // A new primary (or none): idle connections point at the old one; each pool
+  // replaces its connections, busy ones when they come back.
+  m->on_change([this, name = e.cfg.name] {
+    for (auto& pool : pools_of(name))
+      pool->reconnect();
+  });
+  return m;  // started once the entry is in force (start_monitors)
 }
 
 DatabasePoolPtr Server::make_pool(const DatabaseEntry& e, std::string user) {
@@ -283,6 +319,15 @@ std::vector<DatabasePoolPtr> Server::pools() const {
   return out;
 }
 
+std::vector<HostMonitorPtr> Server::host_monitors() const {
+  std::lock_guard lock(state_mu_);
+  std::vector<HostMonitorPtr> out;
+  for (const auto& [name, entry] : databases_) {
+    if (auto m = entry.shared->monitor()) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 std::vector<DatabasePoolPtr> Server::pools_of(std::string_view database) const {
   std::lock_guard lock(state_mu_);
   std::vector<DatabasePoolPtr> out;
@@ -304,6 +349,12 @@ bool Server::database_paused(std::string_view database) const {
   std::lock_guard lock(state_mu_);
   auto it = databases_.find(database);
   return it != databases_.end() && it->second.shared->paused.load();
+}
+
+AuthLookupPtr Server::auth_lookup(std::string_view database) const {
+  std::lock_guard lock(state_mu_);
+  auto it = databases_.find(database);
+  return it == databases_.end() ? nullptr : it->second.auth;
 }
 
 bool Server::has_database(std::string_view name) const {
@@ -356,7 +407,7 @@ void Server::probe_databases() {
     if (entry.shared->tried() && (entry.shared->reachable() || !entry.pools.empty())) continue;
     if (entry.shared->probing.exchange(true)) continue;
     blocking_.post([shared = entry.shared, driver = entry.driver, open = entry.open, name = name] {
-      auto conn = driver->open(open);
+      auto conn = open_backend(*driver, open, shared->monitor());
       if (!conn.ok() && shared->reachable()) {
         spdlog::warn("database \"{}\": readiness probe cannot open a backend: {}", name,
                      conn.error().message);
@@ -749,6 +800,7 @@ namespace {
 /// What makes two entries the same pool: everything but its sizes and timeouts.
 bool same_backend(const config::Database& a, const config::Database& b) {
   return a.driver == b.driver && a.connection == b.connection && a.password_env == b.password_env &&
+         a.hosts == b.hosts && a.health_check == b.health_check &&
          a.password_file == b.password_file && a.options == b.options &&
          a.pool.mode == b.pool.mode && a.pool.reset_query == b.pool.reset_query &&
          a.pool.pipeline == b.pool.pipeline && a.tls.present == b.tls.present &&
@@ -791,10 +843,36 @@ void Server::apply(config::Config next) {
       if (d.name == name) entry = make_entry(d);  // reads secrets: may throw
     }
   }
+  // Kept databases whose auth_user settings changed get a new lookup (and an
+  // empty cache); one whose settings stayed keeps its cache.
+  std::map<std::string, AuthLookupPtr, std::less<>> lookups;
+  {
+    std::vector<std::pair<DatabaseEntry, const config::Database*>> changed;
+    {
+      std::lock_guard lock(state_mu_);
+      for (const auto& d : next.databases) {
+        auto it = databases_.find(d.name);
+        if (it == databases_.end() || !same_backend(it->second.cfg, d)) continue;
+        if (d.auth_query.enabled() &&
+            (!it->second.auth || !it->second.auth->same_settings(d.auth_query) ||
+             d.auth_query.password_env != it->second.cfg.auth_query.password_env ||
+             d.auth_query.password_file != it->second.cfg.auth_query.password_file)) {
+          DatabaseEntry copy;
+          copy.driver = it->second.driver;
+          copy.open = it->second.open;
+          changed.emplace_back(std::move(copy), &d);
+        }
+      }
+    }
+    for (auto& [entry, d] : changed)
+      lookups.emplace(d->name, make_auth_lookup(entry, *d));  // reads a secret: may throw
+  }
   std::map<std::string, DatabaseEntry, std::less<>> databases;
   std::vector<DatabasePoolPtr> retired;
   std::vector<std::pair<DatabasePoolPtr, config::PoolSettings>> resized;
   std::vector<std::string> added, removed;
+  std::vector<std::pair<std::string, HostMonitorPtr>> fresh_started;
+  std::vector<HostMonitorPtr> monitors_retired;
   {
     std::lock_guard lock(state_mu_);
     for (const auto& d : next.databases) {
@@ -806,21 +884,29 @@ void Server::apply(config::Config next) {
         entry.cfg = d;
         entry.open.options = d.options;
         entry.shared->resize_budget(static_cast<size_t>(d.pool.max_db_connections));
+        if (!d.auth_query.enabled()) {
+          entry.auth.reset();
+        } else if (auto l = lookups.find(d.name); l != lookups.end()) {
+          entry.auth = l->second;
+        }
         for (auto& [user, pool] : entry.pools)
           resized.emplace_back(pool, d.pool);
         databases.emplace(d.name, std::move(entry));
       } else {
         if (it != databases_.end()) {
+          if (auto m = it->second.shared->monitor()) monitors_retired.push_back(m);
           for (auto& [user, pool] : it->second.pools)
             retired.push_back(pool);
           databases_.erase(it);
         }
+        fresh_started.emplace_back(d.name, fresh.at(d.name).shared->monitor());
         databases.emplace(d.name, std::move(fresh.at(d.name)));
         added.push_back(d.name);
       }
     }
     for (auto& [name, entry] : databases_) {
       removed.push_back(name);
+      if (auto m = entry.shared->monitor()) monitors_retired.push_back(m);
       for (auto& [user, pool] : entry.pools)
         retired.push_back(pool);
     }
@@ -830,6 +916,13 @@ void Server::apply(config::Config next) {
   }
   for (auto& [pool, settings] : resized)
     pool->reconfigure(settings);
+  // Several hosts: the new entries' monitors start, the replaced ones stop.
+  for (auto& [name, entry] : fresh_started) {
+    (void)name;
+    if (entry) entry->start();
+  }
+  for (auto& m : monitors_retired)
+    m->stop();
   for (const auto& name : added)
     spdlog::info("reload: database \"{}\" added or changed", name);
   for (const auto& name : removed)
@@ -974,6 +1067,12 @@ void Server::log_drain_wait(int64_t counted) {
 }
 
 void Server::stop_all() {
+  {
+    std::lock_guard lock(state_mu_);
+    for (auto& [name, entry] : databases_) {
+      if (auto m = entry.shared->monitor()) m->stop();
+    }
+  }
   for (auto& loop : loops_)
     loop->io.stop();
   for (auto& loop : loops_) {

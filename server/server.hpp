@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "server/auth_lookup.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
 #include "server/log_limiter.hpp"
@@ -138,6 +139,8 @@ class Server {
   std::shared_ptr<const UserStore> users() const;
   /// Whether the configuration in force has a database of this name.
   bool has_database(std::string_view name) const;
+  /// The database's lookup of users from the backend (auth_user), or null.
+  AuthLookupPtr auth_lookup(std::string_view database) const;
   /// The pool of `database` for `user`, made (and started) at its first use:
   /// a backend connection serves the clients of one user only. nullptr for a
   /// database the configuration does not have.
@@ -146,6 +149,8 @@ class Server {
   std::vector<DatabasePoolPtr> pools_of(std::string_view database) const;
   /// Every pool of every database (any thread).
   std::vector<DatabasePoolPtr> pools() const;
+  /// The host monitors of the databases with several hosts (SHOW HOSTS, /metrics).
+  std::vector<HostMonitorPtr> host_monitors() const;
   /// The first database whose last attempt to open a backend failed (readiness).
   bool unreachable_database(std::string* name, std::string* error) const;
   bool database_reachable(std::string_view database) const;
@@ -250,10 +255,15 @@ class Server {
     db::OpenOptions open;  ///< what its pools' connections open with (secrets read once)
     DatabaseSharedPtr shared;
     std::map<std::string, DatabasePoolPtr, std::less<>> pools;  ///< by user
+    AuthLookupPtr auth;  ///< users from the backend (auth_user), else null
   };
   /// Throws std::runtime_error for an unknown driver or an unreadable secret.
-  DatabaseEntry make_entry(const config::Database& d) const;
+  DatabaseEntry make_entry(const config::Database& d);
   DatabasePoolPtr make_pool(const DatabaseEntry& e, std::string user);
+  /// Throws std::runtime_error for an unreadable auth_password_env / _file.
+  AuthLookupPtr make_auth_lookup(const DatabaseEntry& e, const config::Database& d);
+  /// The host monitor of an entry with several hosts (started), else nullptr.
+  HostMonitorPtr make_monitor(const DatabaseEntry& e);
 
   config::Config cfg_;
   config::DatabaseValidator validator_;

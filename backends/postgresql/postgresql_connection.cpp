@@ -23,6 +23,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 
 #include "backends/postgresql/postgresql_errors.hpp"
 #include "backends/postgresql/postgresql_options.hpp"
@@ -1006,9 +1008,11 @@ bool wait_socket(PGconn* conn, PostgresPollingStatusType st,
 /// call that completes it (then sends the startup packet, and answers an
 /// authentication request only in a later call), so a server with an
 /// unpinned key never sees a password, a SCRAM proof or a hash.
-std::optional<Error> drive_connect(PGconn* conn, bool tls, const std::vector<std::string>& pins) {
+std::optional<Error> drive_connect(
+    PGconn* conn, bool tls, const std::vector<std::string>& pins,
+    std::optional<std::chrono::steady_clock::time_point> until = std::nullopt) {
   if (PQstatus(conn) == CONNECTION_BAD) return connect_error(PQerrorMessage(conn));
-  const auto deadline = std::chrono::steady_clock::now() + connect_budget(conn);
+  const auto deadline = until.value_or(std::chrono::steady_clock::now() + connect_budget(conn));
   PostgresPollingStatusType st = PGRES_POLLING_WRITING;  // as libpq's documentation says to start
   for (;;) {
     if (tls) {
@@ -1057,6 +1061,58 @@ Result<db::Connection> open_connection(const db::OpenOptions& o) {
   }
   auto session = std::make_shared<Session>(conn);
   return db::Connection(std::make_unique<PgConnection>(std::move(session)));
+}
+
+Result<db::HostProbe> probe_host(const db::OpenOptions& o) {
+  const auto deadline = std::chrono::steady_clock::now() + o.probe_timeout;
+  const ConnectParams params = connect_params(o);
+  PGconn* conn = PQconnectStartParams(params.keywords.data(), params.values.data(), 1);
+  if (conn == nullptr) return Error::connection("out of memory creating a libpq connection");
+  std::unique_ptr<PGconn, decltype(&PQfinish)> owned(conn, &PQfinish);
+  PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+  std::vector<std::string> pins;
+  for (const auto& p : o.tls_pins)
+    pins.push_back(normalize_pin(p));
+  if (auto e = drive_connect(conn, !o.tls_ca.empty(), pins, deadline)) return *e;
+  // One evaluation of pg_is_in_recovery(): pg_walfile_name fails in recovery.
+  static const char* kQuery =
+      "SELECT r, current_setting('transaction_read_only'), "
+      "CASE WHEN r THEN '' ELSE pg_walfile_name(pg_current_wal_lsn()) END "
+      "FROM pg_is_in_recovery() r";
+  if (PQsetnonblocking(conn, 1) != 0 || PQsendQuery(conn, kQuery) == 0)
+    return connect_error(PQerrorMessage(conn));
+  for (;;) {
+    const int flushed = PQflush(conn);
+    if (flushed < 0) return connect_error(PQerrorMessage(conn));
+    if (flushed == 0 && PQconsumeInput(conn) == 0) return connect_error(PQerrorMessage(conn));
+    if (flushed == 0 && !PQisBusy(conn)) break;
+    if (!wait_socket(conn, flushed > 0 ? PGRES_POLLING_WRITING : PGRES_POLLING_READING, deadline)) {
+      Error e = Error::connection("timeout expired waiting for the backend's role");
+      e.sqlstate = "08006";
+      return e;
+    }
+  }
+  db::HostProbe out;
+  bool answered = false;
+  while (PGresult* r = PQgetResult(conn)) {
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQnfields(r) == 3) {
+      answered = true;
+      out.read_only = std::string_view(PQgetvalue(r, 0, 0)) == "t" ||
+                      std::string_view(PQgetvalue(r, 0, 1)) == "on";
+      // A WAL file name starts with the timeline, 8 hex digits.
+      const std::string wal = PQgetvalue(r, 0, 2);
+      if (!out.read_only && wal.size() >= 8)
+        out.timeline = static_cast<uint32_t>(std::stoul(wal.substr(0, 8), nullptr, 16));
+    }
+    PQclear(r);
+  }
+  if (!answered) {
+    Error e = Error::connection("the backend did not answer the role query: " +
+                                trim_message(PQerrorMessage(conn)));
+    e.sqlstate = "08006";
+    return e;
+  }
+  return out;
 }
 
 int held_rows_for_test(const db::RowsImpl& rows) {

@@ -29,6 +29,14 @@ std::string PostgresqlDriver::redact(std::string_view connection) const {
   return redact_conninfo(connection);
 }
 
+std::vector<db::HostPort> PostgresqlDriver::hosts(const db::OpenOptions& o) const {
+  return conninfo_host_list(o.connection);
+}
+
+db::Result<db::HostProbe> PostgresqlDriver::probe(const db::OpenOptions& o) const {
+  return probe_host(o);
+}
+
 const db::Driver& driver() {
   static const PostgresqlDriver instance;
   return instance;

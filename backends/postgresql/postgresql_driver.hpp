@@ -37,6 +37,11 @@ class PostgresqlDriver final : public db::Driver {
   db::Result<db::Connection> open(const db::OpenOptions& options) const override;
   /// Passwords (key=value `password`, a URI's userinfo and `password=`) as "***".
   std::string redact(std::string_view connection) const override;
+  /// libpq's multi-host form: `host=a,b port=p1,p2` or `postgresql://a:p1,b:p2/db`.
+  std::vector<db::HostPort> hosts(const db::OpenOptions& o) const override;
+  /// `pg_is_in_recovery()` and, on a primary, the timeline of its current WAL
+  /// file (pg_walfile_name(pg_current_wal_lsn())).
+  db::Result<db::HostProbe> probe(const db::OpenOptions& o) const override;
 };
 
 /// The driver object ("postgresql" in db::find_driver).

@@ -157,6 +157,17 @@ ConnectParams connect_params(const db::OpenOptions& o) {
   if (!set("connect_timeout")) add("connect_timeout", "10");
   // The contract's Text is UTF-8.
   if (!set("client_encoding")) add("client_encoding", "UTF8");
+  // One host of several (the host monitor's choice): it replaces the
+  // conninfo's lists. hostaddr is set too for an address, so that a conninfo
+  // hostaddr list does not pair with this one host.
+  if (!o.host.empty()) {
+    add("host", o.host);
+    const bool address = o.host.find_first_not_of("0123456789.") == std::string::npos ||
+                         o.host.find(':') != std::string::npos;
+    if (address || set("hostaddr")) add("hostaddr", address ? o.host : std::string());
+    if (o.port > 0) add("port", std::to_string(o.port));
+  }
+  if (o.read_write) add("target_session_attrs", "read-write");
   if (o.tls_ca.empty()) {
     add("sslmode", "disable");
   } else {
@@ -176,6 +187,45 @@ ConnectParams connect_params(const db::OpenOptions& o) {
   p.keywords.push_back(nullptr);
   p.values.push_back(nullptr);
   return p;
+}
+
+std::vector<db::HostPort> conninfo_host_list(std::string_view s) {
+  const std::string conninfo(s);
+  const bool uri = conninfo.rfind("postgresql://", 0) == 0 || conninfo.rfind("postgres://", 0) == 0;
+  if (!uri && conninfo.find('=') == std::string::npos) return {};  // a database name
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (err) PQfreemem(err);
+  if (opts == nullptr) return {};
+  std::string hosts, addrs, ports;
+  for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr) continue;
+    const std::string_view key = o->keyword;
+    if (key == "host") hosts = o->val;
+    if (key == "hostaddr") addrs = o->val;
+    if (key == "port") ports = o->val;
+  }
+  PQconninfoFree(opts);
+  auto split = [](const std::string& v) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = v.find(',', start);
+      out.push_back(v.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return out;
+  };
+  const auto h = split(hosts.empty() ? addrs : hosts);
+  if (h.size() < 2) return {};
+  const auto p = split(ports);
+  std::vector<db::HostPort> out;
+  for (size_t i = 0; i < h.size(); ++i) {
+    const std::string& port = p.size() == 1 ? p[0] : (i < p.size() ? p[i] : std::string());
+    out.push_back({h[i], port.empty() ? 0 : std::atoi(port.c_str())});
+  }
+  return out;
 }
 
 std::string redact_conninfo(std::string_view s) {

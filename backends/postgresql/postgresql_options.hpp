@@ -20,7 +20,8 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
 
 /// PQconnectdbParams(keywords, values, expand_dbname = 1) arguments: the
 /// conninfo as `dbname` first (expanded by libpq), then what the driver adds
-/// (password, keepalives, connect_timeout, client_encoding, and from the tls
+/// (user when OpenOptions::user is set, password, keepalives, connect_timeout,
+/// client_encoding, and from the tls
 /// block sslmode / sslrootcert with channel_binding=require unless the conninfo
 /// sets channel_binding: validate_options takes only require or prefer then). Keys the conninfo
 /// already sets keep its values, except the TLS ones, which validate_options refuses.
@@ -38,6 +39,11 @@ ConnectParams connect_params(const db::OpenOptions& o);
 /// database name comes back as it is; what libpq cannot parse, as a
 /// placeholder.
 std::string redact_conninfo(std::string_view conninfo);
+
+/// The hosts of a conninfo naming several (`host=a,b port=p1,p2`, a URI's
+/// `a:p1,b:p2`), paired with their ports (one port applies to all); empty
+/// when it names one host or none.
+std::vector<db::HostPort> conninfo_host_list(std::string_view conninfo);
 
 /// Lower-case hex without colons ("AB:cd" -> "abcd").
 std::string normalize_pin(std::string_view pin);

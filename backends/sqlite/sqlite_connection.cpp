@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "backends/sqlite/sqlite_errors.hpp"
+#include "backends/sqlite/sqlite_pg_functions.hpp"
 #include "backends/sqlite/sqlite_types.hpp"
 #include "sql/lexer.hpp"
 
@@ -907,6 +908,8 @@ Result<db::Connection> open_connection(const Target& target, const Options& opti
     session->close();
     return e;
   };
+  rc = register_pg_functions(db);
+  if (rc != SQLITE_OK) return fail(rc);
   rc = sqlite3_exec(db, options.foreign_keys ? "PRAGMA foreign_keys=ON" : "PRAGMA foreign_keys=OFF",
                     nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return fail(rc);

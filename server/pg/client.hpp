@@ -98,11 +98,20 @@ class PgClient final : public ClientConnection,
   };
   /// The SCRAM exchange; nullopt when the client left or was answered already
   /// (a malformed message, a throttled attempt refused unchecked).
-  boost::asio::awaitable<std::optional<Credentials>> authenticate(const std::string& user);
+  /// The SCRAM exchange for `user` with `verifier` (the user's, or a fake one).
+  boost::asio::awaitable<std::optional<Credentials>> authenticate(
+      const std::string& user, const pg::scram::Verifier& verifier);
   /// auth.mode passthrough (over TLS only): the client's cleartext password,
   /// verified by a backend login as that role unless its pool holds it already.
   boost::asio::awaitable<std::optional<Credentials>> authenticate_passthrough(
       const std::string& user, const std::string& database);
+  /// Users from the backend: looks `user` up with `database`'s auth_query when
+  /// it has one and `record` is null. Sets `record` (to backend_user_) when
+  /// found, `verifier` to the exchange's; false when the client was answered
+  /// (the lookup failed: 08006 or 28000).
+  boost::asio::awaitable<bool> look_up_user(const std::string& user, const std::string& database,
+                                            const UserRecord*& record,
+                                            pg::scram::Verifier& verifier);
   /// The client's session on the user's pool, with its startup parameters and options.
   boost::asio::awaitable<bool> open_session(const UserRecord& record, const std::string& user,
                                             const std::string& database,

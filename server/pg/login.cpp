@@ -34,10 +34,6 @@ using namespace pg_detail;
 
 namespace {
 
-/// Longer passwords are refused unchecked (PostgreSQL's own cap on a password
-/// message is 64 kB; no real password comes near this).
-constexpr size_t kMaxPassthroughPassword = 1024;
-
 /// Applies the startup packet's `options` ("-c name=value --name=value ...").
 std::optional<SettingError> set_startup_options(Settings& settings, std::string_view o) {
   while (!o.empty()) {
@@ -269,10 +265,11 @@ awaitable<bool> PgClient::login() {
   const config::Database* dbcfg = current->find_database(database);
   const bool passthrough = dbcfg && dbcfg->auth == config::AuthMode::passthrough;
   if (passthrough) {
-    passthrough_user_ = std::make_unique<UserRecord>();
-    passthrough_user_->name = user;
-    passthrough_user_->databases.insert(database);
-    record = passthrough_user_.get();
+    auto r = std::make_shared<UserRecord>();
+    r->name = user;
+    r->databases.insert(database);
+    backend_user_ = std::move(r);
+    record = backend_user_.get();
     facts.user = record;
   } else if (record) {
     facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
@@ -286,26 +283,42 @@ awaitable<bool> PgClient::login() {
     co_await refuse_login(due, user, database, {});
     co_return false;
   }
-  // Whatever refuses this login besides the proof is decided after the
-  // exchange and answered exactly as a wrong password: the proof is never
-  // checked for it, so no answer tells a right password from a wrong one.
+  pg::scram::Verifier verifier;
+  if (!passthrough) {
+    if (!co_await look_up_user(user, database, record, verifier)) co_return false;
+    facts.user = record;
+  }
+  if (passthrough) {
+    if (auto why = passthrough_user_refusal(user)) {
+      // A name the backend would read as another role's, or one unfit for a log line.
+      spdlog::warn("client {}: refused: {} (database \"{}\", auth mode passthrough)", peer_, *why,
+                   database);
+      const std::string message = "invalid user name: " + *why;
+      co_await fatal("28000", message);
+      co_return false;
+    }
+  }
   if (passthrough && !ssl_) {
     // The password would cross the network in clear: never asked for.
     spdlog::warn(
         "client {}: refused: database \"{}\" takes the client's own password (auth mode "
         "passthrough), asked for only over TLS (user \"{}\")",
         peer_, database, user);
-    co_await fatal("28000", "database \"" + database +
+    const std::string message = "database \"" + database +
                                 "\" logs in with your own password, which wirepool asks for "
-                                "only over TLS: connect with sslmode=require");
+                                "only over TLS: connect with sslmode=require";
+    co_await fatal("28000", message);
     co_return false;
   }
+  // Whatever refuses this login besides the proof is decided after the
+  // exchange and answered exactly as a wrong password: the proof is never
+  // checked for it, so no answer tells a right password from a wrong one.
   // Not `c ? co_await a : co_await b`: GCC 12 destroys such a temporary twice.
   std::optional<Credentials> credentials;
   if (passthrough) {
     credentials = co_await authenticate_passthrough(user, database);
   } else {
-    credentials = co_await authenticate(user);
+    credentials = co_await authenticate(user, verifier);
   }
   if (!credentials) co_return false;
   facts.password_ok = credentials->ok;
@@ -496,14 +509,6 @@ awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate_passthrou
     co_return std::nullopt;
   }
   password.pop_back();
-  if (password.empty()) {
-    c.failure = "empty password";
-  } else if (password.find('\0') != std::string::npos) {
-    c.failure = "the password holds a NUL byte";
-  } else if (password.size() > kMaxPassthroughPassword) {
-    c.failure = "the password is longer than " + std::to_string(kMaxPassthroughPassword) + " bytes";
-  }
-  if (!c.failure.empty()) co_return c;
   if (auto wait = server_.throttle().delay(address(), user); wait.count() > 0) {
     if (io_deadline_ && c.answer_at + wait >= *io_deadline_) {
       metrics().refused(RefusedReason::throttled);
@@ -513,42 +518,78 @@ awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate_passthrou
           peer_, user, to_string(address()));
       server_.login_failed();
       co_await wait_until(c.answer_at + kLoginFailureDelay);
-      co_await fatal("28P01", "password authentication failed for user \"" + user + "\"");
+      const std::string message = "password authentication failed for user \"" + user + "\"";
+      co_await fatal("28P01", message);
       co_return std::nullopt;
     }
     co_await wait_until(c.answer_at + wait);
     if (timed_out_) co_return std::nullopt;
     c.answer_at = std::chrono::steady_clock::now();
   }
-  auto pool = server_.pool_for(database, user);
-  if (!pool) {
-    co_await fatal("3D000", "database \"" + database + "\" does not exist");  // removed meanwhile
+  BackendCheck check = co_await check_on_backend(server_, user, database, password);
+  // if/else, not a switch: no co_await inside a case's block (GCC 12).
+  if (check.verdict == BackendCheck::Verdict::ok) {
+    c.ok = true;
+  } else if (check.verdict == BackendCheck::Verdict::refused) {
+    c.failure = std::move(check.reason);
+  } else {
+    std::string message = "database \"" + database + "\" does not exist";  // removed meanwhile
+    std::string sqlstate = "3D000";
+    if (check.verdict == BackendCheck::Verdict::unavailable) {
+      spdlog::warn("client {}: cannot check user \"{}\"'s password on database \"{}\": {}", peer_,
+                   user, database, check.reason);
+      message =
+          "cannot check the password: the backend of database \"" + database + "\" is unavailable";
+      sqlstate = check.sqlstate;
+    }
+    co_await fatal(sqlstate, message);
     co_return std::nullopt;
   }
-  std::optional<db::Error> err;
-  if (!pool->credentials_match(password)) err = co_await pool->verify_login(password);
-  if (err) {
-    if (!err->sqlstate.starts_with("28")) {
-      // Not a verdict on the password (the backend is down, full, starting):
-      // said as such, and not counted as a failed login.
-      spdlog::warn("client {}: cannot check user \"{}\"'s password on database \"{}\": {}", peer_,
-                   user, database, err->message);
-      co_await fatal(
-          err->sqlstate.starts_with("57P") || err->sqlstate.starts_with("53")
-              ? err->sqlstate
-              : std::string("08006"),
-          "cannot check the password: the backend of database \"" + database + "\" is unavailable");
-      co_return std::nullopt;
-    }
-    c.failure = "the backend refused the login (" + err->sqlstate + ")";
-  } else {
-    c.ok = true;
-  }
-  if (c.ok) credentials_hold_ = pool->hold_credentials(password);
   co_return c;
 }
 
-awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate(const std::string& user) {
+awaitable<bool> PgClient::look_up_user(const std::string& user, const std::string& database,
+                                       const UserRecord*& record, pg::scram::Verifier& verifier) {
+  AuthLookupPtr lookup = record ? nullptr : server_.auth_lookup(database);
+  if (!lookup) {
+    verifier = users_->verifier_for(user);
+    co_return true;
+  }
+  AuthResult found = co_await lookup->find(user);
+  switch (found.answer) {
+    case AuthAnswer::found: {
+      // Only the database whose auth_query found it; never an admin.
+      auto r = std::make_shared<UserRecord>();
+      r->name = user;
+      r->verifier = *found.verifier;
+      r->databases.insert(database);
+      verifier = r->verifier;
+      backend_user_ = std::move(r);
+      record = backend_user_.get();
+      co_return true;
+    }
+    case AuthAnswer::unknown:
+    case AuthAnswer::refused:
+      // Answered as a wrong password, with the salt and count a real user shows.
+      verifier = users_->verifier_for(user);
+      verifier.iterations = lookup->iterations();
+      co_return true;
+    case AuthAnswer::failed:
+      break;
+  }
+  metrics().refused(RefusedReason::auth_lookup);
+  spdlog::warn("client {}: cannot look up user \"{}\" in database \"{}\": {}", peer_, user,
+               database, found.reason);
+  if (found.connection) {
+    co_await fatal("08006", "wirepool cannot look up the user: the auth_user connection failed");
+  } else {
+    co_await fatal("28000", "wirepool cannot look up the user: the auth_query failed");
+  }
+  co_return false;
+}
+
+awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate(
+    const std::string& user, const pg::scram::Verifier& verifier) {
   // Over TLS, SCRAM-SHA-256-PLUS binds the exchange to this TLS session
   // (tls-server-end-point), so a man in the middle cannot relay it.
   std::string binding = ssl_ && tls_ctx_ ? tls_ctx_->channel_binding_data() : std::string();
@@ -558,7 +599,7 @@ awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate(const std
   pg::Encoder(out_).auth_sasl(mechs);
   if (!co_await flush()) co_return std::nullopt;
 
-  pg::scram::ServerExchange exchange(users_->verifier_for(user), binding);
+  pg::scram::ServerExchange exchange(verifier, binding);
   Credentials c;
   // SASLInitialResponse
   {

@@ -24,6 +24,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "protocol/pg/scram.hpp"
 #include "protocol/tds/errors.hpp"
 #include "server/tds/client_detail.hpp"
 #include "sql/lexer.hpp"
@@ -372,6 +373,53 @@ awaitable<bool> TdsClient::login() {
   }
   facts.database = database;
   facts.database_known = server_.has_database(database);
+  // The verifier the password is checked against: the user's, one found by
+  // the database's auth_query, or a fake one (an unknown name takes as long).
+  pg::scram::Verifier verifier = users_->verifier_for(user);
+  // auth.mode passthrough: the client is the backend role of its own name,
+  // whatever the users list says; a backend login checks LOGIN7's password.
+  const auto current = server_.current_config();
+  const config::Database* dbcfg = current->find_database(database);
+  const bool passthrough = dbcfg && dbcfg->auth == config::AuthMode::passthrough;
+  if (passthrough) {
+    if (auto why = passthrough_user_refusal(user)) {
+      spdlog::warn("client {}: refused: {} (database \"{}\", auth mode passthrough)", peer_, *why,
+                   database);
+      const std::string m = "Login failed: invalid user name: " + *why + ".";
+      co_await login_error(kLoginFailed, 14, m);
+      co_return false;
+    }
+    auto r = std::make_shared<UserRecord>();
+    r->name = user;
+    r->databases.insert(database);
+    backend_user_ = std::move(r);
+    record = backend_user_.get();
+    facts.user = record;
+  } else if (AuthLookupPtr lookup = record ? nullptr : server_.auth_lookup(database)) {
+    AuthResult found = co_await lookup->find(user);
+    if (found.answer == AuthAnswer::failed) {
+      metrics().refused(RefusedReason::auth_lookup);
+      spdlog::warn("client {}: cannot look up user \"{}\" in database \"{}\": {}", peer_, user,
+                   database, found.reason);
+      co_await login_error(kLoginFailed, 14,
+                           "Login failed: wirepool cannot look up the user (the database's "
+                           "auth_query failed or its connection is down).");
+      co_return false;
+    }
+    if (found.answer == AuthAnswer::found) {
+      // Only the database whose auth_query found it; never an admin.
+      auto r = std::make_shared<UserRecord>();
+      r->name = user;
+      r->verifier = *found.verifier;
+      r->databases.insert(database);
+      verifier = r->verifier;
+      backend_user_ = std::move(r);
+      record = backend_user_.get();
+      facts.user = record;
+    } else {
+      verifier.iterations = lookup->iterations();
+    }
+  }
   if (record) facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
   auto answer_at = std::chrono::steady_clock::now();
   // Failed logins from this address (and for this user) wait their turn
@@ -398,12 +446,32 @@ awaitable<bool> TdsClient::login() {
   // too, so that all take the same time) on the hashing threads, never on an
   // event loop. (By reference only: GCC 12 may destroy a lambda's owning
   // captures twice across a co_await; the users and lg.password live in this frame.)
-  const UserStore& users = *users_;
-  auto check = [&users, &user, &lg] {
-    as_hashing_thread();
-    return users.check_password(user, lg.password);
-  };
-  facts.password_ok = co_await server_.hashing().run(check);
+  BackendCheck check;  // outlives facts.password_failure, which views its reason
+  if (passthrough) {
+    check = co_await check_on_backend(server_, user, database, lg.password);
+    if (check.verdict == BackendCheck::Verdict::no_database) {
+      const std::string m =
+          "Cannot open database \"" + database + "\" requested by the login. The login failed.";
+      co_await login_error(4060, 11, m);  // removed meanwhile
+      co_return false;
+    }
+    if (check.verdict == BackendCheck::Verdict::unavailable) {
+      spdlog::warn("client {}: cannot check user \"{}\"'s password on database \"{}\": {}", peer_,
+                   user, database, check.reason);
+      const std::string m = "Login failed: cannot check the password: the backend of database \"" +
+                            database + "\" is unavailable.";
+      co_await login_error(kLoginFailed, 14, m);
+      co_return false;
+    }
+    facts.password_ok = check.verdict == BackendCheck::Verdict::ok;
+    facts.password_failure = check.reason;
+  } else {
+    auto verify = [&verifier, &lg] {
+      as_hashing_thread();
+      return pg::scram::verify_password(verifier, lg.password);
+    };
+    facts.password_ok = co_await server_.hashing().run(verify);
+  }
   if (timed_out_) co_return false;
   auto checked = decide_login(LoginStage::credentials_checked, facts, admission, ticket_.get());
   if (checked.refusal != LoginRefusal::none) {
@@ -417,20 +485,6 @@ awaitable<bool> TdsClient::finish_login(const UserRecord& record, const std::str
                                         const tds::Login7& lg, uint32_t psize) {
   const auto& scfg = server_.config().server;
   const std::string& user = record.name;
-  // auth.mode passthrough takes PostgreSQL clients' own passwords only (the
-  // TDS front end does not pass LOGIN7's on yet): refused, never served as
-  // another role.
-  if (const auto* d = server_.current_config()->find_database(database);
-      d && d->auth == config::AuthMode::passthrough) {
-    spdlog::warn(
-        "client {}: refused: database \"{}\" is auth mode passthrough, which TDS "
-        "clients cannot use yet (user \"{}\")",
-        peer_, database, user);
-    co_await login_error(18456, 14,
-                         "Login failed: database \"" + database +
-                             "\" takes PostgreSQL clients only (auth mode passthrough).");
-    co_return false;
-  }
   // The user's own pool: its backend connections serve no other user.
   auto pool = server_.pool_for(database, user);
   if (!pool) {

@@ -8,7 +8,8 @@ several statements in one query run as one implicit transaction; SET/SHOW kept
 by wirepool (SET LOCAL undone at COMMIT); empty queries; wrong password, unknown user (same message),
 unknown database (3D000), a user not allowed to a database (the same message
 as a wrong password); transaction
-warnings; a pool of 1 shared by sequential clients.
+warnings; a pool of 1 shared by sequential clients; version(),
+current_database(), current_schema() and pg_backend_pid() answered on SQLite.
 """
 
 import os
@@ -36,6 +37,13 @@ class PsqlTest(WirepoolTestCase):
     def test_select_and_types(self):
         out = self.q("SELECT 1, 'héllo', 2.5, NULL, x'0102'")
         self.assertEqual(out, "1|héllo|2.5||\\x0102")
+
+    def test_postgres_session_functions_answer_on_sqlite(self):
+        # Issue #32: the first queries of PostgreSQL tools and drivers.
+        out = self.q("SELECT version(), current_database(), current_schema(), pg_backend_pid() > 0")
+        version, database, schema, pid_ok = out.split("|")
+        self.assertRegex(version, r"^PostgreSQL 15\.0 \(wirepool, SQLite 3\.")
+        self.assertEqual((database, schema, pid_ok), ("main", "public", "1"))
 
     def test_create_insert_select(self):
         psql(self.wp.dsn(), "-c", "CREATE TABLE t1 (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")

@@ -120,6 +120,14 @@ TEST_F(Session, OpenFailuresAreConnectionErrors) {
   EXPECT_EQ(junk.error().message, "file is not a database");
 }
 
+TEST_F(Session, PostgresSessionFunctionsAnswer) {
+  Connection c = open();
+  EXPECT_EQ(scalar(c, "SELECT substr(version(), 1, 16)").str, "PostgreSQL 15.0 ");
+  EXPECT_EQ(scalar(c, "SELECT current_database()").str, "main");
+  EXPECT_EQ(scalar(c, "SELECT current_schema()").str, "public");
+  EXPECT_GT(scalar(c, "SELECT pg_backend_pid()").i64, 0);
+}
+
 TEST_F(Session, CommitRollbackAndState) {
   Connection c = open();
   exec(c, "CREATE TABLE t (a)");

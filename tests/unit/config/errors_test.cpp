@@ -655,6 +655,16 @@ databases:
     pool: { min: 1 }
 )",
                           6, 19, "cannot keep pool.min connections"));
+  // The backend checks passwords itself: an auth_user would never be asked.
+  EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
+databases:
+  - name: pg
+    driver: postgresql
+    connection: host=db
+    auth: { mode: passthrough }
+    auth_user: lookup
+)",
+                          7, 16, "auth_user has no use with auth.mode passthrough"));
 }
 
 // ---- the driver validator -----------------------------------------------------------

@@ -267,6 +267,59 @@ TEST(ConfigLoad, ShortPoolIsComplete) {
   EXPECT_EQ(c.databases[0].pool.mode, PoolMode::transaction);
 }
 
+TEST(ConfigLoad, AuthQueryKeysHaveDefaultsAndAreReadAsWritten) {
+  const Config c = load_string(
+      "users: [{name: demo, password: demo}]\n"
+      "databases:\n"
+      "  - {name: a, driver: postgresql, connection: \"dbname=a\"}\n"
+      "  - {name: b, driver: postgresql, connection: \"dbname=b\", auth_user: lookup}\n"
+      "  - {name: c, driver: postgresql, connection: \"dbname=c\", auth_user: lookup,\n"
+      "     auth_query: \"SELECT * FROM auth.lookup($1)\", auth_password_file: secrets/lookup,\n"
+      "     auth_query_timeout: 2s, auth_cache_ttl: 5m, auth_negative_ttl: 0,\n"
+      "     auth_cache_size: 500}\n",
+      kFile);
+  EXPECT_FALSE(c.databases[0].auth_query.enabled());
+  const AuthQuery& b = c.databases[1].auth_query;
+  EXPECT_TRUE(b.enabled());
+  EXPECT_EQ(b.query, "SELECT usename, passwd FROM pg_shadow WHERE usename = $1");
+  EXPECT_EQ(b.timeout, seconds(5));
+  EXPECT_EQ(b.ttl, seconds(60));
+  EXPECT_EQ(b.negative_ttl, seconds(5));
+  EXPECT_EQ(b.cache_size, 10000);
+  EXPECT_TRUE(b.password_env.empty() && b.password_file.empty());
+  const AuthQuery& q = c.databases[2].auth_query;
+  EXPECT_EQ(q.query, "SELECT * FROM auth.lookup($1)");
+  EXPECT_EQ(q.password_file, "/etc/wirepool/var/secrets/lookup");
+  EXPECT_EQ(q.timeout, seconds(2));
+  EXPECT_EQ(q.ttl, minutes(5));
+  EXPECT_EQ(q.negative_ttl, seconds(0));
+  EXPECT_EQ(q.cache_size, 500);
+}
+
+TEST(ConfigLoad, AuthUserNeedsPostgresqlAndOnePasswordForm) {
+  using testing::has_problem;
+  using testing::problems_of;
+  EXPECT_TRUE(has_problem(
+      problems_of("users: [{name: demo, password: demo}]\n"
+                  "databases: [{name: a, driver: sqlite, connection: a.db, auth_user: x}]\n"),
+      2, 68, "needs driver postgresql"));
+  EXPECT_TRUE(has_problem(
+      problems_of("users: [{name: demo, password: demo}]\n"
+                  "databases: [{name: a, driver: postgresql, connection: a, auth_user: x,\n"
+                  "  auth_password_env: A, auth_password_file: f}]\n"),
+      2, 13, "both auth_password_env and auth_password_file"));
+  EXPECT_TRUE(has_problem(
+      problems_of(
+          "users: [{name: demo, password: demo}]\n"
+          "databases: [{name: a, driver: postgresql, connection: a, auth_password_env: A}]\n"),
+      2, 13, "without auth_user"));
+  EXPECT_TRUE(has_problem(
+      problems_of("users: [{name: demo, password: demo}]\n"
+                  "databases: [{name: a, driver: postgresql, connection: a, auth_user: x,\n"
+                  "  auth_query_timeout: 0}]\n"),
+      3, 23, "must be above 0"));
+}
+
 TEST(ConfigLoad, ListenerPortDefaultsPerProtocol) {
   const Config c = load_everything(
       "tls: {generate: true}\n"

@@ -482,4 +482,42 @@ TEST(Conninfo, RedactHidesPasswordsInEveryFormLibpqAccepts) {
 }
 
 }  // namespace
+TEST(Conninfo, HostListOfAMultiHostConninfoPairsHostsWithPorts) {
+  using HP = db::HostPort;
+  EXPECT_EQ(conninfo_host_list("host=a,b port=5433,5434 dbname=x"),
+            (std::vector<HP>{{"a", 5433}, {"b", 5434}}));
+  EXPECT_EQ(conninfo_host_list("host=a,b,c port=6000"),
+            (std::vector<HP>{{"a", 6000}, {"b", 6000}, {"c", 6000}}));
+  EXPECT_EQ(conninfo_host_list("host=a,b"), (std::vector<HP>{{"a", 0}, {"b", 0}}));
+  EXPECT_EQ(conninfo_host_list("postgresql://u@a:1,b:2/db"), (std::vector<HP>{{"a", 1}, {"b", 2}}));
+  EXPECT_EQ(conninfo_host_list("hostaddr=10.0.0.1,10.0.0.2 port=5432"),
+            (std::vector<HP>{{"10.0.0.1", 5432}, {"10.0.0.2", 5432}}));
+  EXPECT_TRUE(conninfo_host_list("host=a port=1").empty());
+  EXPECT_TRUE(conninfo_host_list("app").empty());
+  EXPECT_TRUE(conninfo_host_list("host='unterminated").empty());
+}
+
+TEST(Conninfo, OneHostOfSeveralReplacesTheConninfosHosts) {
+  db::OpenOptions o;
+  o.connection = "host=a,b port=1,2 dbname=x";
+  o.host = "10.0.0.9";
+  o.port = 6543;
+  o.read_write = true;
+  auto params = connect_params(o);
+  std::map<std::string, std::string> m(params.pairs.begin(), params.pairs.end());
+  EXPECT_EQ(m["host"], "10.0.0.9");
+  EXPECT_EQ(m["hostaddr"], "10.0.0.9");
+  EXPECT_EQ(m["port"], "6543");
+  EXPECT_EQ(m["target_session_attrs"], "read-write");
+  o.host = "db.example";
+  o.port = 0;
+  o.read_write = false;
+  params = connect_params(o);
+  m = std::map<std::string, std::string>(params.pairs.begin(), params.pairs.end());
+  EXPECT_EQ(m["host"], "db.example");
+  EXPECT_EQ(m.count("hostaddr"), 0u);
+  EXPECT_EQ(m.count("port"), 0u);  // the conninfo's stands
+  EXPECT_EQ(m.count("target_session_attrs"), 0u);
+}
+
 }  // namespace wirepool::postgresql

@@ -1,0 +1,165 @@
+// All transitions of the host set (hosts.hpp).
+#include "hosts.hpp"
+
+#include <algorithm>
+
+namespace wirepool::pool {
+
+std::string_view to_string(HostRole r) {
+  switch (r) {
+    case HostRole::unknown:
+      return "unknown";
+    case HostRole::primary:
+      return "primary";
+    case HostRole::standby:
+      return "standby";
+    case HostRole::banned:
+      return "banned";
+    case HostRole::diverged:
+      return "diverged";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(HostEvent::Kind k) {
+  switch (k) {
+    case HostEvent::Kind::banned:
+      return "banned";
+    case HostEvent::Kind::unbanned:
+      return "unbanned";
+    case HostEvent::Kind::primary_changed:
+      return "primary_changed";
+    case HostEvent::Kind::primary_lost:
+      return "primary_lost";
+    case HostEvent::Kind::diverged:
+      return "diverged";
+  }
+  return "unknown";
+}
+
+HostSet::HostSet(size_t count, HostsConfig config, TimePoint now) : config_(config), hosts_(count) {
+  for (auto& h : hosts_)
+    h.due = now;
+}
+
+HostSet::Duration HostSet::recheck() const {
+  return primary_ ? config_.check_interval : config_.failover_interval;
+}
+
+std::vector<size_t> HostSet::take_due(TimePoint now) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    auto& h = hosts_[i];
+    if (!h.in_flight && h.due <= now) {
+      h.in_flight = true;
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+std::optional<HostSet::TimePoint> HostSet::next_deadline() const {
+  std::optional<TimePoint> out;
+  for (const auto& h : hosts_) {
+    if (!h.in_flight && (!out || h.due < *out)) out = h.due;
+  }
+  return out;
+}
+
+std::vector<HostEvent> HostSet::take_events() {
+  std::vector<HostEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+void HostSet::clear_primary(size_t host, TimePoint now) {
+  if (primary_ != host) return;
+  primary_.reset();
+  events_.push_back({HostEvent::Kind::primary_lost, host});
+  // Without a primary every host that may be promoted is watched closely.
+  for (auto& h : hosts_) {
+    if (h.role != HostRole::banned && h.role != HostRole::diverged)
+      h.due = std::min(h.due, now + config_.failover_interval);
+  }
+}
+
+void HostSet::ban(size_t host, TimePoint now) {
+  auto& h = hosts_[host];
+  clear_primary(host, now);
+  ++h.failures;
+  Duration d = config_.ban_first;
+  for (uint32_t i = 1; i < h.failures && d < config_.ban_max; ++i)
+    d *= 2;
+  h.ban = std::min(d, config_.ban_max);
+  h.role = HostRole::banned;
+  h.due = now + h.ban;
+  events_.push_back({HostEvent::Kind::banned, host, h.ban});
+}
+
+void HostSet::handle_open_failed(size_t host, TimePoint now) {
+  if (host < hosts_.size() && primary_ == host) ban(host, now);
+}
+
+void HostSet::handle_probe(size_t host, ProbeResult r, TimePoint now) {
+  if (host >= hosts_.size()) return;
+  auto& h = hosts_[host];
+  h.in_flight = false;
+  if (r.kind == ProbeResult::Kind::unreachable) {
+    ban(host, now);
+    return;
+  }
+  if (h.role == HostRole::banned) events_.push_back({HostEvent::Kind::unbanned, host});
+  const bool was_diverged = h.role == HostRole::diverged;
+  if (r.kind == ProbeResult::Kind::read_only) {
+    clear_primary(host, now);
+    h.role = HostRole::standby;
+    h.failures = 0;
+    h.ban = {};
+    h.due = now + recheck();
+    return;
+  }
+  h.timeline = r.timeline;
+  // Read-write. A timeline older than one already seen is a server that went
+  // on writing after another was promoted past it: never a primary again.
+  // The same for a second read-write host on the current primary's timeline
+  // (two promotions from one timeline): the primary in place is kept.
+  const bool older = r.timeline != 0 && r.timeline < max_timeline_;
+  const bool rival =
+      primary_ && *primary_ != host && (r.timeline == 0 || r.timeline == max_timeline_) && !older;
+  if (older || rival) {
+    clear_primary(host, now);
+    if (!was_diverged) events_.push_back({HostEvent::Kind::diverged, host, {}, r.timeline});
+    h.role = HostRole::diverged;
+    ++h.failures;
+    Duration d = config_.ban_first;
+    for (uint32_t i = 1; i < h.failures && d < config_.ban_max; ++i)
+      d *= 2;
+    h.ban = std::min(d, config_.ban_max);
+    h.due = now + h.ban;
+    return;
+  }
+  h.failures = 0;
+  h.ban = {};
+  if (r.timeline > max_timeline_) {
+    max_timeline_ = r.timeline;
+    // A primary on an older timeline than this one was passed by a promotion.
+    if (primary_ && *primary_ != host) {
+      const size_t old = *primary_;
+      clear_primary(old, now);
+      auto& o = hosts_[old];
+      o.role = HostRole::diverged;
+      o.ban = config_.ban_first;
+      o.failures = 1;
+      if (!o.in_flight) o.due = now + o.ban;
+      events_.push_back({HostEvent::Kind::diverged, old, {}, o.timeline});
+    }
+  }
+  if (!primary_) {
+    primary_ = host;
+    events_.push_back({HostEvent::Kind::primary_changed, host, {}, r.timeline});
+  }
+  h.role = HostRole::primary;
+  h.due = now + recheck();
+}
+
+}  // namespace wirepool::pool

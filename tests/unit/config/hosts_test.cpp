@@ -1,0 +1,77 @@
+// Several hosts per database (`hosts:`, `health_check:`):
+//  - a hosts list loads with its ports (default 0 = the driver's), and the
+//    health_check keys with their defaults and written values;
+//  - refused: a host without `host`, an empty list, a port out of range, a
+//    driver other than postgresql, a duration under 10ms, ban_time_max below
+//    ban_time.
+
+#include <gtest/gtest.h>
+
+#include "config/config.hpp"
+#include "tests/unit/config/helpers.hpp"
+
+namespace wirepool::config {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::has_problem;
+using testing::kFile;
+using testing::problems_of;
+
+const std::string kUsers = "users: [{name: demo, password: demo}]\n";
+
+TEST(ConfigHosts, HostsListAndHealthCheckLoad) {
+  const Config c = load_string(
+      "databases:\n"
+      "  - name: app\n"
+      "    driver: postgresql\n"
+      "    connection: \"dbname=app\"\n"
+      "    hosts:\n"
+      "      - { host: 10.0.0.1, port: 5433 }\n"
+      "      - { host: db2 }\n"
+      "    health_check: { interval: 2s, ban_time: 500ms, failover_timeout: 9s }\n" +
+          kUsers,
+      kFile);
+  const Database& d = c.databases.at(0);
+  ASSERT_EQ(d.hosts.size(), 2u);
+  EXPECT_EQ(d.hosts[0].host, "10.0.0.1");
+  EXPECT_EQ(d.hosts[0].port, 5433);
+  EXPECT_EQ(d.hosts[1].host, "db2");
+  EXPECT_EQ(d.hosts[1].port, 0);
+  EXPECT_EQ(d.health_check.interval, seconds(2));
+  EXPECT_EQ(d.health_check.ban_time, milliseconds(500));
+  EXPECT_EQ(d.health_check.failover_timeout, seconds(9));
+  EXPECT_EQ(d.health_check.failover_interval, milliseconds(200));  // default
+  EXPECT_EQ(d.health_check.timeout, seconds(3));
+  EXPECT_EQ(d.health_check.ban_time_max, seconds(30));
+}
+
+TEST(ConfigHosts, BadHostsAndHealthChecksAreRefusedAtTheirKey) {
+  const std::string head =
+      "databases:\n"
+      "  - name: app\n"
+      "    driver: postgresql\n"
+      "    connection: \"dbname=app\"\n";
+  EXPECT_TRUE(has_problem(problems_of(head + "    hosts: [{ port: 5432 }]\n" + kUsers), 5, 13,
+                          "missing the required key \"host\""));
+  EXPECT_TRUE(
+      has_problem(problems_of(head + "    hosts: []\n" + kUsers), 5, 12, "is an empty list"));
+  EXPECT_TRUE(has_problem(problems_of(head + "    hosts: [{ host: a, port: 70000 }]\n" + kUsers), 5,
+                          30, "must be between 1 and 65535"));
+  EXPECT_TRUE(has_problem(problems_of(head + "    health_check: { interval: 5ms }\n" + kUsers), 5,
+                          31, "at least 10ms"));
+  EXPECT_TRUE(has_problem(
+      problems_of(head + "    health_check: { ban_time: 5s, ban_time_max: 1s }\n" + kUsers), 5, 19,
+      "ban_time_max is less than ban_time"));
+  EXPECT_TRUE(has_problem(problems_of("databases:\n"
+                                      "  - name: app\n"
+                                      "    driver: sqlite\n"
+                                      "    connection: app.db\n"
+                                      "    hosts: [{ host: a }]\n" +
+                                      kUsers),
+                          5, 5, "only the postgresql driver takes several hosts"));
+}
+
+}  // namespace
+}  // namespace wirepool::config
