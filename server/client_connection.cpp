@@ -488,7 +488,7 @@ awaitable<void> ClientConnection::login_failure(Server& server, const std::strin
   co_await wait_until(answer_at + kLoginFailureDelay);
 }
 
-std::optional<std::string> ClientConnection::passthrough_user_refusal(std::string_view user) {
+std::optional<std::string> passthrough_user_refusal(std::string_view user) {
   // PostgreSQL cuts longer names to this (NAMEDATALEN - 1): another role.
   constexpr size_t kMaxRoleName = 63;
   if (user.size() > kMaxRoleName) {

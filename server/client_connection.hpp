@@ -42,6 +42,11 @@ struct ClientGone {};
 db::Error make_error(std::string_view sqlstate, std::string message,
                      db::Errc code = db::Errc::invalid_query);
 
+/// auth.mode passthrough: why `user` cannot be passed to the backend as a
+/// role name (over NAMEDATALEN - 1 bytes, which PostgreSQL would cut; not
+/// UTF-8; a control character), else nullopt. Checked before the password.
+std::optional<std::string> passthrough_user_refusal(std::string_view user);
+
 /// The read buffer: allocated while a message is arriving, released while the
 /// client is idle so that an idle client holds no buffer.
 class InBuffer {
@@ -154,10 +159,6 @@ class ClientConnection : public Client {
   /// answer every reason gets (it slows guessing and hides which check refused).
   boost::asio::awaitable<void> login_failure(Server& server, const std::string& user,
                                              const std::string& reason, TimePoint answer_at);
-  /// auth.mode passthrough: why `user` cannot be passed to the backend as a
-  /// role name (over NAMEDATALEN - 1 bytes, which PostgreSQL would cut;
-  /// not UTF-8; a control character), else nullopt. Checked before the password.
-  static std::optional<std::string> passthrough_user_refusal(std::string_view user);
   /// What a backend login as the client's own role said of its password.
   struct BackendCheck {
     enum class Verdict : uint8_t {
