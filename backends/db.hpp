@@ -366,8 +366,9 @@ std::string random_statement_prefix(std::string_view base);
 struct OpenOptions {
   std::string connection;  ///< driver-specific: path, conninfo, ODBC string
   std::string password;    ///< from password_env / password_file, may be empty
-  /// The role to log in as instead of the connection's (a postgresql
-  /// database's auth_user lookups); empty = the connection's. Other drivers ignore it.
+  /// The role to log in as instead of the connection's, empty = the connection's:
+  /// a postgresql database's auth_user lookups, and each user pool's role under
+  /// auth.mode passthrough (`password` is then that role's). Other drivers ignore it.
   std::string user;
   std::map<std::string, std::string> options;  ///< driver-specific knobs (validated by the driver)
   std::string base_dir;                        ///< relative paths are relative to this (state_dir)

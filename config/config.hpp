@@ -20,6 +20,9 @@ enum class LogFormat : uint8_t { text, json };
 enum class Protocol : uint8_t { postgres, tds, http };
 enum class TlsMode : uint8_t { off, optional, required };
 enum class PoolMode : uint8_t { session, transaction, statement };
+/// Whose role a database's backend sessions log in as: the connection string's
+/// (fixed) or each client's own, with the password the client gave (passthrough).
+enum class AuthMode : uint8_t { fixed, passthrough };
 
 std::string_view to_string(Protocol p);
 std::string_view to_string(TlsMode m);
@@ -195,6 +198,7 @@ struct Database {
   /// Several servers (postgresql): they replace the host and port of `connection`.
   std::vector<Host> hosts;
   HealthCheck health_check;
+  AuthMode auth = AuthMode::fixed;  ///< `auth.mode`
   int line = 0;
 };
 

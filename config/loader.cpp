@@ -138,6 +138,7 @@ struct DatabaseMarks {
   bool reset_query_written = false;
   std::optional<Location> tls_key;
   std::optional<Location> pin_key;    ///< tls.pin_sha256, when written
+  std::optional<Location> auth_mode;  ///< auth.mode, when written
   std::optional<Location> auth_user;  ///< auth_user, when written
   std::optional<Location> hosts_key;
 };
@@ -617,6 +618,18 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
       {"auth_cache_size",
        [&](const Entry& v) { set(d.auth_query.cache_size, read_int(v, 1, int64_t{1} << 24)); }},
       {"pool", [&](const Entry& v) { read_pool(v, d.pool, m); }},
+      {"auth",
+       [&](const Entry& v) {
+         const Fields auth_fields = {
+             {"mode",
+              [&](const Entry& a) {
+                m.auth_mode = location_of(a.value);
+                set(d.auth, read_choice<AuthMode>(a, {{"fixed", AuthMode::fixed},
+                                                      {"passthrough", AuthMode::passthrough}}));
+              }},
+         };
+         read_map(v, auth_fields);
+       }},
       {"hosts",
        [&](const Entry& v) {
          m.hosts_key = location_of(v.key);
@@ -877,6 +890,25 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
       problem(*m.pin_key, path + ".tls.pin_sha256: the mysql driver cannot check a SHA-256 pin " +
                               "(MariaDB Connector/C exposes no peer certificate); " +
                               "verify the backend with tls.ca");
+    }
+    // Passthrough logs in as the client's role: SQLite has no roles, and the
+    // other drivers do not take a per-pool role yet.
+    if (m.driver_ok && m.auth_mode && db.auth == AuthMode::passthrough &&
+        db.driver != "postgresql") {
+      problem(*m.auth_mode,
+              path + ".auth.mode: passthrough needs a driver with database roles; " +
+                  (db.driver == "sqlite" ? std::string("sqlite has none")
+                                         : "driver " + in_quotes(db.driver) +
+                                               " does not support it yet (postgresql does)") +
+                  "; use mode: fixed");
+    }
+    if (db.auth == AuthMode::passthrough && m.auth_user) {
+      problem(*m.auth_user, path + ".auth_user has no use with auth.mode passthrough: the " +
+                                "backend itself checks each client's password; remove one");
+    }
+    if (db.auth == AuthMode::passthrough && db.pool.min > 0) {
+      problem(*m.auth_mode, path + ".auth.mode: passthrough cannot keep pool.min connections: " +
+                                "it has a role's password only while that role has clients");
     }
     if (m.driver_ok && m.hosts_key && db.driver != "postgresql") {
       problem(*m.hosts_key, path + ".hosts: only the postgresql driver takes several hosts");

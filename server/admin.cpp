@@ -455,8 +455,9 @@ AdminResult show_users(Server& server) {
     r.rows.push_back(Row{u.name, std::nullopt, u.admin ? "yes" : "no",
                          dbs.empty() ? std::optional<std::string>("*") : dbs});
   }
-  // Users from the backend (auth_user), while they have a pool: as many rows
-  // as such pools, which go once they have no client and no connection.
+  // Users from the backend (auth_user, auth.mode passthrough), while they have
+  // a pool: as many rows as such pools, which go once they have no client and
+  // no connection.
   std::map<std::string, std::string> found;
   for (const auto& pool : server.pools()) {
     const std::string& name = pool->user();

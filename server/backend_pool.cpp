@@ -10,11 +10,14 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <functional>
 #include <optional>
@@ -369,7 +372,14 @@ db::Result<db::Connection> open_backend(const db::Driver& driver, const db::Open
     return e;
   }
   if (on) *on = {target->open.host, target->open.port};
+  if (!open.user.empty()) {
+    // A user pool's own role (auth.mode passthrough) on whichever host is primary.
+    target->open.user = open.user;
+    target->open.password = open.password;
+  }
   auto result = driver.open(target->open);
+  if (!open.user.empty())
+    OPENSSL_cleanse(target->open.password.data(), target->open.password.size());
   // The server is gone, refuses, is starting or stopping, or is read-only:
   // not a password or a database name that every host would refuse alike.
   if (!result.ok() &&
@@ -616,10 +626,77 @@ std::deque<std::pair<pool::WaiterId, DatabasePool::Waiter>>::iterator DatabasePo
                       [id](const auto& w) { return w.first == id; });
 }
 
+bool DatabasePool::credentials_match(std::string_view password) const {
+  // Digests of equal length: the comparison tells nothing about the length either.
+  std::array<uint8_t, SHA256_DIGEST_LENGTH> given{}, held{};
+  SHA256(reinterpret_cast<const uint8_t*>(password.data()), password.size(), given.data());
+  std::lock_guard l(credentials_mu_);
+  if (password_.empty()) return false;
+  SHA256(reinterpret_cast<const uint8_t*>(password_.data()), password_.size(), held.data());
+  return CRYPTO_memcmp(given.data(), held.data(), given.size()) == 0;
+}
+
+boost::asio::awaitable<std::optional<db::Error>> DatabasePool::verify_login(
+    const std::string& password) {
+  db::OpenOptions o = open_;
+  o.user = user_;
+  o.password = password;
+  // Kept alive by this frame; the job captures by reference only: GCC 12
+  // destroyed the owning captures of a temporary job twice (the pool's
+  // reference count fell to zero under its users: bad_weak_ptr, SIGSEGV).
+  const auto self = shared_from_this();
+  std::optional<db::Error> failure;
+  auto job = [this, &o, &failure] {
+    auto result = open_backend(driver_, o, shared_->monitor());
+    if (!result.ok()) failure = result.error();
+    return 0;
+  };
+  co_await blocking_.run(job);
+  OPENSSL_cleanse(o.password.data(), o.password.size());
+  co_return failure;
+}
+
+namespace {
+/// Owns its pool: the pool is not swept away between the check and the session.
+/// Made in place: a copy's destructor would release the hold it copied.
+struct CredentialHold {
+  explicit CredentialHold(DatabasePoolPtr p) : pool(std::move(p)) {}
+  CredentialHold(const CredentialHold&) = delete;
+  CredentialHold& operator=(const CredentialHold&) = delete;
+  ~CredentialHold() { pool->release_credentials(); }
+  DatabasePoolPtr pool;
+};
+}  // namespace
+
+std::shared_ptr<void> DatabasePool::hold_credentials(const std::string& password) {
+  {
+    std::lock_guard l(credentials_mu_);
+    OPENSSL_cleanse(password_.data(), password_.size());
+    password_.assign(password);
+    ++credential_holds_;
+  }
+  return std::make_shared<CredentialHold>(shared_from_this());
+}
+
+void DatabasePool::release_credentials() {
+  std::lock_guard l(credentials_mu_);
+  if (credential_holds_ > 0 && --credential_holds_ == 0) {
+    OPENSSL_cleanse(password_.data(), password_.size());
+    password_.clear();
+  }
+}
+
 void DatabasePool::open_now(pool::ConnId id) {
   blocking_.post([self = shared_from_this(), id] {
+    db::OpenOptions o = self->open_;
+    if (self->cfg_.auth == config::AuthMode::passthrough) {
+      std::lock_guard l(self->credentials_mu_);
+      o.user = self->user_;
+      o.password = self->password_;
+    }
     db::HostPort on;
-    auto result = open_backend(self->driver_, self->open_, self->shared_->monitor(), &on);
+    auto result = open_backend(self->driver_, o, self->shared_->monitor(), &on);
+    OPENSSL_cleanse(o.password.data(), o.password.size());
     std::unique_lock l(self->mu_);
     auto now = pool::Clock::now();
     if (result.ok()) {

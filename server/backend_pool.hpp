@@ -335,6 +335,20 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   /// before any attempt): /readyz reports such a pool. `error` gets the reason.
   bool reachable(std::string* error = nullptr) const;
 
+  // auth.mode passthrough: backends log in as user() with the password its
+  // clients gave, held in memory only while the pool has clients.
+  /// True when `password` is the one held (compared in constant time).
+  bool credentials_match(std::string_view password) const;
+  /// Logs in to the backend as user() with `password`, on the blocking
+  /// executor, and closes that connection: the backend is the authority.
+  boost::asio::awaitable<std::optional<db::Error>> verify_login(const std::string& password);
+  /// Holds `password` (replacing the one held) for the next backend logins
+  /// until the returned hold and every other one are gone; the last one
+  /// wipes it (OPENSSL_cleanse).
+  std::shared_ptr<void> hold_credentials(const std::string& password);
+  /// A hold gone (called by the hold itself).
+  void release_credentials();
+
  private:
   using Handler = AcquireHandler;
   /// A waiting coroutine: its completion handler and the executor to resume it on.
@@ -364,6 +378,9 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
 
   config::Database cfg_;
   std::string user_;
+  mutable std::mutex credentials_mu_;
+  std::string password_;  ///< under credentials_mu_ (passthrough)
+  size_t credential_holds_ = 0;
   DatabaseSharedPtr shared_;
   const db::Driver& driver_;
   db::OpenOptions open_;

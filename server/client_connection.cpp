@@ -1,5 +1,7 @@
 #include "server/client_connection.hpp"
 
+#include "protocol/pg/types.hpp"
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -506,6 +508,61 @@ awaitable<void> ClientConnection::login_failure(Server& server, const std::strin
   server.throttle().failed(address(), user);
   spdlog::warn("client {}: authentication failed for user \"{}\": {}", peer_, user, reason);
   co_await wait_until(answer_at + kLoginFailureDelay);
+}
+
+std::optional<std::string> passthrough_user_refusal(std::string_view user) {
+  // PostgreSQL cuts longer names to this (NAMEDATALEN - 1): another role.
+  constexpr size_t kMaxRoleName = 63;
+  if (user.size() > kMaxRoleName) {
+    return "the user name is longer than " + std::to_string(kMaxRoleName) + " bytes";
+  }
+  size_t bad = 0;
+  if (!pg::valid_utf8(user, bad)) return "the user name is not valid UTF-8";
+  for (unsigned char c : user) {
+    if (c < 0x20 || c == 0x7f) return "the user name holds a control character";
+  }
+  return std::nullopt;
+}
+
+awaitable<ClientConnection::BackendCheck> ClientConnection::check_on_backend(
+    Server& server, const std::string& user, const std::string& database,
+    const std::string& password) {
+  using Verdict = BackendCheck::Verdict;
+  BackendCheck c;
+  if (password.empty()) {
+    c.reason = "empty password";
+  } else if (password.find('\0') != std::string::npos) {
+    c.reason = "the password holds a NUL byte";
+  } else if (password.size() > kMaxPassthroughPassword) {
+    c.reason = "the password is longer than " + std::to_string(kMaxPassthroughPassword) + " bytes";
+  }
+  if (!c.reason.empty()) co_return c;
+  auto pool = server.pool_for(database, user);
+  if (!pool) {
+    c.verdict = Verdict::no_database;
+    co_return c;
+  }
+  std::optional<db::Error> err;
+  if (!pool->credentials_match(password)) {
+    // A statement of its own (GCC 12: no co_await inside an if condition).
+    err = co_await pool->verify_login(password);
+  }
+  if (!err) {
+    c.verdict = Verdict::ok;
+    credentials_hold_ = pool->hold_credentials(password);
+  } else if (err->sqlstate.starts_with("28")) {
+    // 28P01, or 28000 (no such role, no pg_hba.conf entry): a failed login.
+    c.reason = "the backend refused the login (" + err->sqlstate + ")";
+  } else {
+    // Not a verdict on the password: said as such, not counted as a failed login.
+    c.verdict = Verdict::unavailable;
+    c.sqlstate = "08006";
+    if (err->sqlstate.starts_with("57P") || err->sqlstate.starts_with("53")) {
+      c.sqlstate = err->sqlstate;  // starting, stopping, too many connections: as the server said
+    }
+    c.reason = err->message;
+  }
+  co_return c;
 }
 
 db::Error make_error(std::string_view sqlstate, std::string message, db::Errc code) {

@@ -42,6 +42,11 @@ struct ClientGone {};
 db::Error make_error(std::string_view sqlstate, std::string message,
                      db::Errc code = db::Errc::invalid_query);
 
+/// auth.mode passthrough: why `user` cannot be passed to the backend as a
+/// role name (over NAMEDATALEN - 1 bytes, which PostgreSQL would cut; not
+/// UTF-8; a control character), else nullopt. Checked before the password.
+std::optional<std::string> passthrough_user_refusal(std::string_view user);
+
 /// The read buffer: allocated while a message is arriving, released while the
 /// client is idle so that an idle client holds no buffer.
 class InBuffer {
@@ -158,6 +163,27 @@ class ClientConnection : public Client {
   /// answer every reason gets (it slows guessing and hides which check refused).
   boost::asio::awaitable<void> login_failure(Server& server, const std::string& user,
                                              const std::string& reason, TimePoint answer_at);
+  /// What a backend login as the client's own role said of its password.
+  struct BackendCheck {
+    enum class Verdict : uint8_t {
+      ok,           ///< logged in (or the pool holds this password): held in credentials_hold_
+      refused,      ///< a wrong password (or one refused unchecked): a failed login
+      unavailable,  ///< no verdict (the backend is down, full, starting): `sqlstate`
+      no_database,  ///< the database was removed meanwhile
+    };
+    Verdict verdict = Verdict::refused;
+    std::string sqlstate;  ///< unavailable: 08006, or the backend's 57P*/53*
+    std::string reason;    ///< for the log (never the password)
+  };
+  /// auth.mode passthrough: checks `password` by a backend login as `user` on
+  /// `database`'s user pool, unless the pool holds that password already.
+  /// A password empty, with a NUL, or over kMaxPassthroughPassword bytes is
+  /// refused unchecked.
+  boost::asio::awaitable<BackendCheck> check_on_backend(Server& server, const std::string& user,
+                                                        const std::string& database,
+                                                        const std::string& password);
+  /// Longer passwords are refused unchecked (no real password comes near).
+  static constexpr size_t kMaxPassthroughPassword = 1024;
   /// The client has logged in: its bytes no longer carry a password, so read
   /// buffers and TLS plaintext stop being wiped.
   void login_done();
@@ -225,8 +251,12 @@ class ClientConnection : public Client {
   ProtocolMetrics& counters_;  ///< this client's protocol's counters
   /// The users in force when it began to log in (its UserRecord lives there).
   std::shared_ptr<const UserStore> users_;
-  /// A user found by its database's auth_query (its UserRecord), else null.
+  /// A user found by its database's auth_query, or the client's own role on
+  /// an auth.mode passthrough database (its UserRecord), else null.
   std::shared_ptr<const UserRecord> backend_user_;
+  /// auth.mode passthrough: its hold on the password its user pool keeps
+  /// while the pool has clients.
+  std::shared_ptr<void> credentials_hold_;
   /// Its database's counters once logged in (SHOW STATS' bytes), else nullptr.
   DatabaseMetrics* db_counters_ = nullptr;
   /// When it connected (SHOW CLIENTS' connect_time).

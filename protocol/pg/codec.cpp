@@ -510,6 +510,12 @@ void Encoder::auth_ok() {
   end();
 }
 
+void Encoder::auth_cleartext() {
+  begin('R');
+  put_i32(3);
+  end();
+}
+
 void Encoder::auth_sasl(std::span<const std::string_view> mechanisms) {
   begin('R');
   put_i32(10);

@@ -161,6 +161,7 @@ class Encoder {
 
   void ssl_response(char answer);  ///< single byte 'S' or 'N' (not a message)
   void auth_ok();
+  void auth_cleartext();  ///< AuthenticationCleartextPassword
   void auth_sasl(std::span<const std::string_view> mechanisms);
   void auth_sasl_continue(std::string_view data);
   void auth_sasl_final(std::string_view data);

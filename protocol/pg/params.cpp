@@ -11,6 +11,7 @@
 #include "protocol/pg/datetime.hpp"
 #include "protocol/pg/numbers.hpp"
 #include "protocol/pg/numeric.hpp"
+#include "protocol/pg/types.hpp"
 
 #include "protocol/pg/value_util.hpp"
 

@@ -55,6 +55,10 @@ struct WireType {
   int32_t modifier = -1;  ///< typmod (numeric(p,s): ((p << 16) | s) + 4)
 };
 
+/// Well-formed UTF-8 without NUL (PostgreSQL stores no NUL in text). On failure
+/// `bad` is the offset of the first offending byte.
+bool valid_utf8(std::string_view s, size_t& bad);
+
 /// The wire type for a column of a non-PostgreSQL backend.
 WireType wire_type_for(const db::Column& column);
 /// The wire type for a parameter whose type the backend reports (Kind::Null -> text).

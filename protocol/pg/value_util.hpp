@@ -91,40 +91,6 @@ inline db::Error make_error(std::string_view sqlstate, std::string message) {
       db::Errc::invalid_query, std::string(sqlstate), 0, std::move(message), {}, {}, {}};
 }
 
-/// Well-formed UTF-8 without NUL (PostgreSQL stores no NUL in text). On failure
-/// `bad` is the offset of the first offending byte.
-inline bool valid_utf8(std::string_view s, size_t& bad) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const uint8_t c = p[i];
-    bad = i;
-    if (c == 0) return false;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (n - i < len) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
 
 inline std::string hex_byte(uint8_t b) {
   static constexpr char kHex[] = "0123456789abcdef";

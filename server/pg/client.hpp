@@ -100,6 +100,10 @@ class PgClient final : public ClientConnection,
   /// The SCRAM exchange for `user` with `verifier` (the user's, or a fake one).
   boost::asio::awaitable<std::optional<Credentials>> authenticate(
       const std::string& user, const pg::scram::Verifier& verifier);
+  /// auth.mode passthrough (over TLS only): the client's cleartext password,
+  /// verified by a backend login as that role unless its pool holds it already.
+  boost::asio::awaitable<std::optional<Credentials>> authenticate_passthrough(
+      const std::string& user, const std::string& database);
   /// Users from the backend: looks `user` up with `database`'s auth_query when
   /// it has one and `record` is null. Sets `record` (to backend_user_) when
   /// found, `verifier` to the exchange's; false when the client was answered
@@ -123,7 +127,8 @@ class PgClient final : public ClientConnection,
   /// TLS after SSLRequest, or `direct` (a ClientHello first, ALPN required).
   boost::asio::awaitable<bool> tls_handshake(bool direct);
   /// The body of the next 'p' message (authentication only); nullopt after a FATAL.
-  boost::asio::awaitable<std::optional<std::string>> read_password_message();
+  boost::asio::awaitable<std::optional<std::string>> read_password_message(
+      size_t limit = pg::kMaxStartupPacket);
 
   /// The client's relay (server/pg_relay.hpp), which reads its buffers and
   /// session; RelayPath lists and moves clients between trains.

@@ -20,6 +20,7 @@
 #include "server/pg/client_detail.hpp"
 #include "tls/tls.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
@@ -69,11 +70,11 @@ awaitable<bool> PgClient::tls_handshake(bool direct) {
   co_return true;
 }
 
-awaitable<std::optional<std::string>> PgClient::read_password_message() {
+awaitable<std::optional<std::string>> PgClient::read_password_message(size_t limit) {
   // Only used during authentication (messages there are small); the main loop
   // decodes in place.
   for (;;) {
-    auto d = pg::decode_frontend(in_.view(), pg::kMaxStartupPacket);
+    auto d = pg::decode_frontend(in_.view(), limit);
     if (d.status == pg::DecodeStatus::error) {
       spdlog::warn("client {}: protocol error during authentication: {}", peer_, d.error);
       co_await fatal("08P01", d.error);
@@ -258,7 +259,21 @@ awaitable<bool> PgClient::login() {
   facts.database = database;
   facts.database_known = server_.has_database(database);
   facts.admin_console = !facts.database_known && database == kAdminDatabase;
-  if (record) facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
+  // auth.mode passthrough: the client is the backend role of its own name,
+  // whatever the users list says; the backend checks its password.
+  const auto current = server_.current_config();
+  const config::Database* dbcfg = current->find_database(database);
+  const bool passthrough = dbcfg && dbcfg->auth == config::AuthMode::passthrough;
+  if (passthrough) {
+    auto r = std::make_shared<UserRecord>();
+    r->name = user;
+    r->databases.insert(database);
+    backend_user_ = std::move(r);
+    record = backend_user_.get();
+    facts.user = record;
+  } else if (record) {
+    facts.certificate_refusal = certificate_refusal(*record, server_.config().tls);
+  }
   auto due = decide_login(LoginStage::credentials_due, facts, admission);
   uint32_t minor = protocol & 0xffff;
   if (due.refusal != LoginRefusal::tls_required && (minor > 0 || !unrecognized.empty())) {
@@ -269,17 +284,47 @@ awaitable<bool> PgClient::login() {
     co_return false;
   }
   pg::scram::Verifier verifier;
-  if (!co_await look_up_user(user, database, record, verifier)) co_return false;
-  facts.user = record;
+  if (!passthrough) {
+    if (!co_await look_up_user(user, database, record, verifier)) co_return false;
+    facts.user = record;
+  }
+  if (passthrough) {
+    if (auto why = passthrough_user_refusal(user)) {
+      // A name the backend would read as another role's, or one unfit for a log line.
+      spdlog::warn("client {}: refused: {} (database \"{}\", auth mode passthrough)", peer_, *why,
+                   database);
+      const std::string message = "invalid user name: " + *why;
+      co_await fatal("28000", message);
+      co_return false;
+    }
+  }
+  if (passthrough && !ssl_) {
+    // The password would cross the network in clear: never asked for.
+    spdlog::warn(
+        "client {}: refused: database \"{}\" takes the client's own password (auth mode "
+        "passthrough), asked for only over TLS (user \"{}\")",
+        peer_, database, user);
+    const std::string message = "database \"" + database +
+                                "\" logs in with your own password, which wirepool asks for "
+                                "only over TLS: connect with sslmode=require";
+    co_await fatal("28000", message);
+    co_return false;
+  }
   // Whatever refuses this login besides the proof is decided after the
   // exchange and answered exactly as a wrong password: the proof is never
   // checked for it, so no answer tells a right password from a wrong one.
-  auto credentials = co_await authenticate(user, verifier);
+  // Not `c ? co_await a : co_await b`: GCC 12 destroys such a temporary twice.
+  std::optional<Credentials> credentials;
+  if (passthrough) {
+    credentials = co_await authenticate_passthrough(user, database);
+  } else {
+    credentials = co_await authenticate(user, verifier);
+  }
   if (!credentials) co_return false;
   facts.password_ok = credentials->ok;
   facts.password_failure = credentials->failure;
   auto checked = decide_login(LoginStage::credentials_checked, facts, admission, ticket_.get());
-  if (checked.refusal != LoginRefusal::login_failed) {
+  if (!passthrough && checked.refusal != LoginRefusal::login_failed) {
     pg::Encoder(out_).auth_sasl_final(credentials->server_final);
   }
   if (checked.refusal != LoginRefusal::none) {
@@ -442,6 +487,65 @@ awaitable<bool> PgClient::admin_login(const UserRecord& record) {
   spdlog::info("client {}: user \"{}\" connected to the admin console (pid {})", peer_, record.name,
                pid);
   co_return co_await flush();
+}
+
+awaitable<std::optional<PgClient::Credentials>> PgClient::authenticate_passthrough(
+    const std::string& user, const std::string& database) {
+  pg::Encoder(out_).auth_cleartext();
+  if (!co_await flush()) co_return std::nullopt;
+  // PostgreSQL's own bound for an authentication message (PG_MAX_AUTH_TOKEN_LENGTH).
+  auto body = co_await read_password_message(65535);
+  if (!body) co_return std::nullopt;
+  std::string password = std::move(*body);
+  struct Wipe {
+    std::string& s;
+    ~Wipe() { OPENSSL_cleanse(s.data(), s.size()); }
+  } wipe{password};
+  Credentials c;
+  c.answer_at = std::chrono::steady_clock::now();
+  // A PasswordMessage is the password and its terminating NUL.
+  if (password.empty() || password.back() != '\0') {
+    co_await fatal("08P01", "malformed password message: no terminating NUL");
+    co_return std::nullopt;
+  }
+  password.pop_back();
+  if (auto wait = server_.throttle().delay(address(), user); wait.count() > 0) {
+    if (io_deadline_ && c.answer_at + wait >= *io_deadline_) {
+      metrics().refused(RefusedReason::throttled);
+      spdlog::warn(
+          "client {}: authentication refused for user \"{}\" without checking it: too many "
+          "failed logins from {}",
+          peer_, user, to_string(address()));
+      server_.login_failed();
+      co_await wait_until(c.answer_at + kLoginFailureDelay);
+      const std::string message = "password authentication failed for user \"" + user + "\"";
+      co_await fatal("28P01", message);
+      co_return std::nullopt;
+    }
+    co_await wait_until(c.answer_at + wait);
+    if (timed_out_) co_return std::nullopt;
+    c.answer_at = std::chrono::steady_clock::now();
+  }
+  BackendCheck check = co_await check_on_backend(server_, user, database, password);
+  // if/else, not a switch: no co_await inside a case's block (GCC 12).
+  if (check.verdict == BackendCheck::Verdict::ok) {
+    c.ok = true;
+  } else if (check.verdict == BackendCheck::Verdict::refused) {
+    c.failure = std::move(check.reason);
+  } else {
+    std::string message = "database \"" + database + "\" does not exist";  // removed meanwhile
+    std::string sqlstate = "3D000";
+    if (check.verdict == BackendCheck::Verdict::unavailable) {
+      spdlog::warn("client {}: cannot check user \"{}\"'s password on database \"{}\": {}", peer_,
+                   user, database, check.reason);
+      message =
+          "cannot check the password: the backend of database \"" + database + "\" is unavailable";
+      sqlstate = check.sqlstate;
+    }
+    co_await fatal(sqlstate, message);
+    co_return std::nullopt;
+  }
+  co_return c;
 }
 
 awaitable<bool> PgClient::look_up_user(const std::string& user, const std::string& database,

@@ -376,7 +376,26 @@ awaitable<bool> TdsClient::login() {
   // The verifier the password is checked against: the user's, one found by
   // the database's auth_query, or a fake one (an unknown name takes as long).
   pg::scram::Verifier verifier = users_->verifier_for(user);
-  if (AuthLookupPtr lookup = record ? nullptr : server_.auth_lookup(database)) {
+  // auth.mode passthrough: the client is the backend role of its own name,
+  // whatever the users list says; a backend login checks LOGIN7's password.
+  const auto current = server_.current_config();
+  const config::Database* dbcfg = current->find_database(database);
+  const bool passthrough = dbcfg && dbcfg->auth == config::AuthMode::passthrough;
+  if (passthrough) {
+    if (auto why = passthrough_user_refusal(user)) {
+      spdlog::warn("client {}: refused: {} (database \"{}\", auth mode passthrough)", peer_, *why,
+                   database);
+      const std::string m = "Login failed: invalid user name: " + *why + ".";
+      co_await login_error(kLoginFailed, 14, m);
+      co_return false;
+    }
+    auto r = std::make_shared<UserRecord>();
+    r->name = user;
+    r->databases.insert(database);
+    backend_user_ = std::move(r);
+    record = backend_user_.get();
+    facts.user = record;
+  } else if (AuthLookupPtr lookup = record ? nullptr : server_.auth_lookup(database)) {
     AuthResult found = co_await lookup->find(user);
     if (found.answer == AuthAnswer::failed) {
       metrics().refused(RefusedReason::auth_lookup);
@@ -427,11 +446,32 @@ awaitable<bool> TdsClient::login() {
   // too, so that all take the same time) on the hashing threads, never on an
   // event loop. (By reference only: GCC 12 may destroy a lambda's owning
   // captures twice across a co_await; the users and lg.password live in this frame.)
-  auto check = [&verifier, &lg] {
-    as_hashing_thread();
-    return pg::scram::verify_password(verifier, lg.password);
-  };
-  facts.password_ok = co_await server_.hashing().run(check);
+  BackendCheck check;  // outlives facts.password_failure, which views its reason
+  if (passthrough) {
+    check = co_await check_on_backend(server_, user, database, lg.password);
+    if (check.verdict == BackendCheck::Verdict::no_database) {
+      const std::string m =
+          "Cannot open database \"" + database + "\" requested by the login. The login failed.";
+      co_await login_error(4060, 11, m);  // removed meanwhile
+      co_return false;
+    }
+    if (check.verdict == BackendCheck::Verdict::unavailable) {
+      spdlog::warn("client {}: cannot check user \"{}\"'s password on database \"{}\": {}", peer_,
+                   user, database, check.reason);
+      const std::string m = "Login failed: cannot check the password: the backend of database \"" +
+                            database + "\" is unavailable.";
+      co_await login_error(kLoginFailed, 14, m);
+      co_return false;
+    }
+    facts.password_ok = check.verdict == BackendCheck::Verdict::ok;
+    facts.password_failure = check.reason;
+  } else {
+    auto verify = [&verifier, &lg] {
+      as_hashing_thread();
+      return pg::scram::verify_password(verifier, lg.password);
+    };
+    facts.password_ok = co_await server_.hashing().run(verify);
+  }
   if (timed_out_) co_return false;
   auto checked = decide_login(LoginStage::credentials_checked, facts, admission, ticket_.get());
   if (checked.refusal != LoginRefusal::none) {

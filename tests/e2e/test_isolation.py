@@ -32,6 +32,20 @@ from test_postgresql import database_entry, pg_info
 from wire import Reader, SYNC, bind, execute, fields, parse, query, summary
 
 
+def backend_pids(connect, n=6):
+    """The backend pids that `n` connections made by `connect()` are served by
+    (test_passthrough checks its roles with it too)."""
+    pids = set()
+    for _ in range(n):
+        c = connect()
+        c.autocommit = True
+        cur = c.cursor()
+        cur.execute("SELECT pg_backend_pid()")
+        pids.add(cur.fetchone()[0])
+        c.close()
+    return pids
+
+
 class IsolationTest(WirepoolTestCase):
     users = """
       - { name: alice, password: wonderland }
@@ -64,16 +78,9 @@ class IsolationTest(WirepoolTestCase):
         self.addCleanup(s.close)
         return s, Reader(s)
 
-    def backend_pids(self, user, password, n=6):
-        pids = set()
-        for _ in range(n):
-            c = psycopg2.connect(self.wp.kv(user=user, password=password, database="pg"))
-            c.autocommit = True
-            cur = c.cursor()
-            cur.execute("SELECT pg_backend_pid()")
-            pids.add(cur.fetchone()[0])
-            c.close()
-        return pids
+    def backend_pids(self, user, password):
+        return backend_pids(lambda: psycopg2.connect(
+            self.wp.kv(user=user, password=password, database="pg")))
 
     def test_two_users_never_share_a_backend_session(self):
         alice = self.backend_pids("alice", "wonderland")

@@ -4,7 +4,7 @@
 //
 // CONFIG_JSON: { port, ca (path of the PEM to trust), user, password, database,
 //                lib ("tedious" or "tedious19"), encrypt ("strict", true or false),
-//                backend ("sqlite" or "postgresql"), clients, seconds }
+//                backend ("sqlite" or "postgresql"), clients, seconds, sql (query) }
 // Each scenario prints "tds SCENARIO: ok" (and figures for "bench") or throws.
 'use strict';
 
@@ -302,6 +302,22 @@ const scenarios = {
     assert.deepStrictEqual(r.rows.map((row) => row.map(Number)), [[7]]);
     await close(c);
     console.log('tds connect_only: ok');
+  },
+
+  async query() {
+    // Runs cfg.sql as the configured user: prints its rows as JSON, or the
+    // login's or the statement's error (number, code, message) as JSON.
+    let c;
+    try {
+      c = await connect();
+      const r = await batch(c, cfg.sql);
+      console.log(`tds query: rows ${JSON.stringify(r.rows)}`);
+    } catch (e) {
+      // A refused login is a ConnectionError (code ELOGIN) without a number.
+      console.log(`tds query: error ${JSON.stringify({ number: e.number, code: e.code, message: e.message })}`);
+    }
+    if (c) await close(c);
+    console.log('tds query: ok');
   },
 
   async idle() {

@@ -627,6 +627,46 @@ databases:
   EXPECT_TRUE(c.databases[0].tls.present);
 }
 
+TEST(ConfigAuth, PassthroughNeedsRolesAndNoMin) {
+  const Config c = load_string(R"(users: [{name: demo, password: demo}]
+databases:
+  - { name: pg, driver: postgresql, connection: host=db, auth: { mode: passthrough } }
+  - { name: pf, driver: postgresql, connection: host=db }
+)",
+                               testing::kFile);
+  EXPECT_EQ(c.databases[0].auth, AuthMode::passthrough);
+  EXPECT_EQ(c.databases[1].auth, AuthMode::fixed);
+  // SQLite has no roles: refused at the key, with the way out.
+  EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
+databases:
+  - name: lite
+    driver: sqlite
+    connection: app.db
+    auth: { mode: passthrough }
+)",
+                          6, 19, "databases[0].auth.mode: passthrough needs a driver with"));
+  // No password is held without clients: pool.min cannot be kept.
+  EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
+databases:
+  - name: pg
+    driver: postgresql
+    connection: host=db
+    auth: { mode: passthrough }
+    pool: { min: 1 }
+)",
+                          6, 19, "cannot keep pool.min connections"));
+  // The backend checks passwords itself: an auth_user would never be asked.
+  EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
+databases:
+  - name: pg
+    driver: postgresql
+    connection: host=db
+    auth: { mode: passthrough }
+    auth_user: lookup
+)",
+                          7, 16, "auth_user has no use with auth.mode passthrough"));
+}
+
 // ---- the driver validator -----------------------------------------------------------
 
 std::vector<std::pair<std::string, std::string>> sqlite_options(const Database& db) {

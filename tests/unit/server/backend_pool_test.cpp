@@ -10,9 +10,13 @@
 // value (2 x cores + 1 for a server on this host). Backend::watch(): a
 // backend's watcher gone after the driver closed its descriptor leaves the
 // socket that took that descriptor's number watched (the relay's lost wake-up).
+// auth.mode passthrough: a password held from the first hold until the last
+// one goes; verify_login leaves the pool's owner count as it found it.
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <sys/socket.h>
@@ -21,6 +25,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -103,6 +108,39 @@ TEST(DatabasePool, GrantedWaiterCannotBeTakenBack) {
   ASSERT_TRUE(run_until(f.io, [&] { return f.granted.size() == 1; }));
   EXPECT_FALSE(f.pool->cancel_acquire(first));
   f.pool->release(f.backends[0], true);
+}
+
+TEST(DatabasePool, PasswordHeldUntilTheLastHoldGoes) {
+  Fixture f;
+  EXPECT_FALSE(f.pool->credentials_match("pw"));  // nothing held yet
+  auto first = f.pool->hold_credentials("pw");
+  // Held from the start: a temporary hold released it at once, and the
+  // pool's first backend login went without a password.
+  EXPECT_TRUE(f.pool->credentials_match("pw"));
+  EXPECT_FALSE(f.pool->credentials_match("pw2"));
+  auto second = f.pool->hold_credentials("pw");
+  first.reset();
+  EXPECT_TRUE(f.pool->credentials_match("pw"));
+  second.reset();
+  EXPECT_FALSE(f.pool->credentials_match("pw"));  // wiped with the last hold
+}
+
+TEST(DatabasePool, VerifyLoginLeavesThePoolsCountAlone) {
+  Fixture f;
+  const auto before = f.pool.use_count();
+  std::optional<db::Error> error{db::Error{}};
+  bool done = false;
+  boost::asio::co_spawn(
+      f.io,
+      [&]() -> boost::asio::awaitable<void> {
+        error = co_await f.pool->verify_login("pw");
+        done = true;
+      },
+      boost::asio::detached);
+  ASSERT_TRUE(run_until(f.io, [&] { return done; }));
+  EXPECT_FALSE(error.has_value());  // SQLite opens whatever the password
+  // GCC 12 destroyed a temporary job's owning capture twice: one owner too few.
+  EXPECT_EQ(f.pool.use_count(), before);
 }
 
 TEST(BackendWatch, DriverClosingItsSocketLeavesTheNextOneWatched) {
