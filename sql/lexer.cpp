@@ -1785,45 +1785,62 @@ class PgRewriter {
 
 }  // namespace
 
+namespace {
+
+/// Whether a lower-cased word is one rewrite_pg_sql() may act on.
+bool rewrite_word(std::string_view w) {
+  switch (w.size()) {
+    case 3:
+      return w == "now" || w == "any" || w == "all";
+    case 4:
+      return w == "some";
+    case 5:
+      return w == "ilike" || w == "array";
+    case 6:
+      return w == "unnest";
+    case 7:
+      return w == "collate" || w == "default";
+    case 8:
+      return w == "operator";
+    case 10:
+      return w == "pg_catalog";
+    case 12:
+      return w == "current_user" || w == "session_user" || w == "current_role";
+    case 15:
+      return w == "generate_series";
+    case 17:
+      return w == "json_build_object";
+    case 19:
+      return w == "generate_subscripts";
+    case 22:
+      return w == "pg_partition_ancestors";
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 bool may_need_pg_rewrite(std::string_view text) {
-  static constexpr std::array<std::string_view, 18> kWords = {"current_user",
-                                                              "session_user",
-                                                              "current_role",
-                                                              "now",
-                                                              "generate_series",
-                                                              "operator",
-                                                              "collate",
-                                                              "ilike",
-                                                              "any",
-                                                              "some",
-                                                              "all",
-                                                              "array",
-                                                              "json_build_object",
-                                                              "unnest",
-                                                              "generate_subscripts",
-                                                              "default",
-                                                              "pg_catalog",
-                                                              "pg_partition_ancestors"};
   const size_t n = text.size();
   for (size_t i = 0; i < n;) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if ((c == ':' && i + 1 < n && text[i + 1] == ':') || c == '~' || c == '[') return true;
-    if (is_alpha(c) || c == '_') {
-      size_t j = i + 1;
-      while (j < n && (is_alpha(static_cast<unsigned char>(text[j])) ||
-                       is_digit(static_cast<unsigned char>(text[j])) || text[j] == '_'))
-        ++j;
-      const std::string_view w = text.substr(i, j - i);
-      if (j < n && text[j] == '\'' && (w == "E" || w == "e")) return true;
-      if (w.size() >= 3 && w.size() <= 19) {
-        for (auto k : kWords) {
-          if (iequals(w, k)) return true;
-        }
-      }
-      i = j;
-    } else {
+    if (!is_alpha(c) && c != '_') {
       ++i;
+      continue;
     }
+    char buf[24];
+    size_t len = 0;
+    size_t j = i;
+    for (; j < n; ++j) {
+      unsigned char d = static_cast<unsigned char>(text[j]);
+      if (!is_alpha(d) && !is_digit(d) && d != '_') break;
+      if (len < sizeof buf) buf[len++] = static_cast<char>(d >= 'A' && d <= 'Z' ? d + 32 : d);
+    }
+    if (j < n && text[j] == '\'' && j == i + 1 && (c == 'E' || c == 'e')) return true;
+    if (j - i <= sizeof buf && rewrite_word(std::string_view(buf, len))) return true;
+    i = j;
   }
   return false;
 }

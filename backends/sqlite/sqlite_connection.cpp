@@ -151,6 +151,7 @@ struct PreparedStmt {
   int reprepares = -1;    // SQLITE_STMTSTATUS_REPREPARE when `described` was made
   Described described;
   std::optional<std::string> verb;
+  bool catalog = false;  // may read the catalog: it is refreshed before each execution
 
   PreparedStmt(SessionPtr s, sqlite3_stmt* st) : session(std::move(s)), stmt(st) {}
   PreparedStmt(const PreparedStmt&) = delete;
@@ -689,6 +690,10 @@ class SqliteStatement final : public db::StatementImpl {
       return count_mismatch(set.positional_size(), expected);
     }
     if (auto e = check_surplus(set, expected, named_)) return *e;
+    if (ps_ && ps_->catalog) {
+      const int rc = refresh_catalog(session_->db, session_->catalog);
+      if (rc != SQLITE_OK) return session_->error(rc);
+    }
     auto rows = std::make_unique<SqliteRows>(session_);
     if (!ps_) {
       if (auto e = rows->start_text("", {})) return *e;
@@ -766,6 +771,7 @@ class SqliteConnection final : public db::ConnectionImpl {
       p = tail;
     }
     PreparedPtr ps = stmt ? std::make_shared<PreparedStmt>(session_, stmt) : nullptr;
+    if (ps) ps->catalog = mentions_catalog(text);
     if (ps &&
         !sql::is_blank(std::string_view(tail, static_cast<size_t>(end - tail)), Dialect::sqlite)) {
       // PostgreSQL's answer to the same request.

@@ -2,7 +2,8 @@
 
 Covers: psql's \\dt, \\d TABLE (columns, types, NOT NULL, defaults, primary key,
 unique and plain indexes, foreign keys), \\di, \\dv, \\dn, \\l and \\df through
-wirepool on SQLite; the catalog following CREATE TABLE in the same session;
+wirepool on SQLite; the catalog following CREATE TABLE in the same session, also for a
+prepared statement (psycopg 3);
 SQLAlchemy's inspector (PostgreSQL dialect, psycopg2): table names, columns,
 primary key, foreign keys; casts (SELECT 1::int4, '2'::int + 1, psycopg2's
 '...'::bytea), current_user, now(), ILIKE; text in strings and quoted
@@ -88,6 +89,15 @@ class CatalogTest(WirepoolTestCase):
                    "DROP TABLE fresh;\n"
                    "SELECT count(*) FROM pg_class WHERE relname = 'fresh';\n").stdout.split("\n")
         self.assertEqual(out, ["CREATE TABLE", "fresh", "DROP TABLE", "0", ""])
+
+    def test_prepared_catalog_statement_follows_schema_changes(self):
+        import psycopg
+        with psycopg.connect(self.wp.kv(), autocommit=True) as c:
+            q = "SELECT count(*) FROM pg_class WHERE relname = %s"
+            # (count(*) is described as text before a row: an expression's type on SQLite)
+            self.assertEqual(int(c.execute(q, ("later",), prepare=True).fetchone()[0]), 0)
+            c.execute("CREATE TABLE later (a INTEGER)")
+            self.assertEqual(int(c.execute(q, ("later",), prepare=True).fetchone()[0]), 1)
 
     def test_sqlalchemy_inspector(self):
         script = f"""
