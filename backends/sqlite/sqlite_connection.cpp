@@ -20,6 +20,7 @@
 #include <optional>
 #include <sstream>
 
+#include "backends/sqlite/sqlite_catalog.hpp"
 #include "backends/sqlite/sqlite_errors.hpp"
 #include "backends/sqlite/sqlite_pg_functions.hpp"
 #include "backends/sqlite/sqlite_types.hpp"
@@ -38,6 +39,7 @@ using sql::Dialect;
 struct Session {
   sqlite3* db = nullptr;
   bool closed = false;
+  Catalog catalog;       // pg_catalog / information_schema (sqlite_catalog.hpp)
   std::mutex cancel_mu;  // cancel() runs on any thread; close() takes it too
 
   explicit Session(sqlite3* handle) : db(handle) {}
@@ -149,6 +151,7 @@ struct PreparedStmt {
   int reprepares = -1;    // SQLITE_STMTSTATUS_REPREPARE when `described` was made
   Described described;
   std::optional<std::string> verb;
+  bool catalog = false;  // may read the catalog: it is refreshed before each execution
 
   PreparedStmt(SessionPtr s, sqlite3_stmt* st) : session(std::move(s)), stmt(st) {}
   PreparedStmt(const PreparedStmt&) = delete;
@@ -687,6 +690,10 @@ class SqliteStatement final : public db::StatementImpl {
       return count_mismatch(set.positional_size(), expected);
     }
     if (auto e = check_surplus(set, expected, named_)) return *e;
+    if (ps_ && ps_->catalog) {
+      const int rc = refresh_catalog(session_->db, session_->catalog);
+      if (rc != SQLITE_OK) return session_->error(rc);
+    }
     auto rows = std::make_unique<SqliteRows>(session_);
     if (!ps_) {
       if (auto e = rows->start_text("", {})) return *e;
@@ -741,6 +748,7 @@ class SqliteConnection final : public db::ConnectionImpl {
   Result<std::unique_ptr<db::RowsImpl>> query(std::string_view text, db::Params params,
                                               const db::QueryOptions&) override {
     if (session_->closed) return Error::closed();
+    if (auto e = refresh_catalog_for(text)) return *e;
     auto rows = std::make_unique<SqliteRows>(session_);
     if (auto e = rows->start_text(text, params)) return *e;
     return std::unique_ptr<db::RowsImpl>(std::move(rows));
@@ -750,6 +758,7 @@ class SqliteConnection final : public db::ConnectionImpl {
       std::string_view text, std::span<const db::ParamInfo> hints) override {
     if (session_->closed) return Error::closed();
     if (auto e = check_length(text)) return *e;
+    if (auto e = refresh_catalog_for(text)) return *e;
     const char* p = text.data();
     const char* end = text.data() + text.size();
     sqlite3_stmt* stmt = nullptr;
@@ -762,6 +771,7 @@ class SqliteConnection final : public db::ConnectionImpl {
       p = tail;
     }
     PreparedPtr ps = stmt ? std::make_shared<PreparedStmt>(session_, stmt) : nullptr;
+    if (ps) ps->catalog = mentions_catalog(text);
     if (ps &&
         !sql::is_blank(std::string_view(tail, static_cast<size_t>(end - tail)), Dialect::sqlite)) {
       // PostgreSQL's answer to the same request.
@@ -769,6 +779,15 @@ class SqliteConnection final : public db::ConnectionImpl {
     }
     return std::unique_ptr<db::StatementImpl>(
         std::make_unique<SqliteStatement>(session_, std::move(ps), hints));
+  }
+
+  /// The catalog's tables follow the main database's schema before a
+  /// statement that may read them is prepared.
+  std::optional<Error> refresh_catalog_for(std::string_view text) {
+    if (!mentions_catalog(text)) return std::nullopt;
+    const int rc = refresh_catalog(session_->db, session_->catalog);
+    if (rc != SQLITE_OK) return session_->error(rc);
+    return std::nullopt;
   }
 
   /// BEGIN IMMEDIATE by default: under WAL, a transaction that reads and then
@@ -909,6 +928,8 @@ Result<db::Connection> open_connection(const Target& target, const Options& opti
     return e;
   };
   rc = register_pg_functions(db);
+  if (rc != SQLITE_OK) return fail(rc);
+  rc = attach_catalog(db, session->catalog);
   if (rc != SQLITE_OK) return fail(rc);
   rc = sqlite3_exec(db, options.foreign_keys ? "PRAGMA foreign_keys=ON" : "PRAGMA foreign_keys=OFF",
                     nullptr, nullptr, nullptr);

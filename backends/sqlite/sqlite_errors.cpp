@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <optional>
+
 namespace wirepool::sqlite {
 
 namespace {
@@ -49,9 +51,53 @@ db::Error make(Errc code, std::string_view sqlstate, int extended, std::string_v
   return e;
 }
 
+/// A catalog relation or function the SQLite catalog (sqlite_catalog.cpp) does
+/// not cover: 0A000 naming it, rather than an error that blames the user's SQL.
+std::optional<db::Error> not_covered(int ext, std::string_view msg) {
+  static constexpr std::string_view kTable = "no such table: ", kFunction = "no such function: ";
+  const bool table = msg.rfind(kTable, 0) == 0, function = msg.rfind(kFunction, 0) == 0;
+  if (!table && !function) return std::nullopt;
+  const std::string_view name = msg.substr(table ? kTable.size() : kFunction.size());
+  auto starts = [&](std::string_view p) {
+    return name.size() >= p.size() &&
+           sqlite3_strnicmp(name.data(), p.data(), static_cast<int>(p.size())) == 0;
+  };
+  static constexpr std::string_view kPgFunctions[] = {"pg_",
+                                                      "format_type",
+                                                      "obj_description",
+                                                      "col_description",
+                                                      "current_setting",
+                                                      "set_config",
+                                                      "array_",
+                                                      "unnest",
+                                                      "generate_subscripts",
+                                                      "to_regclass",
+                                                      "to_regtype",
+                                                      "string_to_array",
+                                                      "regexp_",
+                                                      "age",
+                                                      "txid_",
+                                                      "json_build_",
+                                                      "jsonb_",
+                                                      "has_"};
+  bool ours = table ? starts("pg_") || starts("information_schema.") : false;
+  for (auto f : kPgFunctions)
+    ours = ours || (function && starts(f));
+  if (!ours) return std::nullopt;
+  db::Error e = make(Errc::invalid_query, "0A000", ext,
+                     std::string(table ? "relation " : "function ") + std::string(name) +
+                         " is not covered by wirepool's PostgreSQL catalog on SQLite");
+  e.detail = "SQLite: " + std::string(msg);
+  e.hint = "See docs/catalog.md for what the catalog covers.";
+  return e;
+}
+
 }  // namespace
 
 db::Error map_error(int ext, std::string_view msg) {
+  if ((ext & 0xff) == SQLITE_ERROR) {
+    if (auto e = not_covered(ext, msg)) return *e;
+  }
   switch (ext) {
     case SQLITE_CONSTRAINT_UNIQUE:
     case SQLITE_CONSTRAINT_PRIMARYKEY:

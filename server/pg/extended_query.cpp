@@ -17,6 +17,7 @@
 
 #include "protocol/pg/scram.hpp"
 #include "server/admin.hpp"
+#include "server/pg/backend_sql.hpp"
 #include "server/pg/client_detail.hpp"
 #include "tls/tls.hpp"
 
@@ -97,6 +98,11 @@ awaitable<void> PgClient::on_parse(const pg::Parse& m) {
   p->param_oids = m.param_types;
   p->blank = pieces.empty();
   p->cls = classify(p->sql, dialect, session_->pool().backend_keeps_settings());
+  if (to_backend(p->cls)) {
+    std::string rewritten;
+    const std::string_view sql = pg_sql_for_backend(*session_, p->sql, rewritten);
+    if (sql.data() != p->sql.data()) p->sql = std::move(rewritten);
+  }
   p->key = cache_key(p->sql, p->param_oids);
   p->nparams = p->param_oids.size();
   if (session_->pool().pg_native() && session_->mode() != config::PoolMode::session) {

@@ -17,6 +17,7 @@
 
 #include "protocol/pg/scram.hpp"
 #include "server/admin.hpp"
+#include "server/pg/backend_sql.hpp"
 #include "server/pg/client_detail.hpp"
 #include "tls/tls.hpp"
 
@@ -247,9 +248,11 @@ awaitable<bool> PgClient::simple_statement(std::string_view stmt, const Classifi
   db::Error err;
   std::string* out = &out_;
   const db::QueryOptions text_results;
+  std::string rewritten;
+  const std::string_view sql = pg_sql_for_backend(*session_, stmt, rewritten);
   // One hop to the executor for a small result: query and rows together.
   auto first = co_await session_->run([&](Backend& b) -> Fetch {
-    return s.start([&] { return b.conn.query(stmt, {}, text_results); }, s, *out, 0, err);
+    return s.start([&] { return b.conn.query(sql, {}, text_results); }, s, *out, 0, err);
   });
   Fetch f = co_await pump_result(s, s, out_, 0, err, first);
   if (f == Fetch::error) {
