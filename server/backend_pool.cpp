@@ -351,10 +351,11 @@ void DatabaseShared::set_monitor(HostMonitorPtr m) {
 }
 
 db::Result<db::Connection> open_backend(const db::Driver& driver, const db::OpenOptions& open,
-                                        const HostMonitorPtr& monitor, db::HostPort* on) {
+                                        const HostMonitorPtr& monitor, db::HostPort* on,
+                                        std::shared_ptr<void>* lease) {
   if (!monitor) return driver.open(open);
   std::string error;
-  auto target = monitor->primary_target(&error);
+  auto target = monitor->target(&error);
   if (!target) {
     db::Error e = db::Error::connection(std::move(error));
     e.sqlstate = "08001";
@@ -369,6 +370,7 @@ db::Result<db::Connection> open_backend(const db::Driver& driver, const db::Open
        result.error().sqlstate.starts_with("57P") || result.error().sqlstate == "25006")) {
     monitor->open_failed(target->host);
   }
+  if (result.ok() && lease) *lease = std::move(target->lease);
   return result;
 }
 
@@ -611,7 +613,8 @@ std::deque<std::pair<pool::WaiterId, DatabasePool::Waiter>>::iterator DatabasePo
 void DatabasePool::open_now(pool::ConnId id) {
   blocking_.post([self = shared_from_this(), id] {
     db::HostPort on;
-    auto result = open_backend(self->driver_, self->open_, self->shared_->monitor(), &on);
+    std::shared_ptr<void> lease;
+    auto result = open_backend(self->driver_, self->open_, self->shared_->monitor(), &on, &lease);
     std::unique_lock l(self->mu_);
     auto now = pool::Clock::now();
     if (result.ok()) {
@@ -622,6 +625,7 @@ void DatabasePool::open_now(pool::ConnId id) {
       b->opened_at = std::chrono::system_clock::now();
       b->host = on.host;
       b->port = on.port;
+      b->host_lease = std::move(lease);
       describe_backend(*b);
       if (b->caps.session_settings)
         self->startup_.note_defaults(b->conn.impl()->server_parameters());
