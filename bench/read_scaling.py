@@ -32,7 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
-from harness import PGBENCH, Wirepool  # noqa: E402
+from harness import PGBENCH, PSQL, Wirepool  # noqa: E402
 from test_replicas import STANDBYS, fixture, replicas_cluster, superuser  # noqa: E402
 
 USERS = """
@@ -62,12 +62,25 @@ def entries(info, pool):
 
 
 def commits(info):
+    # Backends report their counts at most every second, idle ones after 10 s.
+    time.sleep(11)
     out = {}
     for n in NODES:
         rows = superuser(info, n, "SELECT xact_commit FROM pg_stat_database "
                                   "WHERE datname = 'wirepool'")
         out[n] = rows[0][0]
     return out
+
+
+def connections(wp, database):
+    r = subprocess.run([PSQL, "-X", "-A", "-t", "-F", "|", "-d", wp.dsn("ops", "secret", "wirepool"),
+                        "-c", "SHOW HOSTS"], capture_output=True, text=True, check=True)
+    per = []
+    for line in r.stdout.split():
+        cols = line.split("|")
+        if cols[0] == database:
+            per.append(cols[-1])
+    return " / ".join(per)
 
 
 def pgbench(wp, database, seconds, clients, logdir):
@@ -116,8 +129,8 @@ def main():
         print(f"pgbench -S -M extended, {args.clients} clients, {args.seconds} s, pool max "
               f"{args.pool}; one 2-core host shared by the servers, wirepool and pgbench")
         print("| database | servers read | tps | avg ms | p99 ms | transactions per server "
-              "(primary / standby / standby2) |")
-        print("|---|---|---|---|---|---|")
+              "(primary / standby / standby2) | connections per server |")
+        print("|---|---|---|---|---|---|---|")
         for database, what in (("app", "primary alone"),
                                ("app_ro", "2 standbys, least_connections"),
                                ("app_rr", "2 standbys, round_robin")):
@@ -127,8 +140,12 @@ def main():
             tps, avg, p99 = pgbench(wp, database, args.seconds, args.clients, logdir)
             after = commits(info)
             spread = " / ".join(str(after[n] - before[n]) for n in NODES)
-            print(f"| {database} | {what} | {tps:,.0f} | {avg:.2f} | {p99:.2f} | {spread} |",
-                  flush=True)
+            print(f"| {database} | {what} | {tps:,.0f} | {avg:.2f} | {p99:.2f} | {spread} | "
+                  f"{connections(wp, database)} |", flush=True)
+        # A standby excluded during a run sends its reads to the primary: say so.
+        for line in wp.log().splitlines():
+            if "takes no reads" in line or "takes reads" in line or "banned" in line:
+                print("log:", line)
     finally:
         if wp:
             wp.stop()
