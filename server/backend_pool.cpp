@@ -354,24 +354,32 @@ db::Result<db::Connection> open_backend(const db::Driver& driver, const db::Open
                                         const HostMonitorPtr& monitor, db::HostPort* on,
                                         std::shared_ptr<void>* lease) {
   if (!monitor) return driver.open(open);
-  std::string error;
-  auto target = monitor->target(&error);
-  if (!target) {
-    db::Error e = db::Error::connection(std::move(error));
-    e.sqlstate = "08001";
-    return e;
+  // A read-only database tries the next standby at once when one fails (it is
+  // banned by then); a read-write one leaves the wait for a new primary to
+  // the pool's back-off.
+  const size_t attempts = monitor->for_reads() ? monitor->hosts().size() : 1;
+  for (size_t attempt = 1;; ++attempt) {
+    std::string error;
+    auto target = monitor->target(&error);
+    if (!target) {
+      db::Error e = db::Error::connection(std::move(error));
+      e.sqlstate = "08001";
+      return e;
+    }
+    if (on) *on = {target->open.host, target->open.port};
+    auto result = driver.open(target->open);
+    if (result.ok()) {
+      if (lease) *lease = std::move(target->lease);
+      return result;
+    }
+    // The server is gone, refuses, is starting or stopping, or is read-only:
+    // not a password or a database name that every host would refuse alike.
+    const auto& state = result.error().sqlstate;
+    const bool server_side =
+        state.empty() || state.starts_with("08") || state.starts_with("57P") || state == "25006";
+    if (server_side) monitor->open_failed(target->host);
+    if (!server_side || attempt >= attempts) return result;
   }
-  if (on) *on = {target->open.host, target->open.port};
-  auto result = driver.open(target->open);
-  // The server is gone, refuses, is starting or stopping, or is read-only:
-  // not a password or a database name that every host would refuse alike.
-  if (!result.ok() &&
-      (result.error().sqlstate.empty() || result.error().sqlstate.starts_with("08") ||
-       result.error().sqlstate.starts_with("57P") || result.error().sqlstate == "25006")) {
-    monitor->open_failed(target->host);
-  }
-  if (result.ok() && lease) *lease = std::move(target->lease);
-  return result;
 }
 
 void DatabaseShared::note_open(bool ok, std::string error) {

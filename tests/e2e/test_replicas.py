@@ -15,7 +15,11 @@ ReplicaTest, in order (the cluster is shared):
   c. with both standbys paused and behind, app_ro reads from the primary
      (fallback: primary) and app2_ro refuses with an error naming the bound;
   d. a standby killed (-m immediate) is banned and reads go on, without an
-     error after the first, on the other.
+     error after the first, on the other;
+  e. `app3_ro` (standby2 listed first, probes every 300 s, so its monitor
+     still takes the killed standby2 for readable): the first open fails
+     there, bans it and is tried again at once on the other standby; the
+     client sees no error.
 On a binary without read replicas the configuration is refused (read_only).
 """
 
@@ -98,8 +102,20 @@ class ReplicaTest(WirepoolTestCase):
             pool: {{ mode: transaction, max: 4, acquire_timeout: 10s }}
         """
         indent = "\n".join("      " + line for line in hosts.splitlines())
+        late = "\n".join(f"            - {{ host: 127.0.0.1, port: {cls.port[n]} }}"
+                         for n in ("primary", "standby2", "standby"))
         cls.databases = (entry.format(name="app", hosts=indent, fallback="primary") +
-                         entry.format(name="app2", hosts=indent, fallback="refuse"))
+                         entry.format(name="app2", hosts=indent, fallback="refuse") + f"""
+          - name: app3
+            driver: postgresql
+            connection: "user=wirepool dbname=wirepool connect_timeout=2"
+            password_env: WIREPOOL_TEST_PG_PASSWORD
+            hosts:
+{late}
+            read_only: {{ name: app3_ro, fallback: refuse }}
+            health_check: {{ interval: 300s, failover_timeout: 3s }}
+            pool: {{ mode: transaction, max: 1 }}
+        """)
         try:
             super().setUpClass()
         except Exception:
@@ -294,9 +310,24 @@ class ReplicaTest(WirepoolTestCase):
               f"({errors[:2]})", file=sys.stderr)
         self.assertEqual(before, {self.port["standby"], self.port["standby2"]})
         self.assertEqual(late, {self.port["standby"]})
-        self.assertLessEqual(len(errors), 4)  # at most one per client whose backend died
+        self.assertLessEqual(len(errors), 4, errors)  # at most one per client whose backend died
         self.wait_hosts("app_ro", {"standby2": ("banned", "no")}, timeout=5)
         self.assertIn("banned for", self.wp.log())
+
+    def test_e_a_failed_open_on_a_standby_is_tried_again_on_the_next(self):
+        # After test_d: standby2 is dead, but app3_ro's monitor probed it
+        # only at start-up (interval 300 s) and still takes it for readable.
+        rows = self.hosts("app3_ro")
+        self.assertEqual(rows[f"127.0.0.1:{self.port['standby2']}"]["reads"], "yes",
+                         "app3_ro re-probed standby2: the test is void")
+        c = psycopg2.connect(self.wp.kv(database="app3_ro"))
+        c.autocommit = True
+        cur = c.cursor()
+        cur.execute("SELECT inet_server_port()")
+        self.assertEqual(cur.fetchone()[0], self.port["standby"])
+        c.close()
+        rows = self.hosts("app3_ro")
+        self.assertEqual(rows[f"127.0.0.1:{self.port['standby2']}"]["role"], "banned")
 
 
 if __name__ == "__main__":
