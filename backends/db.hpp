@@ -399,6 +399,12 @@ struct HostProbe {
   bool read_only = false;
   /// The timeline it writes on (PostgreSQL); 0 when unknown or read-only.
   uint32_t timeline = 0;
+  /// Read-only: how far its replay is behind its primary (PostgreSQL: the
+  /// last replayed commit's age while WAL waits to be replayed; MariaDB:
+  /// Seconds_Behind_Master); nullopt when unknown (not replicating).
+  std::optional<std::chrono::milliseconds> lag;
+  /// PostgreSQL: the WAL position written (read-write) or replayed (read-only); 0 = unknown.
+  uint64_t lsn = 0;
 };
 
 class Driver {
@@ -417,7 +423,8 @@ class Driver {
     return {};
   }
   /// Connects to `o.host` (blocking, bounded by o.probe_timeout) and asks
-  /// whether it accepts writes. Drivers without it answer Errc::unsupported.
+  /// whether it accepts writes and, if not, how far behind it replays.
+  /// Drivers without it answer Errc::unsupported.
   virtual Result<HostProbe> probe(const OpenOptions& o) const {
     (void)o;
     return Error::unsupported("this driver has no health probe");

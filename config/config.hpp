@@ -185,6 +185,20 @@ struct HealthCheck {
   bool operator==(const HealthCheck&) const = default;
 };
 
+/// Read replicas (docs/high-availability.md#read-replicas): a second,
+/// client-visible database name whose pools open sessions on standbys.
+struct ReadOnly {
+  std::string name;  ///< the read-only database's name; empty = none
+  /// A standby whose replay is further behind takes no reads; 0 = no bound.
+  Duration max_replica_lag{};
+  enum class Fallback : uint8_t { primary, refuse };
+  /// When no standby qualifies: open on the primary, or refuse the open.
+  Fallback fallback = Fallback::primary;
+  enum class Balance : uint8_t { least_connections, round_robin };
+  Balance balance = Balance::least_connections;
+  bool operator==(const ReadOnly&) const = default;
+};
+
 struct Database {
   std::string name;
   std::string driver;
@@ -197,6 +211,12 @@ struct Database {
   AuthQuery auth_query;
   /// Several servers (postgresql): they replace the host and port of `connection`.
   std::vector<Host> hosts;
+  /// Servers that only serve reads (never the primary): read_only's pools open on them.
+  std::vector<Host> replicas;
+  ReadOnly read_only;
+  /// The entry the loader made from another's read_only.name: that entry's
+  /// name (its pools open on standbys). Empty for an entry as written.
+  std::string reads_of;
   HealthCheck health_check;
   AuthMode auth = AuthMode::fixed;  ///< `auth.mode`
   int line = 0;

@@ -141,6 +141,10 @@ struct DatabaseMarks {
   std::optional<Location> auth_mode;  ///< auth.mode, when written
   std::optional<Location> auth_user;  ///< auth_user, when written
   std::optional<Location> hosts_key;
+  std::optional<Location> replicas_key;
+  std::optional<Location> read_only_key;
+  /// An entry made from read_only: the path its messages name ("databases[0].read_only").
+  std::string path;
 };
 
 struct UserMarks {
@@ -171,12 +175,17 @@ class Loader : Reader {
   void read_database(const Entry& e, Database& d, DatabaseMarks& m);
   void read_options(const Entry& e, Database& d, DatabaseMarks& m);
   void read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m);
+  /// A `hosts:` or `replicas:` list of {host, port}.
+  void read_hosts(const Entry& v, std::vector<Host>& out, std::string_view if_empty);
 
   // Checks over the whole file.
   void resolve_paths(Config& c);
   void check_tls(Config& c);
   void check_listeners(Config& c);
   void check_databases(Config& c, DatabaseValidator validator);
+  /// Each read_only.name becomes an entry of its own (Database::reads_of), so
+  /// that it has its own pools, permissions and checks like any other.
+  void add_read_only_entries(Config& c);
   void check_users(const Config& c);
   void check_peers(const Config& c);
   void check_server(Config& c);
@@ -633,25 +642,42 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
       {"hosts",
        [&](const Entry& v) {
          m.hosts_key = location_of(v.key);
-         const bool ok = read_list(v, [&](const Entry& item) {
-           Host& h = d.hosts.emplace_back();
-           const Location at = location_of(item.value);
-           h.line = at.line;
-           bool host_written = false;
-           const Fields host_fields = {
-               {"host",
-                [&](const Entry& x) {
-                  host_written = true;
-                  set(h.host, read_nonempty(x));
-                }},
-               {"port", [&](const Entry& x) { set(h.port, read_int(x, 1, 65535)); }},
-           };
-           if (!read_map(item, host_fields)) return;
-           if (!host_written) problem(at, item.path + " is missing the required key \"host\"");
-         });
-         if (ok && d.hosts.empty()) {
+         read_hosts(v, d.hosts, "omit the key to use the connection's host");
+       }},
+      {"replicas",
+       [&](const Entry& v) {
+         m.replicas_key = location_of(v.key);
+         read_hosts(v, d.replicas, "omit the key");
+       }},
+      {"read_only",
+       [&](const Entry& v) {
+         m.read_only_key = location_of(v.key);
+         ReadOnly& r = d.read_only;
+         bool name_written = false;
+         const Fields ro_fields = {
+             {"name",
+              [&](const Entry& x) {
+                name_written = true;
+                set(r.name, read_nonempty(x));
+              }},
+             {"max_replica_lag", [&](const Entry& x) { set(r.max_replica_lag, read_duration(x)); }},
+             {"fallback",
+              [&](const Entry& x) {
+                set(r.fallback,
+                    read_choice<ReadOnly::Fallback>(x, {{"primary", ReadOnly::Fallback::primary},
+                                                        {"refuse", ReadOnly::Fallback::refuse}}));
+              }},
+             {"balance",
+              [&](const Entry& x) {
+                set(r.balance, read_choice<ReadOnly::Balance>(
+                                   x, {{"least_connections", ReadOnly::Balance::least_connections},
+                                       {"round_robin", ReadOnly::Balance::round_robin}}));
+              }},
+         };
+         if (!read_map(v, ro_fields)) return;
+         if (!name_written) {
            problem(location_of(v.value),
-                   v.path + " is an empty list; omit the key to use the connection's host");
+                   v.path + " is missing the required key \"name\" (the read-only database)");
          }
        }},
       {"health_check",
@@ -726,6 +752,27 @@ void Loader::read_options(const Entry& e, Database& d, DatabaseMarks& m) {
     if (expect_scalar(v, "a scalar (text, a number, true or false)"))
       d.options[key] = v.value.Scalar();
   });
+}
+
+void Loader::read_hosts(const Entry& v, std::vector<Host>& out, std::string_view if_empty) {
+  const bool ok = read_list(v, [&](const Entry& item) {
+    Host& h = out.emplace_back();
+    const Location at = location_of(item.value);
+    h.line = at.line;
+    bool host_written = false;
+    const Fields host_fields = {
+        {"host",
+         [&](const Entry& x) {
+           host_written = true;
+           set(h.host, read_nonempty(x));
+         }},
+        {"port", [&](const Entry& x) { set(h.port, read_int(x, 1, 65535)); }},
+    };
+    if (!read_map(item, host_fields)) return;
+    if (!host_written) problem(at, item.path + " is missing the required key \"host\"");
+  });
+  if (ok && out.empty())
+    problem(location_of(v.value), v.path + " is an empty list; " + std::string(if_empty));
 }
 
 void Loader::read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m) {
@@ -867,12 +914,29 @@ void Loader::check_listeners(Config& c) {
   }
 }
 
+void Loader::add_read_only_entries(Config& c) {
+  const size_t written = c.databases.size();
+  for (size_t i = 0; i < written; ++i) {
+    if (c.databases[i].read_only.name.empty()) continue;
+    Database ro = c.databases[i];
+    DatabaseMarks m = databases_[i];
+    ro.name = ro.read_only.name;
+    ro.reads_of = c.databases[i].name;
+    m.name = m.read_only_key.value_or(m.name);
+    m.replicas_key.reset();
+    m.read_only_key.reset();
+    m.path = indexed("databases", i) + ".read_only";
+    c.databases.push_back(std::move(ro));
+    databases_.push_back(std::move(m));
+  }
+}
+
 void Loader::check_databases(Config& c, DatabaseValidator validator) {
   std::map<std::string, int> names;  // -> line
   for (size_t i = 0; i < c.databases.size(); ++i) {
     Database& db = c.databases[i];
     const DatabaseMarks& m = databases_[i];
-    const std::string path = indexed("databases", i);
+    const std::string path = m.path.empty() ? indexed("databases", i) : m.path;
     if (m.name_ok) {
       auto [first, fresh] = names.emplace(db.name, m.name.line);
       if (!fresh) {
@@ -910,8 +974,23 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
       problem(*m.auth_mode, path + ".auth.mode: passthrough cannot keep pool.min connections: " +
                                 "it has a role's password only while that role has clients");
     }
-    if (m.driver_ok && m.hosts_key && db.driver != "postgresql") {
-      problem(*m.hosts_key, path + ".hosts: only the postgresql driver takes several hosts");
+    const bool multi = db.driver == "postgresql" || db.driver == "mysql";
+    if (m.driver_ok && m.hosts_key && !multi) {
+      problem(*m.hosts_key,
+              path + ".hosts: only the postgresql and mysql drivers take several hosts");
+    }
+    if (m.driver_ok && m.replicas_key && !multi) {
+      problem(*m.replicas_key,
+              path + ".replicas: only the postgresql and mysql drivers take replicas");
+    }
+    if (m.driver_ok && m.read_only_key && !multi) {
+      problem(*m.read_only_key,
+              path + ".read_only: only the postgresql and mysql drivers have read replicas");
+    }
+    if (m.replicas_key && !db.replicas.empty() && db.read_only.name.empty()) {
+      problem(*m.replicas_key, path +
+                                   ".replicas: nothing reads from them without read_only.name "
+                                   "(the read-only database's name)");
     }
     // The driver checks need a complete entry; an incomplete one is reported already.
     if (!m.name_ok || !m.driver_ok || !m.connection_ok) continue;
@@ -1011,6 +1090,7 @@ std::vector<Problem> Loader::run(Config& c, std::string_view yaml, DatabaseValid
   resolve_paths(c);
   check_tls(c);
   check_listeners(c);
+  add_read_only_entries(c);
   check_databases(c, validator);
   check_users(c);
   check_server(c);

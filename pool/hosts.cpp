@@ -33,8 +33,18 @@ std::string_view to_string(HostEvent::Kind k) {
       return "primary_lost";
     case HostEvent::Kind::diverged:
       return "diverged";
+    case HostEvent::Kind::writable_replica:
+      return "writable_replica";
+    case HostEvent::Kind::reads_on:
+      return "reads_on";
+    case HostEvent::Kind::reads_off:
+      return "reads_off";
   }
   return "unknown";
+}
+
+std::string_view to_string(Balance b) {
+  return b == Balance::round_robin ? "round_robin" : "least_connections";
 }
 
 HostSet::HostSet(size_t count, HostsConfig config, TimePoint now) : config_(config), hosts_(count) {
@@ -94,31 +104,120 @@ void HostSet::ban(size_t host, TimePoint now) {
   h.role = HostRole::banned;
   h.due = now + h.ban;
   events_.push_back({HostEvent::Kind::banned, host, h.ban});
+  update_readable(host);
 }
 
-void HostSet::handle_open_failed(size_t host, TimePoint now) {
-  if (host < hosts_.size() && primary_ == host) ban(host, now);
+void HostSet::handle_open_failed(size_t host, TimePoint now, bool for_reads) {
+  if (host >= hosts_.size()) return;
+  if (primary_ == host || (for_reads && hosts_[host].role == HostRole::standby)) ban(host, now);
+}
+
+void HostSet::set_replica_only(size_t host) {
+  if (host < hosts_.size()) hosts_[host].replica_only = true;
+}
+
+bool HostSet::readable(size_t host) const {
+  const auto& h = hosts_.at(host);
+  if (h.role != HostRole::standby) return false;
+  if (config_.max_lag.count() == 0) return true;
+  return h.lag && *h.lag <= config_.max_lag;
+}
+
+void HostSet::update_readable(size_t host) {
+  auto& h = hosts_[host];
+  const bool now_readable = readable(host);
+  if (now_readable == h.readable) return;
+  h.readable = now_readable;
+  events_.push_back(
+      {now_readable ? HostEvent::Kind::reads_on : HostEvent::Kind::reads_off, host, {}, 0, h.lag});
+}
+
+std::optional<size_t> HostSet::pick_reader(Balance how) {
+  const size_t n = hosts_.size();
+  std::optional<size_t> best;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (cursor_ + k) % n;
+    if (!hosts_[i].readable) continue;
+    if (how == Balance::round_robin) {
+      best = i;
+      break;
+    }
+    if (!best || hosts_[i].connections < hosts_[*best].connections) best = i;
+  }
+  if (best) cursor_ = (*best + 1) % n;
+  return best;
+}
+
+void HostSet::connection_opened(size_t host) {
+  if (host < hosts_.size()) ++hosts_[host].connections;
+}
+
+void HostSet::connection_closed(size_t host) {
+  if (host < hosts_.size() && hosts_[host].connections > 0) --hosts_[host].connections;
+}
+
+bool HostSet::all_probed() const {
+  return std::none_of(hosts_.begin(), hosts_.end(),
+                      [](const HostState& h) { return h.role == HostRole::unknown; });
+}
+
+std::optional<uint64_t> HostSet::lag_bytes(size_t host) const {
+  const auto& h = hosts_.at(host);
+  if (h.role != HostRole::standby || h.lsn == 0 || !primary_) return std::nullopt;
+  const uint64_t head = hosts_[*primary_].lsn;
+  if (head == 0) return std::nullopt;
+  return head > h.lsn ? head - h.lsn : 0;
+}
+
+void HostSet::fence(size_t host, TimePoint now) {
+  auto& h = hosts_[host];
+  clear_primary(host, now);
+  h.role = HostRole::diverged;
+  ++h.failures;
+  Duration d = config_.ban_first;
+  for (uint32_t i = 1; i < h.failures && d < config_.ban_max; ++i)
+    d *= 2;
+  h.ban = std::min(d, config_.ban_max);
+  h.due = now + h.ban;
 }
 
 void HostSet::handle_probe(size_t host, ProbeResult r, TimePoint now) {
   if (host >= hosts_.size()) return;
+  hosts_[host].in_flight = false;
+  apply_probe(host, r, now);
+  // A promotion or a fence changes another host's role too.
+  for (size_t i = 0; i < hosts_.size(); ++i)
+    update_readable(i);
+}
+
+void HostSet::apply_probe(size_t host, const ProbeResult& r, TimePoint now) {
   auto& h = hosts_[host];
-  h.in_flight = false;
   if (r.kind == ProbeResult::Kind::unreachable) {
     ban(host, now);
     return;
   }
   if (h.role == HostRole::banned) events_.push_back({HostEvent::Kind::unbanned, host});
   const bool was_diverged = h.role == HostRole::diverged;
+  h.lsn = r.lsn;
   if (r.kind == ProbeResult::Kind::read_only) {
     clear_primary(host, now);
     h.role = HostRole::standby;
+    h.lag = r.lag;
     h.failures = 0;
     h.ban = {};
     h.due = now + recheck();
     return;
   }
   h.timeline = r.timeline;
+  h.lag.reset();
+  // A host listed as a replica that accepts writes was promoted or detached:
+  // neither written to nor read from, and its timeline fences nobody.
+  if (h.replica_only) {
+    clear_primary(host, now);
+    if (!was_diverged) events_.push_back({HostEvent::Kind::writable_replica, host, {}, r.timeline});
+    fence(host, now);
+    return;
+  }
   // Read-write. A timeline older than one already seen is a server that went
   // on writing after another was promoted past it: never a primary again.
   // The same for a second read-write host on the current primary's timeline
@@ -129,13 +228,7 @@ void HostSet::handle_probe(size_t host, ProbeResult r, TimePoint now) {
   if (older || rival) {
     clear_primary(host, now);
     if (!was_diverged) events_.push_back({HostEvent::Kind::diverged, host, {}, r.timeline});
-    h.role = HostRole::diverged;
-    ++h.failures;
-    Duration d = config_.ban_first;
-    for (uint32_t i = 1; i < h.failures && d < config_.ban_max; ++i)
-      d *= 2;
-    h.ban = std::min(d, config_.ban_max);
-    h.due = now + h.ban;
+    fence(host, now);
     return;
   }
   h.failures = 0;

@@ -309,13 +309,21 @@ asio::awaitable<AdminResult> show_clients(Server& server) {
 AdminResult show_hosts(Server& server) {
   AdminResult r;
   r.tag = "SHOW";
-  r.columns = {{"database", kText}, {"host", kText},     {"role", kText},
-               {"timeline", kInt8}, {"failures", kInt8}, {"ban_ms", kInt8}};
+  r.columns = {{"database", kText}, {"host", kText},       {"role", kText},   {"timeline", kInt8},
+               {"failures", kInt8}, {"ban_ms", kInt8},     {"lag_ms", kInt8}, {"lag_bytes", kInt8},
+               {"reads", kText},    {"connections", kInt8}};
   for (const auto& m : server.host_monitors()) {
     for (const auto& h : m->snapshot()) {
-      r.rows.push_back(Row{m->database(), h.host + ":" + std::to_string(h.port),
-                           std::string(pool::to_string(h.role)), num(uint64_t{h.timeline}),
-                           num(uint64_t{h.failures}), num(int64_t{h.ban.count()})});
+      // lag_ms/lag_bytes: a standby's, NULL when unknown; reads: whether the
+      // read-only database's pools open on it (NULL for a read-write database).
+      r.rows.push_back(Row{
+          m->database(), h.host.empty() ? "(connection)" : h.host + ":" + std::to_string(h.port),
+          std::string(pool::to_string(h.role)), num(uint64_t{h.timeline}),
+          num(uint64_t{h.failures}), num(int64_t{h.ban.count()}),
+          h.lag ? std::optional<std::string>(num(int64_t{h.lag->count()})) : std::nullopt,
+          h.lag_bytes ? std::optional<std::string>(num(uint64_t{*h.lag_bytes})) : std::nullopt,
+          m->for_reads() ? std::optional<std::string>(h.reads ? "yes" : "no") : std::nullopt,
+          num(uint64_t{h.connections})});
     }
   }
   return r;

@@ -362,32 +362,42 @@ void DatabaseShared::set_monitor(HostMonitorPtr m) {
 }
 
 db::Result<db::Connection> open_backend(const db::Driver& driver, const db::OpenOptions& open,
-                                        const HostMonitorPtr& monitor, db::HostPort* on) {
+                                        const HostMonitorPtr& monitor, db::HostPort* on,
+                                        std::shared_ptr<void>* lease) {
   if (!monitor) return driver.open(open);
-  std::string error;
-  auto target = monitor->primary_target(&error);
-  if (!target) {
-    db::Error e = db::Error::connection(std::move(error));
-    e.sqlstate = "08001";
-    return e;
+  // A read-only database tries the next standby at once when one fails (it is
+  // banned by then); a read-write one leaves the wait for a new primary to
+  // the pool's back-off.
+  const size_t attempts = monitor->for_reads() ? monitor->hosts().size() : 1;
+  for (size_t attempt = 1;; ++attempt) {
+    std::string error;
+    auto target = monitor->target(&error);
+    if (!target) {
+      db::Error e = db::Error::connection(std::move(error));
+      e.sqlstate = "08001";
+      return e;
+    }
+    if (on) *on = {target->open.host, target->open.port};
+    if (!open.user.empty()) {
+      // A user pool's own role (auth.mode passthrough) on whichever host is chosen.
+      target->open.user = open.user;
+      target->open.password = open.password;
+    }
+    auto result = driver.open(target->open);
+    if (!open.user.empty())
+      OPENSSL_cleanse(target->open.password.data(), target->open.password.size());
+    if (result.ok()) {
+      if (lease) *lease = std::move(target->lease);
+      return result;
+    }
+    // The server is gone, refuses, is starting or stopping, or is read-only:
+    // not a password or a database name that every host would refuse alike.
+    const auto& state = result.error().sqlstate;
+    const bool server_side =
+        state.empty() || state.starts_with("08") || state.starts_with("57P") || state == "25006";
+    if (server_side) monitor->open_failed(target->host);
+    if (!server_side || attempt >= attempts) return result;
   }
-  if (on) *on = {target->open.host, target->open.port};
-  if (!open.user.empty()) {
-    // A user pool's own role (auth.mode passthrough) on whichever host is primary.
-    target->open.user = open.user;
-    target->open.password = open.password;
-  }
-  auto result = driver.open(target->open);
-  if (!open.user.empty())
-    OPENSSL_cleanse(target->open.password.data(), target->open.password.size());
-  // The server is gone, refuses, is starting or stopping, or is read-only:
-  // not a password or a database name that every host would refuse alike.
-  if (!result.ok() &&
-      (result.error().sqlstate.empty() || result.error().sqlstate.starts_with("08") ||
-       result.error().sqlstate.starts_with("57P") || result.error().sqlstate == "25006")) {
-    monitor->open_failed(target->host);
-  }
-  return result;
 }
 
 void DatabaseShared::note_open(bool ok, std::string error) {
@@ -695,8 +705,13 @@ void DatabasePool::open_now(pool::ConnId id) {
       o.password = self->password_;
     }
     db::HostPort on;
+<<<<<<< HEAD
     auto result = open_backend(self->driver_, o, self->shared_->monitor(), &on);
     OPENSSL_cleanse(o.password.data(), o.password.size());
+=======
+    std::shared_ptr<void> lease;
+    auto result = open_backend(self->driver_, self->open_, self->shared_->monitor(), &on, &lease);
+>>>>>>> h-replicas
     std::unique_lock l(self->mu_);
     auto now = pool::Clock::now();
     if (result.ok()) {
@@ -707,6 +722,7 @@ void DatabasePool::open_now(pool::ConnId id) {
       b->opened_at = std::chrono::system_clock::now();
       b->host = on.host;
       b->port = on.port;
+      b->host_lease = std::move(lease);
       describe_backend(*b);
       if (b->caps.session_settings)
         self->startup_.note_defaults(b->conn.impl()->server_parameters());

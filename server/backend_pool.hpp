@@ -137,6 +137,8 @@ struct Backend {
   /// Several hosts: the one it opened on (empty: the connection string's).
   std::string host;
   int port = 0;
+  /// Several hosts: counts this connection on its host while it lives (HostMonitor::Target).
+  std::shared_ptr<void> host_lease;
 
   /// Unique per grant of the pool (the relay's pipeline passes a lease on
   /// without one): the relay's train id.
@@ -221,12 +223,14 @@ struct DatabaseShared {
 };
 using DatabaseSharedPtr = std::shared_ptr<DatabaseShared>;
 
-/// Opens a backend connection: as `open` says, or with several hosts on the
-/// primary `monitor` names (waiting for one during a failover, and banning
-/// the host when the server fails the open). Blocks: executor only.
-/// `on`: the host it opened on (several hosts only).
+/// Opens a backend connection: as `open` says, or with several hosts where
+/// `monitor` says (the primary, waiting for one during a failover; a replica
+/// for a read-only database), banning the host when the server fails the
+/// open. Blocks: executor only. `on`: the host it opened on and `lease`
+/// the count of connections on it (several hosts only).
 db::Result<db::Connection> open_backend(const db::Driver& driver, const db::OpenOptions& open,
-                                        const HostMonitorPtr& monitor, db::HostPort* on = nullptr);
+                                        const HostMonitorPtr& monitor, db::HostPort* on = nullptr,
+                                        std::shared_ptr<void>* lease = nullptr);
 
 /// The pool of one database entry for one user: its backend connections serve
 /// only that user's clients (as PgBouncer's pools per database and user).

@@ -8,8 +8,10 @@ namespace wirepool::server {
 namespace asio = boost::asio;
 
 namespace {
-pool::HostsConfig hosts_config(const config::HealthCheck& hc) {
+pool::HostsConfig hosts_config(const config::HealthCheck& hc,
+                               const std::optional<config::ReadOnly>& reads) {
   pool::HostsConfig c;
+  if (reads) c.max_lag = reads->max_replica_lag;
   c.check_interval = hc.interval;
   c.failover_interval = hc.failover_interval;
   c.ban_first = hc.ban_time;
@@ -18,7 +20,12 @@ pool::HostsConfig hosts_config(const config::HealthCheck& hc) {
 }
 
 std::string name_of(const db::HostPort& h) {
+  if (h.host.empty()) return "(the connection's host)";
   return h.port > 0 ? h.host + ":" + std::to_string(h.port) : h.host;
+}
+
+std::string lag_text(const std::optional<std::chrono::milliseconds>& lag) {
+  return lag ? std::to_string(lag->count()) + " ms" : std::string("unknown");
 }
 }  // namespace
 
@@ -33,7 +40,8 @@ std::vector<db::HostPort> hosts_of(const config::Database& d, const db::Driver& 
 
 HostMonitor::HostMonitor(std::string database, std::vector<db::HostPort> hosts,
                          config::HealthCheck hc, const db::Driver& driver, db::OpenOptions open,
-                         BlockingExecutor& blocking, asio::io_context& timers)
+                         BlockingExecutor& blocking, asio::io_context& timers,
+                         std::optional<config::ReadOnly> reads, size_t replicas_from)
     : database_(std::move(database)),
       hosts_(std::move(hosts)),
       hc_(hc),
@@ -42,8 +50,11 @@ HostMonitor::HostMonitor(std::string database, std::vector<db::HostPort> hosts,
       blocking_(blocking),
       timers_(timers),
       timer_(timers),
-      set_(hosts_.size(), hosts_config(hc), pool::HostSet::TimePoint{}) {
+      reads_(std::move(reads)),
+      set_(hosts_.size(), hosts_config(hc, reads_), pool::HostSet::TimePoint{}) {
   open_.probe_timeout = hc.timeout;
+  for (size_t i = replicas_from; i < hosts_.size(); ++i)
+    set_.set_replica_only(i);
 }
 
 db::OpenOptions HostMonitor::options_for(size_t host) const {
@@ -66,6 +77,7 @@ void HostMonitor::stop() {
   std::lock_guard l(mu_);
   stopped_ = true;
   primary_known_.notify_all();
+  readers_known_.notify_all();
   asio::post(timers_, [self = shared_from_this()] { self->timer_.cancel(); });
 }
 
@@ -100,12 +112,15 @@ void HostMonitor::run_probe(size_t host) {
     r.kind = result.value().read_only ? pool::ProbeResult::Kind::read_only
                                       : pool::ProbeResult::Kind::read_write;
     r.timeline = result.value().timeline;
+    r.lag = result.value().lag;
+    r.lsn = result.value().lsn;
   } else {
     spdlog::debug("database \"{}\": probe of {} failed: {}", database_, name_of(hosts_[host]),
                   result.error().message);
   }
   std::unique_lock l(mu_);
   set_.handle_probe(host, r, std::chrono::steady_clock::now());
+  if (set_.all_probed()) readers_known_.notify_all();
   const bool changed = drain_events(l);
   arm(l);
   auto notify = changed ? on_change_ : nullptr;
@@ -143,6 +158,31 @@ bool HostMonitor::drain_events(std::unique_lock<std::mutex>& lock) {
             "the primary: a diverged server, kept out (rebuild it as a standby)",
             database_, host, e.timeline, set_.max_timeline());
         break;
+      case K::writable_replica:
+        spdlog::error(
+            "database \"{}\": host {} is listed under replicas but accepts writes (promoted or "
+            "detached?): kept out",
+            database_, host);
+        break;
+      case K::reads_on:
+        if (!reads_) break;
+        spdlog::info("database \"{}\": host {} takes reads (replay lag {})", database_, host,
+                     lag_text(e.lag));
+        changed = true;
+        readers_known_.notify_all();
+        break;
+      case K::reads_off:
+        if (!reads_) break;
+        if (set_.state(e.host).role == pool::HostRole::standby) {
+          spdlog::warn(
+              "database \"{}\": host {} takes no reads: replay lag {} above max_replica_lag {} ms",
+              database_, host, lag_text(e.lag), reads_->max_replica_lag.count());
+        } else {
+          spdlog::warn("database \"{}\": host {} takes no reads: {}", database_, host,
+                       pool::to_string(set_.state(e.host).role));
+        }
+        changed = true;
+        break;
     }
   }
   return changed;
@@ -159,15 +199,77 @@ std::optional<HostMonitor::Target> HostMonitor::primary_target(std::string* erro
     }
     return std::nullopt;
   }
-  const size_t host = *set_.primary();
-  Target t{host, options_for(host)};
+  Target t = make_target(*set_.primary(), l);
+  t.open.read_write = true;
+  return t;
+}
+
+HostMonitor::Target HostMonitor::make_target(size_t host, std::unique_lock<std::mutex>& lock) {
+  (void)lock;  // held
+  set_.connection_opened(host);
+  std::weak_ptr<HostMonitor> weak = shared_from_this();
+  auto lease = std::shared_ptr<void>(nullptr, [weak, host](void*) {
+    if (auto self = weak.lock()) {
+      std::lock_guard l(self->mu_);
+      self->set_.connection_closed(host);
+    }
+  });
+  return Target{host, options_for(host), std::move(lease)};
+}
+
+std::optional<HostMonitor::Target> HostMonitor::target(std::string* error) {
+  return reads_ ? reader_target(error) : primary_target(error);
+}
+
+std::optional<HostMonitor::Target> HostMonitor::reader_target(std::string* error) {
+  if (!reads_) return primary_target(error);
+  std::unique_lock l(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + hc_.failover_timeout;
+  // At start-up no host has answered yet: wait for the first answers rather
+  // than fall back to the primary (or refuse) before any standby could qualify.
+  readers_known_.wait_until(l, deadline, [&] {
+    if (stopped_ || set_.all_probed()) return true;
+    for (size_t i = 0; i < set_.size(); ++i) {
+      if (set_.readable(i)) return true;
+    }
+    return false;
+  });
+  if (stopped_) {
+    if (error) *error = "database \"" + database_ + "\" is being replaced";
+    return std::nullopt;
+  }
+  const auto how = reads_->balance == config::ReadOnly::Balance::round_robin
+                       ? pool::Balance::round_robin
+                       : pool::Balance::least_connections;
+  if (auto host = set_.pick_reader(how)) return make_target(*host, l);
+  if (reads_->fallback == config::ReadOnly::Fallback::refuse) {
+    if (error) {
+      *error = "no replica of database \"" + database_ + "\" takes reads (none is up" +
+               (reads_->max_replica_lag.count() > 0
+                    ? " within max_replica_lag " + std::to_string(reads_->max_replica_lag.count()) +
+                          " ms"
+                    : std::string()) +
+               ") and read_only.fallback is refuse";
+    }
+    return std::nullopt;
+  }
+  if (!primary_known_.wait_until(l, deadline, [&] { return stopped_ || set_.primary(); }) ||
+      stopped_) {
+    if (error) {
+      *error = "no replica and no primary among the " + std::to_string(hosts_.size()) +
+               " hosts of database \"" + database_ + "\" (waited " +
+               std::to_string(hc_.failover_timeout.count()) + " ms)";
+    }
+    return std::nullopt;
+  }
+  Target t = make_target(*set_.primary(), l);
   t.open.read_write = true;
   return t;
 }
 
 void HostMonitor::open_failed(size_t host) {
   std::unique_lock l(mu_);
-  set_.handle_open_failed(host, std::chrono::steady_clock::now());
+  set_.handle_open_failed(host, std::chrono::steady_clock::now(), reads_.has_value());
   const bool changed = drain_events(l);
   arm(l);
   auto notify = changed ? on_change_ : nullptr;
@@ -181,7 +283,9 @@ std::vector<HostMonitor::HostInfo> HostMonitor::snapshot() const {
   for (size_t i = 0; i < hosts_.size(); ++i) {
     const auto& s = set_.state(i);
     out.push_back({hosts_[i].host, hosts_[i].port, s.role, s.timeline, s.failures,
-                   std::chrono::duration_cast<std::chrono::milliseconds>(s.ban)});
+                   std::chrono::duration_cast<std::chrono::milliseconds>(s.ban),
+                   s.role == pool::HostRole::standby ? s.lag : std::nullopt, set_.lag_bytes(i),
+                   reads_.has_value() && s.readable, s.connections});
   }
   return out;
 }

@@ -124,6 +124,11 @@ asio::awaitable<void> serve(Server& server, std::shared_ptr<ClientSocket> sock) 
   sock->close(ignored);
 }
 
+/// The `host` label of a backend host: host:port, or "(connection)" for the connection's own.
+std::string host_label(const HostMonitor::HostInfo& h) {
+  return h.host.empty() ? "(connection)" : h.host + ":" + std::to_string(h.port);
+}
+
 void add_line(std::string& out, std::string_view name, std::string_view labels, double value) {
   out += name;
   if (!labels.empty()) {
@@ -340,13 +345,58 @@ std::string render_metrics(const Server& server) {
     for (const auto& m : monitors) {
       for (const auto& h : m->snapshot()) {
         const std::string labels = "database=\"" + label_value(m->database()) + "\",host=\"" +
-                                   label_value(h.host + ":" + std::to_string(h.port)) + "\"";
+                                   label_value(host_label(h)) + "\"";
         for (auto role : {pool::HostRole::primary, pool::HostRole::standby, pool::HostRole::banned,
                           pool::HostRole::diverged, pool::HostRole::unknown}) {
           add_line(out, "wirepool_backend_host_role",
                    labels + ",role=\"" + std::string(pool::to_string(role)) + "\"",
                    uint64_t{h.role == role});
         }
+      }
+    }
+    metric_header(out, "wirepool_backend_host_replay_lag_seconds", "gauge",
+                  "A standby's replay lag as its last probe saw it (absent while unknown).");
+    for (const auto& m : monitors) {
+      for (const auto& h : m->snapshot()) {
+        if (!h.lag) continue;
+        add_line(out, "wirepool_backend_host_replay_lag_seconds",
+                 "database=\"" + label_value(m->database()) + "\",host=\"" +
+                     label_value(host_label(h)) + "\"",
+                 static_cast<double>(h.lag->count()) / 1000.0);
+      }
+    }
+    metric_header(out, "wirepool_backend_host_replay_lag_bytes", "gauge",
+                  "WAL a standby has not replayed, by the primary's last probe (absent while "
+                  "unknown).");
+    for (const auto& m : monitors) {
+      for (const auto& h : m->snapshot()) {
+        if (!h.lag_bytes) continue;
+        add_line(out, "wirepool_backend_host_replay_lag_bytes",
+                 "database=\"" + label_value(m->database()) + "\",host=\"" +
+                     label_value(host_label(h)) + "\"",
+                 uint64_t{*h.lag_bytes});
+      }
+    }
+    metric_header(out, "wirepool_backend_host_reads", "gauge",
+                  "1 when a read-only database's pools open on the host (a standby within "
+                  "max_replica_lag), else 0.");
+    for (const auto& m : monitors) {
+      if (!m->for_reads()) continue;
+      for (const auto& h : m->snapshot()) {
+        add_line(out, "wirepool_backend_host_reads",
+                 "database=\"" + label_value(m->database()) + "\",host=\"" +
+                     label_value(host_label(h)) + "\"",
+                 uint64_t{h.reads});
+      }
+    }
+    metric_header(out, "wirepool_backend_host_connections", "gauge",
+                  "Backend connections of the database open on each host.");
+    for (const auto& m : monitors) {
+      for (const auto& h : m->snapshot()) {
+        add_line(out, "wirepool_backend_host_connections",
+                 "database=\"" + label_value(m->database()) + "\",host=\"" +
+                     label_value(host_label(h)) + "\"",
+                 uint64_t{h.connections});
       }
     }
     metric_header(out, "wirepool_backend_host_failures", "gauge",
@@ -356,7 +406,7 @@ std::string render_metrics(const Server& server) {
       for (const auto& h : m->snapshot()) {
         add_line(out, "wirepool_backend_host_failures",
                  "database=\"" + label_value(m->database()) + "\",host=\"" +
-                     label_value(h.host + ":" + std::to_string(h.port)) + "\"",
+                     label_value(host_label(h)) + "\"",
                  uint64_t{h.failures});
       }
     }

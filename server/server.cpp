@@ -180,7 +180,8 @@ size_t blocking_threads(const config::Config& cfg) {
     if (d.auth_query.enabled()) n += 1 + static_cast<size_t>(d.pool.max);
     // Several hosts: a probe of each may run at once.
     const size_t named = conninfo_hosts(d.connection).size();
-    n += !d.hosts.empty() ? d.hosts.size() : (named > 1 ? named : 0);
+    n += (!d.hosts.empty() ? d.hosts.size() : (named > 1 ? named : 0)) +
+         (d.reads_of.empty() ? 0 : d.replicas.size() + 1);
   }
   return std::min<size_t>(n, 512);
 }
@@ -269,9 +270,21 @@ AuthLookupPtr Server::make_auth_lookup(const DatabaseEntry& e, const config::Dat
 
 HostMonitorPtr Server::make_monitor(const DatabaseEntry& e) {
   auto hosts = hosts_of(e.cfg, *e.driver, e.open);
+  std::optional<config::ReadOnly> reads;
+  size_t replicas_from = SIZE_MAX;
+  if (!e.cfg.reads_of.empty()) {
+    // A read-only database: the primary's hosts (the connection's own when it
+    // names one), then the replicas.
+    if (hosts.empty()) hosts.push_back({});
+    replicas_from = hosts.size();
+    for (const auto& r : e.cfg.replicas)
+      hosts.push_back({r.host, r.port});
+    reads = e.cfg.read_only;
+  }
   if (hosts.empty()) return nullptr;
-  auto m = std::make_shared<HostMonitor>(e.cfg.name, std::move(hosts), e.cfg.health_check,
-                                         *e.driver, e.open, blocking_, main_);
+  auto m =
+      std::make_shared<HostMonitor>(e.cfg.name, std::move(hosts), e.cfg.health_check, *e.driver,
+                                    e.open, blocking_, main_, std::move(reads), replicas_from);
   // A new primary (or none): idle connections point at the old one; each pool
   // replaces its connections, busy ones when they come back.
   m->on_change([this, name = e.cfg.name] {
@@ -800,7 +813,8 @@ namespace {
 /// What makes two entries the same pool: everything but its sizes and timeouts.
 bool same_backend(const config::Database& a, const config::Database& b) {
   return a.driver == b.driver && a.connection == b.connection && a.password_env == b.password_env &&
-         a.hosts == b.hosts && a.health_check == b.health_check &&
+         a.hosts == b.hosts && a.health_check == b.health_check && a.replicas == b.replicas &&
+         a.read_only == b.read_only && a.reads_of == b.reads_of &&
          a.password_file == b.password_file && a.options == b.options &&
          a.pool.mode == b.pool.mode && a.pool.reset_query == b.pool.reset_query &&
          a.pool.pipeline == b.pool.pipeline && a.tls.present == b.tls.present &&

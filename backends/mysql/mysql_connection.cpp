@@ -102,6 +102,18 @@ void set_common_options(MYSQL* m, const ConnectInfo& info, unsigned timeout,
   }
 }
 
+/// @@global.read_only of a connected server; nullopt when the query fails.
+std::optional<bool> read_only_of(MYSQL* m) {
+  if (mysql_query(m, "SELECT @@global.read_only") != 0) return std::nullopt;
+  MYSQL_RES* res = mysql_store_result(m);
+  if (res == nullptr) return std::nullopt;
+  std::optional<bool> out;
+  if (MYSQL_ROW row = mysql_fetch_row(res); row != nullptr && row[0] != nullptr)
+    out = std::string_view(row[0]) != "0";
+  mysql_free_result(res);
+  return out;
+}
+
 bool real_connect(MYSQL* m, const ConnectInfo& info, unsigned long flags) {
   const bool unix_socket = !info.socket.empty();
   return mysql_real_connect(m, unix_socket ? "localhost" : info.host.c_str(),
@@ -1164,9 +1176,59 @@ Result<db::Connection> open_connection(const ConnectInfo& info) {
     mysql_close(m);
     return e;
   }
+  if (info.read_write) {
+    // MariaDB has no target_session_attrs: a server made read-only since its
+    // last probe is refused here, as libpq refuses one for PostgreSQL.
+    const auto ro = read_only_of(m);
+    if (!ro || *ro) {
+      Error e =
+          Error::connection(ro ? "the server is read-only (@@read_only = 1)"
+                               : "could not read @@read_only: " + std::string(mysql_error(m)));
+      e.sqlstate = ro ? "25006" : "08006";
+      mysql_close(m);
+      return e;
+    }
+  }
   set_keepalive(m);
   auto session = std::make_shared<Session>(m, info);
   return db::Connection(std::make_unique<MysqlConnection>(std::move(session)));
+}
+
+Result<db::HostProbe> probe_host(const ConnectInfo& info, std::chrono::milliseconds timeout) {
+  MYSQL* m = mysql_init(nullptr);
+  if (m == nullptr) return Error::connection("mysql_init failed: out of memory");
+  std::unique_ptr<MYSQL, decltype(&mysql_close)> owned(m, &mysql_close);
+  const unsigned secs = static_cast<unsigned>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
+  set_common_options(m, info, secs, secs);
+  mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &secs);
+  if (!real_connect(m, info, 0)) {
+    Error e = map_error(mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
+    e.code = db::Errc::connection;
+    return e;
+  }
+  db::HostProbe out;
+  const auto ro = read_only_of(m);
+  if (!ro) {
+    Error e = Error::connection("could not read @@read_only: " + std::string(mysql_error(m)));
+    e.sqlstate = "08006";
+    return e;
+  }
+  out.read_only = *ro;
+  if (!out.read_only) return out;
+  // A replica: Seconds_Behind_Master is NULL while its SQL thread is stopped.
+  if (mysql_query(m, "SHOW SLAVE STATUS") != 0) return out;  // no privilege: lag unknown
+  MYSQL_RES* res = mysql_store_result(m);
+  if (res == nullptr) return out;
+  std::unique_ptr<MYSQL_RES, decltype(&mysql_free_result)> rows(res, &mysql_free_result);
+  const unsigned n = mysql_num_fields(res);
+  MYSQL_FIELD* fields = mysql_fetch_fields(res);
+  if (MYSQL_ROW row = mysql_fetch_row(res)) {
+    for (unsigned i = 0; i < n; ++i) {
+      if (std::string_view(fields[i].name) == "Seconds_Behind_Master" && row[i] != nullptr)
+        out.lag = std::chrono::seconds(std::strtoll(row[i], nullptr, 10));
+    }
+  }
+  return out;
 }
 
 }  // namespace wirepool::mysql

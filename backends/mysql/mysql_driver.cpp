@@ -9,6 +9,14 @@
 
 namespace wirepool::mysql {
 
+namespace {
+/// mysql_library_init is not thread-safe; the first open or probe may race with others.
+void init_library() {
+  static std::once_flag init;
+  std::call_once(init, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> MysqlDriver::validate(
     const db::OpenOptions& o) const {
   return validate_options(o);
@@ -33,10 +41,13 @@ db::Result<db::Connection> MysqlDriver::open(const db::OpenOptions& o) const {
     e.sqlstate = "22023";  // invalid_parameter_value
     return e;
   }
-  // mysql_library_init is not thread-safe; the first open may race with others.
-  static std::once_flag init;
-  std::call_once(init, [] { mysql_library_init(0, nullptr, nullptr); });
+  init_library();
   return open_connection(connect_info(o));
+}
+
+db::Result<db::HostProbe> MysqlDriver::probe(const db::OpenOptions& o) const {
+  init_library();
+  return probe_host(connect_info(o), o.probe_timeout);
 }
 
 std::string MysqlDriver::redact(std::string_view connection) const {

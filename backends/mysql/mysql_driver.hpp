@@ -28,6 +28,8 @@ class MysqlDriver final : public db::Driver {
   /// Connects. Failures answer Errc::connection with the server's errno and message.
   db::Result<db::Connection> open(const db::OpenOptions& options) const override;
   std::string redact(std::string_view connection) const override;
+  /// @@read_only = 0 is a primary; a replica's lag is its Seconds_Behind_Master.
+  db::Result<db::HostProbe> probe(const db::OpenOptions& o) const override;
 };
 
 /// The driver object ("mysql" in db::find_driver).

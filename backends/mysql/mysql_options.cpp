@@ -138,6 +138,13 @@ ConnectInfo connect_info(const db::OpenOptions& o) {
   if (!o.password.empty()) info.password = o.password;
   info.tls_ca = o.tls_ca;
   info.max_value_size = o.max_value_size;
+  // One host of several (the host monitor's choice) replaces the connection's.
+  if (!o.host.empty()) {
+    info.host = o.host;
+    info.socket.clear();
+    if (o.port > 0) info.port = static_cast<unsigned>(o.port);
+  }
+  info.read_write = o.read_write;
   return info;
 }
 

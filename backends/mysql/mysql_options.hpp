@@ -33,6 +33,8 @@ struct ConnectInfo {
   unsigned connect_timeout = 10;  ///< seconds
   std::string tls_ca;             ///< from the tls block: empty = plaintext
   uint64_t max_value_size = 0;    ///< OpenOptions::max_value_size (0 = no limit)
+  /// OpenOptions::read_write: refuse a server with @@read_only set (25006).
+  bool read_write = false;
 };
 
 /// Parses key=value pairs. Problems (unknown key, bad number, syntax) are

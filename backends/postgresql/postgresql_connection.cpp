@@ -1075,9 +1075,17 @@ Result<db::HostProbe> probe_host(const db::OpenOptions& o) {
     pins.push_back(normalize_pin(p));
   if (auto e = drive_connect(conn, !o.tls_ca.empty(), pins, deadline)) return *e;
   // One evaluation of pg_is_in_recovery(): pg_walfile_name fails in recovery.
+  // A standby's lag: 0 when it has replayed all it received, else the age of
+  // the last commit it replayed (grows while replay waits or is paused).
   static const char* kQuery =
       "SELECT r, current_setting('transaction_read_only'), "
-      "CASE WHEN r THEN '' ELSE pg_walfile_name(pg_current_wal_lsn()) END "
+      "CASE WHEN r THEN '' ELSE pg_walfile_name(pg_current_wal_lsn()) END, "
+      "pg_wal_lsn_diff(CASE WHEN r THEN pg_last_wal_replay_lsn() "
+      "ELSE pg_current_wal_lsn() END, '0/0'), "
+      "CASE WHEN NOT r THEN NULL "
+      "WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
+      "ELSE (extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000)"
+      "::bigint END "
       "FROM pg_is_in_recovery() r";
   if (PQsetnonblocking(conn, 1) != 0 || PQsendQuery(conn, kQuery) == 0)
     return connect_error(PQerrorMessage(conn));
@@ -1095,7 +1103,7 @@ Result<db::HostProbe> probe_host(const db::OpenOptions& o) {
   db::HostProbe out;
   bool answered = false;
   while (PGresult* r = PQgetResult(conn)) {
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQnfields(r) == 3) {
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQnfields(r) == 5) {
       answered = true;
       out.read_only = std::string_view(PQgetvalue(r, 0, 0)) == "t" ||
                       std::string_view(PQgetvalue(r, 0, 1)) == "on";
@@ -1103,6 +1111,11 @@ Result<db::HostProbe> probe_host(const db::OpenOptions& o) {
       const std::string wal = PQgetvalue(r, 0, 2);
       if (!out.read_only && wal.size() >= 8)
         out.timeline = static_cast<uint32_t>(std::stoul(wal.substr(0, 8), nullptr, 16));
+      if (!PQgetisnull(r, 0, 3)) out.lsn = std::strtoull(PQgetvalue(r, 0, 3), nullptr, 10);
+      if (out.read_only && !PQgetisnull(r, 0, 4)) {
+        out.lag = std::chrono::milliseconds(
+            std::max<long long>(0, std::strtoll(PQgetvalue(r, 0, 4), nullptr, 10)));
+      }
     }
     PQclear(r);
   }

@@ -3,7 +3,12 @@
 //    health_check keys with their defaults and written values;
 //  - refused: a host without `host`, an empty list, a port out of range, a
 //    driver other than postgresql, a duration under 10ms, ban_time_max below
-//    ban_time.
+//    ban_time;
+//  - read replicas: `read_only` makes a second entry named read_only.name
+//    (reads_of the first, the same hosts, replicas and keys), which users may
+//    name in their databases; `hosts`/`replicas`/`read_only` load for mysql;
+//  - refused: read_only without a name, a name already taken, an unknown
+//    fallback or balance, replicas without read_only, read_only for sqlite.
 
 #include <gtest/gtest.h>
 
@@ -70,7 +75,63 @@ TEST(ConfigHosts, BadHostsAndHealthChecksAreRefusedAtTheirKey) {
                                       "    connection: app.db\n"
                                       "    hosts: [{ host: a }]\n" +
                                       kUsers),
-                          5, 5, "only the postgresql driver takes several hosts"));
+                          5, 5, "only the postgresql and mysql drivers take several hosts"));
+}
+
+TEST(ConfigHosts, ReadOnlyMakesASecondDatabaseOnTheSameHosts) {
+  const Config c = load_string(
+      "databases:\n"
+      "  - name: shop\n"
+      "    driver: mysql\n"
+      "    connection: \"user=u dbname=shop\"\n"
+      "    hosts: [{ host: db1, port: 3307 }]\n"
+      "    replicas: [{ host: r1 }]\n"
+      "    read_only: { name: shop_ro, max_replica_lag: 2s, fallback: refuse, balance: "
+      "round_robin }\n"
+      "    pool: { max: 3 }\n"
+      "users: [{name: demo, password: demo, databases: [shop_ro]}]\n",
+      kFile);
+  ASSERT_EQ(c.databases.size(), 2u);
+  const Database& rw = c.databases[0];
+  const Database& ro = c.databases[1];
+  EXPECT_EQ(rw.reads_of, "");
+  EXPECT_EQ(ro.name, "shop_ro");
+  EXPECT_EQ(ro.reads_of, "shop");
+  EXPECT_EQ(ro.hosts, rw.hosts);
+  ASSERT_EQ(ro.replicas.size(), 1u);
+  EXPECT_EQ(ro.replicas[0].host, "r1");
+  EXPECT_EQ(ro.pool.max, 3);
+  EXPECT_EQ(ro.read_only.max_replica_lag, seconds(2));
+  EXPECT_EQ(ro.read_only.fallback, ReadOnly::Fallback::refuse);
+  EXPECT_EQ(ro.read_only.balance, ReadOnly::Balance::round_robin);
+  EXPECT_EQ(c.find_database("shop_ro"), &c.databases[1]);
+}
+
+TEST(ConfigHosts, BadReadOnlySettingsAreRefused) {
+  const std::string head =
+      "databases:\n"
+      "  - name: app\n"
+      "    driver: postgresql\n"
+      "    connection: \"dbname=app\"\n";
+  EXPECT_TRUE(has_problem(problems_of(head + "    read_only: { max_replica_lag: 1s }\n" + kUsers),
+                          5, 16, "missing the required key \"name\""));
+  EXPECT_TRUE(
+      has_problem(problems_of(head + "    read_only: { name: app, fallback: maybe }\n" + kUsers), 5,
+                  39, "must be one of"));
+  EXPECT_TRUE(
+      has_problem(problems_of(head + "    read_only: { name: app_ro, balance: random }\n" + kUsers),
+                  5, 41, "must be one of"));
+  EXPECT_TRUE(has_problem(problems_of(head + "    read_only: { name: app }\n" + kUsers), 5, 5,
+                          "duplicate database name \"app\""));
+  EXPECT_TRUE(has_problem(problems_of(head + "    replicas: [{ host: r1 }]\n" + kUsers), 5, 5,
+                          "nothing reads from them without read_only.name"));
+  EXPECT_TRUE(has_problem(problems_of("databases:\n"
+                                      "  - name: app\n"
+                                      "    driver: sqlite\n"
+                                      "    connection: app.db\n"
+                                      "    read_only: { name: app_ro }\n" +
+                                      kUsers),
+                          5, 5, "only the postgresql and mysql drivers have read replicas"));
 }
 
 }  // namespace

@@ -12,7 +12,12 @@
 //  - property (200 seeds x 2000 random probe answers, open failures and clock
 //    steps): at most one primary, only on the newest timeline; no host is
 //    handed out while in flight or before its due time; every idle host has a
-//    due time no later than its ban; bans stay within [ban_first, ban_max].
+//    due time no later than its ban; bans stay within [ban_first, ban_max];
+//  - read replicas: a standby takes reads while its lag is within max_lag (unknown
+//    lag: none), each change is one reads_on/reads_off event; pick_reader spreads by
+//    least connections (ties in turn) or round robin and names no banned, lagging
+//    or primary host; a standby whose read-only open fails is banned; a host
+//    listed as a replica that answers read-write is kept out and fences nobody.
 
 #include <gtest/gtest.h>
 
@@ -39,14 +44,32 @@ HostsConfig cfg() {
   return c;
 }
 
+ProbeResult probe(K kind, uint32_t tl = 0) {
+  ProbeResult r;
+  r.kind = kind;
+  r.timeline = tl;
+  return r;
+}
 ProbeResult rw(uint32_t tl) {
-  return {K::read_write, tl};
+  return probe(K::read_write, tl);
 }
 ProbeResult ro() {
-  return {K::read_only, 0};
+  return probe(K::read_only);
 }
 ProbeResult down() {
-  return {K::unreachable, 0};
+  return probe(K::unreachable);
+}
+ProbeResult standby_lag(std::optional<std::chrono::milliseconds> lag, uint64_t lsn = 0) {
+  ProbeResult r = probe(K::read_only);
+  r.lag = lag;
+  r.lsn = lsn;
+  return r;
+}
+
+HostsConfig lag_cfg() {
+  HostsConfig c = cfg();
+  c.max_lag = 1s;
+  return c;
 }
 
 bool has_event(const std::vector<HostEvent>& ev, HostEvent::Kind k, size_t host) {
@@ -180,7 +203,7 @@ TEST(HostSetProperty, RandomSequencesKeepTheInvariants) {
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     std::mt19937 rng(seed);
     const size_t n = 1 + rng() % 4;
-    HostSet s(n, cfg(), T{});
+    HostSet s(n, lag_cfg(), T{});
     T now{};
     std::vector<uint32_t> timeline(n, 1);  // what each server would answer
     std::set<size_t> in_flight;
@@ -204,7 +227,9 @@ TEST(HostSetProperty, RandomSequencesKeepTheInvariants) {
           const size_t h = *it;
           in_flight.erase(it);
           const uint32_t r = rng() % 3;
-          const ProbeResult p = r == 0 ? down() : r == 1 ? ro() : rw(timeline[h]);
+          const ProbeResult p = r == 0   ? down()
+                                : r == 1 ? standby_lag(std::chrono::milliseconds(rng() % 2000))
+                                         : rw(timeline[h]);
           if (p.kind == K::read_write) newest = std::max(newest, p.timeline);
           s.handle_probe(h, p, now);
           break;
@@ -221,6 +246,11 @@ TEST(HostSetProperty, RandomSequencesKeepTheInvariants) {
       for (size_t h = 0; h < n; ++h) {
         const auto& st = s.state(h);
         EXPECT_EQ(st.in_flight, in_flight.count(h) == 1);
+        EXPECT_EQ(st.readable, s.readable(h));
+        if (st.readable) {
+          EXPECT_EQ(st.role, HostRole::standby);
+          EXPECT_LE(*st.lag, s.config().max_lag);
+        }
         if (st.role == HostRole::primary) {
           ++primaries;
           EXPECT_EQ(s.primary(), h);
@@ -241,6 +271,130 @@ TEST(HostSetProperty, RandomSequencesKeepTheInvariants) {
       }
     }
   }
+}
+
+TEST(HostSet, StandbyTakesReadsOnlyWithinTheLagBound) {
+  T now{};
+  HostSet s(3, lag_cfg(), now);
+  s.take_due(now);
+  s.handle_probe(0, rw(1), now);
+  s.handle_probe(1, standby_lag(0ms), now);
+  s.handle_probe(2, standby_lag(std::nullopt), now);  // not replicating: unknown
+  EXPECT_FALSE(s.readable(0));
+  EXPECT_TRUE(s.readable(1));
+  EXPECT_FALSE(s.readable(2));
+  auto ev = s.take_events();
+  EXPECT_TRUE(has_event(ev, HostEvent::Kind::reads_on, 1));
+  EXPECT_FALSE(has_event(ev, HostEvent::Kind::reads_on, 2));
+  now += 1s;
+  s.take_due(now);
+  s.handle_probe(1, standby_lag(1500ms), now);
+  EXPECT_FALSE(s.readable(1));
+  ev = s.take_events();
+  ASSERT_TRUE(has_event(ev, HostEvent::Kind::reads_off, 1));
+  EXPECT_EQ(ev.back().lag, std::optional<std::chrono::milliseconds>(1500ms));
+  EXPECT_EQ(s.pick_reader(Balance::least_connections), std::nullopt);
+  s.handle_probe(1, standby_lag(1500ms), now);  // no change: no event
+  EXPECT_TRUE(s.take_events().empty());
+  s.handle_probe(1, standby_lag(1000ms), now);  // at the bound: in
+  EXPECT_TRUE(has_event(s.take_events(), HostEvent::Kind::reads_on, 1));
+}
+
+TEST(HostSet, NoLagBoundLetsEveryStandbyRead) {
+  T now{};
+  HostSet s(2, cfg(), now);
+  s.take_due(now);
+  s.handle_probe(0, standby_lag(std::nullopt), now);
+  s.handle_probe(1, standby_lag(60000ms), now);
+  EXPECT_TRUE(s.readable(0));
+  EXPECT_TRUE(s.readable(1));
+}
+
+TEST(HostSet, LeastConnectionsPicksTheEmptiestReplica) {
+  T now{};
+  HostSet s(3, lag_cfg(), now);
+  s.take_due(now);
+  s.handle_probe(0, rw(1), now);
+  s.handle_probe(1, standby_lag(0ms), now);
+  s.handle_probe(2, standby_lag(0ms), now);
+  std::vector<size_t> picks;
+  for (int i = 0; i < 6; ++i) {
+    auto h = s.pick_reader(Balance::least_connections);
+    ASSERT_TRUE(h);
+    s.connection_opened(*h);
+    picks.push_back(*h);
+  }
+  EXPECT_EQ(picks, (std::vector<size_t>{1, 2, 1, 2, 1, 2}));
+  // Host 1's connections close: the next opens fill it up first.
+  for (int i = 0; i < 3; ++i)
+    s.connection_closed(1);
+  EXPECT_EQ(s.state(1).connections, 0u);
+  picks.clear();
+  for (int i = 0; i < 3; ++i) {
+    auto h = s.pick_reader(Balance::least_connections);
+    s.connection_opened(*h);
+    picks.push_back(*h);
+  }
+  EXPECT_EQ(picks, (std::vector<size_t>{1, 1, 1}));
+}
+
+TEST(HostSet, RoundRobinTakesTheReplicasInTurnWhateverTheirConnections) {
+  T now{};
+  HostSet s(3, lag_cfg(), now);
+  s.take_due(now);
+  s.handle_probe(0, standby_lag(0ms), now);
+  s.handle_probe(1, rw(1), now);
+  s.handle_probe(2, standby_lag(0ms), now);
+  for (int i = 0; i < 5; ++i)
+    s.connection_opened(0);
+  std::vector<size_t> picks;
+  for (int i = 0; i < 4; ++i)
+    picks.push_back(*s.pick_reader(Balance::round_robin));
+  EXPECT_EQ(picks, (std::vector<size_t>{0, 2, 0, 2}));
+}
+
+TEST(HostSet, FailedReadOpenBansTheStandbyAndTakesItOutOfReads) {
+  T now{};
+  HostSet s(2, lag_cfg(), now);
+  s.take_due(now);
+  s.handle_probe(0, rw(1), now);
+  s.handle_probe(1, standby_lag(0ms), now);
+  s.take_events();
+  s.handle_open_failed(1, now);  // a read-write open's failure leaves a standby alone
+  EXPECT_EQ(s.state(1).role, HostRole::standby);
+  s.handle_open_failed(1, now, true);
+  EXPECT_EQ(s.state(1).role, HostRole::banned);
+  auto ev = s.take_events();
+  EXPECT_TRUE(has_event(ev, HostEvent::Kind::banned, 1));
+  EXPECT_TRUE(has_event(ev, HostEvent::Kind::reads_off, 1));
+  EXPECT_EQ(s.pick_reader(Balance::round_robin), std::nullopt);
+  EXPECT_EQ(s.primary(), std::optional<size_t>(0));
+}
+
+TEST(HostSet, WritableReplicaIsKeptOutAndFencesNobody) {
+  T now{};
+  HostSet s(2, lag_cfg(), now);
+  s.set_replica_only(1);
+  s.take_due(now);
+  s.handle_probe(0, rw(1), now);
+  s.handle_probe(1, rw(2), now);  // a replica promoted on its own
+  EXPECT_EQ(s.primary(), std::optional<size_t>(0));
+  EXPECT_EQ(s.max_timeline(), 1u);
+  EXPECT_EQ(s.state(1).role, HostRole::diverged);
+  EXPECT_TRUE(has_event(s.take_events(), HostEvent::Kind::writable_replica, 1));
+  EXPECT_EQ(s.pick_reader(Balance::least_connections), std::nullopt);
+}
+
+TEST(HostSet, LagBytesAreThePrimarysPositionMinusTheReplayedOne) {
+  T now{};
+  HostSet s(2, lag_cfg(), now);
+  s.take_due(now);
+  ProbeResult p = rw(1);
+  p.lsn = 5000;
+  s.handle_probe(0, p, now);
+  s.handle_probe(1, standby_lag(0ms, 4200), now);
+  EXPECT_EQ(s.lag_bytes(1), std::optional<uint64_t>(800));
+  EXPECT_EQ(s.lag_bytes(0), std::nullopt);
 }
 
 }  // namespace

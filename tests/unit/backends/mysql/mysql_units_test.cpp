@@ -13,7 +13,8 @@
 //    driver, then the driver's own rows: 1049 is not a lost connection);
 //    unknown numbers keep a precise SQLSTATE; client errors are Connection;
 //  - the connection string: keys, quoting, bad port, unknown and TLS keys,
-//    the entry's password overriding, redaction.
+//    the entry's password overriding, redaction; one host of several (the
+//    host monitor's) replacing the connection's host, port and socket.
 
 #include <gtest/gtest.h>
 
@@ -289,6 +290,24 @@ TEST(MysqlOptions, EntryPasswordOverridesAndIsRedacted) {
   EXPECT_EQ(redact_connection("host=h\tpassword\t=\tS3cretE\tuser=u"),
             "host=h\tpassword\t=\t***\tuser=u");
   EXPECT_EQ(redact_connection("host=h"), "host=h");
+}
+
+TEST(MysqlOptions, OneHostOfSeveralReplacesTheConnectionsHostPortAndSocket) {
+  db::OpenOptions o;
+  o.connection = "host=h port=3307 socket=/run/mysqld.sock user=u";
+  ConnectInfo i = connect_info(o);
+  EXPECT_EQ(i.socket, "/run/mysqld.sock");
+  EXPECT_FALSE(i.read_write);
+  o.host = "10.0.0.2";
+  o.port = 3310;
+  o.read_write = true;
+  i = connect_info(o);
+  EXPECT_EQ(i.host, "10.0.0.2");
+  EXPECT_EQ(i.port, 3310u);
+  EXPECT_EQ(i.socket, "");
+  EXPECT_TRUE(i.read_write);
+  o.port = 0;  // the connection's port
+  EXPECT_EQ(connect_info(o).port, 3307u);
 }
 
 }  // namespace
