@@ -5,6 +5,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -492,6 +493,15 @@ void Server::start_stats_timer() {
   });
 }
 
+void Server::start_trim_timer() {
+  trim_timer_.expires_after(std::chrono::seconds(1));
+  trim_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;
+    if (trim_policy_.observe(admission_.clients() + admission_.pending())) malloc_trim(0);
+    start_trim_timer();
+  });
+}
+
 void Server::start_listeners() {
   for (size_t i = 0; i < cfg_.listeners.size(); ++i) {
     const auto& l = cfg_.listeners[i];
@@ -664,6 +674,7 @@ int Server::run() {
   wait_signal();
   probe_databases();
   start_stats_timer();
+  start_trim_timer();
 
   for (auto& loop : loops_) {
     start_sweep(*loop);
@@ -972,6 +983,7 @@ void Server::begin_drain() {
   draining_ = true;
   listening_ = false;
   stats_timer_.cancel();
+  trim_timer_.cancel();
   retire_timer_.cancel();
   for (auto& a : acceptors_) {
     boost::system::error_code ec;
