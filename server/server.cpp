@@ -114,9 +114,13 @@ std::string read_secret(const std::string& database, const std::string& env,
   return {};
 }
 
+/// `threads: 0`: one loop per two usable cores, rounded up (Odyssey's
+/// `workers "auto"`). Trains form within a loop, and the cores a pooler shares
+/// with the kernel's network stack and its own executor threads: on 2 cores one
+/// loop beat two in every pgbench cell (docs/performance-notes.md).
 size_t loop_count(const config::Config& cfg) {
   if (cfg.server.threads > 0) return static_cast<size_t>(cfg.server.threads);
-  return usable_cores();
+  return (usable_cores() + 1) / 2;
 }
 
 /// Raises the soft RLIMIT_NOFILE to the hard one; answers the limit in force.
