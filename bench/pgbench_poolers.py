@@ -311,7 +311,8 @@ def run_pgbench(port, user, db, mode, seconds, clients, password=None, latencies
             tps = float(line.split()[2])
     failed = r.returncode != 0 or tps is None
     return {"tps": None if failed else tps, "failed": failed,
-            "error": (r.stderr.strip().splitlines() or [""])[-1] if failed else "",
+            "error": ([l for l in r.stderr.splitlines() if l.strip()] or [f"exit {r.returncode}"])[-1]
+            if failed else "",
             "p50_ms": percentile(lat, 0.5), "p99_ms": percentile(lat, 0.99),
             "pgbench_cpu_us_per_tx": round(pgbench_cpu * 1e6 / (tps * seconds), 1)
             if tps else None}

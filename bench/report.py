@@ -143,7 +143,8 @@ def crosscheck_section(c):
           f"{c['seconds']} s, {c['clients']} clients, `-M simple`; *plain* is "
           "`pgbench -n -S -c 32 -j 2 -T 8` as a user types it (trust for the peers, SCRAM "
           "for wirepool, which has no trust login), *harness* is the run of the tables above "
-          "(SCRAM, `--log` for the latencies). Medians (± half the spread).", "",
+          "(SCRAM, `--log` of one transaction in ten for the latencies). Medians (± half the "
+          "spread); pgbench's exit status 2 (a client aborted) counts as a failed run.", "",
           "| pooler | " + " | ".join(c["variants"]) + " | harness / plain |",
           "|---" * (len(c["variants"]) + 2) + "|"]
     for name, m in s.items():
@@ -181,12 +182,13 @@ def main():
         f"- {st['rounds']} counted rounds per cell after an uncounted warm-up, the targets "
         f"alternating within each round; {st['seconds']} s per pgbench run; pool size "
         f"{st['pool']} for every pooler (transaction mode), SCRAM-SHA-256 logins; wirepool with "
-        f"{threads_text(st)}, with its defaults otherwise; PgBouncer 1.25 with "
-        "`max_prepared_statements = 200`, Odyssey (one worker) with "
-        "`pool_reserve_prepared_statement` for `-M prepared`: each peer in its best mode"
-        "; the order of the targets turns by one each round (the relay's pipelining "
-        f"{'on' if st.get('wirepool_pipeline') else 'off'}: docs/protocol-postgres.md); pgbench scale "
-        f"{st['scale']}. Medians, with ± half the spread (max − min) of the rounds.",
+        f"{threads_text(st)}, with its defaults otherwise (the relay's pipelining "
+        f"{'on' if st.get('wirepool_pipeline') else 'off'}: docs/protocol-postgres.md); PgBouncer "
+        "1.25 with `max_prepared_statements = 200`, Odyssey (one worker) with "
+        "`pool_reserve_prepared_statement` for `-M prepared`: each peer in its best mode; the "
+        f"order of the targets turns by one each round; pgbench scale {st['scale']}, one "
+        "transaction in ten logged for the latencies. Medians, with ± half the spread (max − "
+        "min) of the rounds; CPU from /proc/PID/stat over each run.",
         "",
         "Targets held against (issue 30): TPS ≥ 1.25× the best peer in each mode (`-M "
         "prepared` against the peers' own `-M prepared`); p99 ≤ the best peer's; CPU per "
