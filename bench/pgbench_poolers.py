@@ -62,11 +62,68 @@ def wait_port(port, timeout=15):
     raise RuntimeError(f"nothing listens on {port}")
 
 
+ANCHORS = os.environ.get("WIREPOOL_ANCHORS",
+                         os.path.join(HERE, "..", "..", "shared", "anchors"))
+ANCHORS_PREFIX = os.path.join(HERE, "..", "build", "anchors")
+SYSTEM_PGBOUNCER = "/usr/sbin/pgbouncer"
+
+
+def peer_binaries(log=print):
+    """The peers built from `../shared/anchors` (build.sh, idempotent) into
+    build/anchors: {"pgbouncer-1.25": path, "odyssey": path}, or {} with a
+    printed reason when the sources are absent (a user's machine) or the build
+    fails."""
+    script = os.path.join(ANCHORS, "build.sh")
+    if not os.path.exists(script):
+        log(f"peers PgBouncer 1.25 and Odyssey skipped: {os.path.abspath(ANCHORS)} is absent")
+        return {}
+    prefix = os.path.abspath(ANCHORS_PREFIX)
+    bins = {"pgbouncer-1.25": os.path.join(prefix, "bin", "pgbouncer-1.25"),
+            "odyssey": os.path.join(prefix, "bin", "odyssey")}
+    if not all(os.access(b, os.X_OK) for b in bins.values()):
+        log(f"building PgBouncer 1.25 and Odyssey into {prefix} ({script})")
+        r = subprocess.run(["bash", script, prefix], capture_output=True, text=True)
+        if r.returncode != 0:
+            log(f"peers skipped: {script} failed: {(r.stderr or r.stdout).strip()[-500:]}")
+    return {k: v for k, v in bins.items() if os.access(v, os.X_OK)}
+
+
+def version(binary):
+    r = subprocess.run([binary, "--version"], capture_output=True, text=True)
+    return (r.stdout or r.stderr).strip().splitlines()[0] if r.returncode == 0 else "?"
+
+
+def _run_as_postgres(directory, argv):
+    """Starts `argv` with a 20,000-descriptor limit, as `postgres` when root
+    (setpriv, not runuser: runuser's PAM session resets the limit to 1,024,
+    where a pooler stops accepting)."""
+    runas = (["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+             if os.geteuid() == 0 else [])
+    if runas:
+        shutil.chown(directory, "postgres")
+        for p in glob.glob(os.path.join(directory, "*")):
+            shutil.chown(p, "postgres")
+    return subprocess.Popen(["bash", "-c", "ulimit -n 20000; exec " + " ".join(runas + argv)],
+                            stdout=subprocess.DEVNULL)
+
+
+def _wait_started(proc, port, logfile):
+    try:
+        wait_port(port)
+    except RuntimeError:
+        proc.kill()
+        proc.wait(10)
+        tail = open(logfile).read()[-500:] if os.path.exists(logfile) else ""
+        raise RuntimeError(f"{proc.args[-1]}: nothing listens on {port}: {tail}")
+
+
 class PgBouncer:
     """`auth`: "trust", or "scram" (SCRAM-SHA-256 with the password "bench", as
-    wirepool's clients do)."""
+    wirepool's clients do). `prepared`: max_prepared_statements (PgBouncer
+    >= 1.21 keeps protocol-level prepared statements in transaction mode; 0
+    off, 1.18 has no such setting)."""
 
-    def __init__(self, pg, pool, auth="trust"):
+    def __init__(self, pg, pool, auth="trust", binary=SYSTEM_PGBOUNCER, prepared=0):
         self.dir = tempfile.mkdtemp(prefix="pgbouncer-")
         self.port = free_port()
         ini = os.path.join(self.dir, "pgbouncer.ini")
@@ -85,27 +142,131 @@ logfile = {self.dir}/pgbouncer.log
 pidfile = {self.dir}/pgbouncer.pid
 unix_socket_dir =
 ignore_startup_parameters = extra_float_digits
-""")
+""" + (f"max_prepared_statements = {prepared}\n" if prepared else ""))
         with open(os.path.join(self.dir, "users.txt"), "w") as f:
             f.write('"bench" "bench"\n' if auth == "scram" else '"bench" ""\n')
-        # setpriv, not runuser: runuser's PAM session resets the descriptor limit to
-        # 1,024, where PgBouncer stops accepting (accept(): Too many open files).
-        runas = (["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
-                 if os.geteuid() == 0 else [])
-        if runas:
-            shutil.chown(self.dir, "postgres")
-            for p in glob.glob(os.path.join(self.dir, "*")):
-                shutil.chown(p, "postgres")
-        self.proc = subprocess.Popen(
-            ["bash", "-c", f"ulimit -n 20000; exec {' '.join(runas)} /usr/sbin/pgbouncer -q {ini}"])
-        wait_port(self.port)
-        self.pid = int(subprocess.check_output(["pgrep", "-n", "-f", f"pgbouncer -q {ini}"]).split()[0])
+        self.proc = _run_as_postgres(self.dir, [binary, "-q", ini])
+        _wait_started(self.proc, self.port, os.path.join(self.dir, "pgbouncer.log"))
+        # bash execs setpriv, which execs PgBouncer: the same process.
+        self.pid = self.proc.pid
+
+    def database(self, mode):
+        return "bench"
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
-        subprocess.run(["pkill", "-f", f"pgbouncer -q {self.dir}"], check=False)
         self.proc.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Odyssey:
+    """Odyssey 1.5.1 in transaction mode, `workers` threads. Database `bench`
+    runs without and `bench_prepared` with pool_reserve_prepared_statement
+    (what -M prepared needs in transaction mode), so that each mode gets
+    Odyssey's best setting. `auth` as for PgBouncer."""
+
+    def __init__(self, pg, pool, auth="trust", binary=None, workers=1):
+        self.dir = tempfile.mkdtemp(prefix="odyssey-")
+        self.port = free_port()
+        conf = os.path.join(self.dir, "odyssey.conf")
+        client_auth = ('authentication "scram-sha-256"\n\t\tpassword "bench"' if auth == "scram"
+                       else 'authentication "none"')
+
+        def db(name, reserve):
+            return f"""database "{name}" {{
+	user "bench" {{
+		{client_auth}
+		storage "pg"
+		storage_db "{pg['database']}"
+		storage_user "{pg['user']}"
+		storage_password "{pg['password']}"
+		pool "transaction"
+		pool_size {pool}
+		pool_timeout 0
+		pool_ttl 60
+		pool_discard no
+		pool_cancel yes
+		pool_rollback yes
+		pool_reserve_prepared_statement {"yes" if reserve else "no"}
+		client_fwd_error yes
+		application_name_add_host no
+		server_lifetime 3600
+		log_debug no
+	}}
+}}
+"""
+        with open(conf, "w") as f:
+            f.write(f"""daemonize no
+pid_file "{self.dir}/odyssey.pid"
+log_file "{self.dir}/odyssey.log"
+log_to_stdout no
+log_format "%p %t %l [%i %s] (%c) %m\\n"
+log_debug no
+log_config no
+log_session no
+log_query no
+log_stats no
+locks_dir "{self.dir}"
+enable_online_restart no
+graceful_die_on_errors no
+workers {workers}
+resolvers 1
+readahead 8192
+nodelay yes
+keepalive 15
+client_max 20000
+listen {{
+	host "127.0.0.1"
+	port {self.port}
+	backlog 1024
+	tls "disable"
+}}
+storage "pg" {{
+	type "remote"
+	host "{pg['host']}"
+	port {pg['port']}
+}}
+""" + db("bench", False) + db("bench_prepared", True))
+        self.proc = _run_as_postgres(self.dir, [binary, conf])
+        _wait_started(self.proc, self.port, os.path.join(self.dir, "odyssey.log"))
+        self.pid = self.proc.pid
+
+    def database(self, mode):
+        return "bench_prepared" if mode == "prepared" else "bench"
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def start_peers(pg, pool, auth, log=print, only=None):
+    """Every peer this machine has, started: {name: pooler}. PgBouncer 1.18
+    (Debian's) always; PgBouncer 1.25 (max_prepared_statements) and Odyssey
+    when built from the anchors. `only`: just that one."""
+    bins = {}
+    if os.access(SYSTEM_PGBOUNCER, os.X_OK):
+        bins["pgbouncer"] = SYSTEM_PGBOUNCER
+    bins.update(peer_binaries(log))
+    peers = {}
+    try:
+        for name, binary in bins.items():
+            if only and name != only:
+                continue
+            if name == "odyssey":
+                peers[name] = Odyssey(pg, pool, auth=auth, binary=binary)
+            else:
+                peers[name] = PgBouncer(pg, pool, auth=auth, binary=binary,
+                                        prepared=200 if name == "pgbouncer-1.25" else 0)
+    except Exception:
+        for peer in peers.values():
+            peer.stop()
+        raise
+    return peers
 
 
 def percentile(values, p):
@@ -117,13 +278,25 @@ def percentile(values, p):
     return values[f] + (values[c] - values[f]) * (k - f)
 
 
-def run_pgbench(port, user, db, mode, seconds, clients, password=None):
+def run_pgbench(port, user, db, mode, seconds, clients, password=None, latencies=True,
+                threads=2):
+    """One pgbench -S run. `latencies`: p50/p99 from pgbench's per-transaction
+    log (--log); without it the command is the plain `pgbench -n -S -c N -j 2
+    -T S` a user would type. Exit status 2 (a client aborted) is a failed run."""
     logdir = tempfile.mkdtemp(prefix="pgbench-log-")
     env = dict(os.environ, PGPASSWORD=password or "")
-    r = subprocess.run([PGBENCH, "-n", "-S", "-M", mode, "-c", str(clients), "-j", "2", "-T",
-                        str(seconds), "--log", f"--log-prefix={logdir}/tx", "-h", "127.0.0.1",
-                        "-p", str(port), "-U", user, db],
+    # One transaction in ten logged: p99 from thousands of samples, at a tenth
+    # of the log's cost to pgbench (it shares the cores with the pooler).
+    log_args = (["--log", "--sampling-rate=0.1", f"--log-prefix={logdir}/tx"] if latencies
+                else [])
+    cpu0 = os.times()
+    r = subprocess.run([PGBENCH, "-n", "-S", "-M", mode, "-c", str(clients), "-j", str(threads),
+                        "-T", str(seconds)] + log_args +
+                       ["-h", "127.0.0.1", "-p", str(port), "-U", user, db],
                        capture_output=True, text=True, env=env, timeout=seconds * 4 + 60)
+    cpu1 = os.times()
+    pgbench_cpu = (cpu1.children_user + cpu1.children_system
+                   - cpu0.children_user - cpu0.children_system)
     lat = []
     for path in glob.glob(os.path.join(logdir, "tx*")):
         with open(path) as f:
@@ -138,8 +311,11 @@ def run_pgbench(port, user, db, mode, seconds, clients, password=None):
             tps = float(line.split()[2])
     failed = r.returncode != 0 or tps is None
     return {"tps": None if failed else tps, "failed": failed,
-            "error": (r.stderr.strip().splitlines() or [""])[-1] if failed else "",
-            "p50_ms": percentile(lat, 0.5), "p99_ms": percentile(lat, 0.99)}
+            "error": ([l for l in r.stderr.splitlines() if l.strip()] or [f"exit {r.returncode}"])[-1]
+            if failed else "",
+            "p50_ms": percentile(lat, 0.5), "p99_ms": percentile(lat, 0.99),
+            "pgbench_cpu_us_per_tx": round(pgbench_cpu * 1e6 / (tps * seconds), 1)
+            if tps else None}
 
 
 def main():

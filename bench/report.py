@@ -53,32 +53,46 @@ def spread(entry, key):
     return f" (±{v['spread_pct'] / 2:.0f}%)" if v.get("spread_pct") is not None else ""
 
 
+LABELS = {"direct": "direct", "pgbouncer": "PgBouncer 1.18", "pgbouncer-1.25": "PgBouncer 1.25",
+          "odyssey": "Odyssey", "wirepool": "wirepool"}
+
+
+def targets_of(w):
+    """direct, the peers measured in this run, wirepool (older results: PgBouncer 1.18)."""
+    return ["direct"] + w["summary"].get("peers", ["pgbouncer"]) + ["wirepool"]
+
+
+def tps_cell(e):
+    failed_runs = e.get("failed_runs") or 0
+    if med(e, "tps") is None:
+        return "failed"
+    if failed_runs:
+        # Reported, not dropped: the median is of the rounds that ran.
+        ran = (e.get("tps") or {}).get("n", 0)
+        return (f"{fmt(med(e, 'tps'))}{spread(e, 'tps')}, "
+                f"**failed in {failed_runs} of {failed_runs + ran} rounds**")
+    return fmt(med(e, "tps")) + spread(e, "tps")
+
+
 def pooler_table(w):
+    """Per mode: TPS of every target, wirepool over the best peer, p99 and CPU."""
     s = w["summary"]
-    lines = ["| mode | direct TPS | PgBouncer TPS | wirepool TPS | wirepool/PgBouncer | "
-             "wirepool/direct | p50 ms (direct / PgBouncer / wirepool) | "
-             "p99 ms (direct / PgBouncer / wirepool) | CPU s per run (PgBouncer / wirepool) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    targets = targets_of(w)
+    poolers = targets[1:]
+    names = [LABELS.get(t, t) for t in targets]
+    lines = ["| mode | " + " | ".join(f"{n} TPS" for n in names) +
+             " | wirepool / best peer | p99 ms (" + " / ".join(names) + ") | "
+             "CPU µs per transaction (" + " / ".join(LABELS.get(t, t) for t in poolers) + ") |",
+             "|---" * (len(targets) + 4) + "|"]
     for mode in MODES:
         m = s[mode]
-        cells = []
-        for t in TARGETS:
-            e = m[t]
-            failed_runs = e.get("failed_runs") or 0
-            if med(e, "tps") is None:
-                cells.append("failed")
-            elif failed_runs:
-                # Reported, not dropped: the median is of the rounds that ran.
-                ran = (e.get("tps") or {}).get("n", 0)
-                cells.append(f"{fmt(med(e, 'tps'))}{spread(e, 'tps')}, "
-                             f"**failed in {failed_runs} of {failed_runs + ran} rounds**")
-            else:
-                cells.append(fmt(med(e, "tps")) + spread(e, "tps"))
-        p50 = " / ".join(fmt(med(m[t], "p50_ms"), 2) for t in TARGETS)
-        p99 = " / ".join(fmt(med(m[t], "p99_ms"), 2) for t in TARGETS)
-        cpu = " / ".join(fmt(med(m[t], "cpu_s"), 1) for t in ("pgbouncer", "wirepool"))
-        lines.append(f"| {mode} | {' | '.join(cells)} | {fmt(m['wirepool/pgbouncer'], 3)} | "
-                     f"{fmt(m['wirepool/direct'], 3)} | {p50} | {p99} | {cpu} |")
+        cells = [tps_cell(m.get(t, {})) for t in targets]
+        best = m.get("best_peer") or ("pgbouncer" if "wirepool/pgbouncer" in m else None)
+        r = m.get("wirepool/best_peer", m.get("wirepool/pgbouncer"))
+        ratio_cell = f"{fmt(r, 3)} ({LABELS.get(best, best)})" if best and r else "—"
+        p99 = " / ".join(fmt(med(m.get(t), "p99_ms"), 2) for t in targets)
+        cpu = " / ".join(fmt(med(m.get(t), "cpu_us_per_tx"), 1) for t in poolers)
+        lines.append(f"| {mode} | {' | '.join(cells)} | {ratio_cell} | {p99} | {cpu} |")
     return "\n".join(lines)
 
 
@@ -86,15 +100,19 @@ def chart(out_svg, title, w):
     """A grouped bar chart of median TPS per mode and target (gnuplot)."""
     if not shutil.which("gnuplot"):
         return False
+    targets = targets_of(w)
     with tempfile.TemporaryDirectory() as d:
         data = os.path.join(d, "tps.dat")
         with open(data, "w") as f:
-            f.write("mode direct pgbouncer wirepool\n")
+            f.write("mode " + " ".join(targets) + "\n")
             for mode in MODES:
-                vals = [med(w["summary"][mode][t], "tps") or 0 for t in TARGETS]
+                vals = [med(w["summary"][mode].get(t), "tps") or 0 for t in targets]
                 f.write(f"{mode} " + " ".join(f"{v:.0f}" for v in vals) + "\n")
+        series = ", ".join(
+            (f"'{data}' using 2:xtic(1)" if i == 0 else f"'' using {i + 2}") +
+            f" title '{LABELS.get(t, t)}'" for i, t in enumerate(targets))
         script = f"""
-set terminal svg size 640,360 dynamic font 'sans,11'
+set terminal svg size 720,360 dynamic font 'sans,11'
 set output '{out_svg}'
 set title '{title}'
 set style data histograms
@@ -104,10 +122,37 @@ set ylabel 'transactions per second (median)'
 set yrange [0:*]
 set key top left
 set grid ytics
-plot '{data}' using 2:xtic(1) title 'direct', '' using 3 title 'PgBouncer', '' using 4 title 'wirepool'
+plot {series}
 """
         r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
         return r.returncode == 0
+
+
+def threads_text(st):
+    t = st.get("wirepool_threads")
+    if t is None:
+        return "`server.threads` at its default"
+    return f"`server.threads: {t}`"
+
+
+def crosscheck_section(c):
+    """The harness against plain pgbench runs of the same poolers (bench/crosscheck.py)."""
+    s = c["summary"]
+    md = ["## Cross-check: the harness against a plain pgbench", "",
+          f"`bench/crosscheck.py` in this run: {c['rounds']} alternating rounds of "
+          f"{c['seconds']} s, {c['clients']} clients, `-M simple`; *plain* is "
+          "`pgbench -n -S -c 32 -j 2 -T 8` as a user types it (trust for the peers, SCRAM "
+          "for wirepool, which has no trust login), *harness* is the run of the tables above "
+          "(SCRAM, `--log` of one transaction in ten for the latencies). Medians (± half the "
+          "spread); pgbench's exit status 2 (a client aborted) counts as a failed run.", "",
+          "| pooler | " + " | ".join(c["variants"]) + " | harness / plain |",
+          "|---" * (len(c["variants"]) + 2) + "|"]
+    for name, m in s.items():
+        cells = [fmt((m.get(v) or {}).get("median")) + spread(m, v) if (m.get(v) or {}).get(
+            "median") else "failed" for v in c["variants"]]
+        md.append(f"| {LABELS.get(name, name)} | {' | '.join(cells)} | "
+                  f"{fmt(m.get('harness/plain'), 3)} |")
+    return md + [""]
 
 
 def main():
@@ -133,20 +178,24 @@ def main():
         f"- run: **{doc['kind']}**, {doc['date']}, commit `{doc['commit']}`, "
         f"{doc['machine']['cpus']} CPUs (shared and noisy: only ratios within one run mean "
         "anything), {:.0f} minutes".format(doc["elapsed_s"] / 60),
-        f"- {doc['versions']['postgresql']}, {doc['versions']['pgbouncer']}",
+        "- " + ", ".join(v for k, v in doc["versions"].items()),
         f"- {st['rounds']} counted rounds per cell after an uncounted warm-up, the targets "
         f"alternating within each round; {st['seconds']} s per pgbench run; pool size "
-        f"{st['pool']} for both poolers (transaction mode); wirepool with "
-        f"{st['wirepool_threads']} event loop(s), like PgBouncer's one thread, with its "
-        "defaults otherwise (the relay's pipelining "
-        f"{'on' if st.get('wirepool_pipeline') else 'off'}: docs/protocol-postgres.md); pgbench scale "
-        f"{st['scale']}. Medians, with ± half the spread (max − min) of the rounds.",
+        f"{st['pool']} for every pooler (transaction mode), SCRAM-SHA-256 logins; wirepool with "
+        f"{threads_text(st)}, with its defaults otherwise (the relay's pipelining "
+        f"{'on' if st.get('wirepool_pipeline') else 'off'}: docs/protocol-postgres.md); PgBouncer "
+        "1.25 with `max_prepared_statements = 200`, Odyssey (one worker) with "
+        "`pool_reserve_prepared_statement` for `-M prepared`: each peer in its best mode; the "
+        f"order of the targets turns by one each round; pgbench scale {st['scale']}, one "
+        "transaction in ten logged for the latencies. Medians, with ± half the spread (max − "
+        "min) of the rounds; CPU from /proc/PID/stat over each run.",
         "",
-        "Targets held against (issue 9): wirepool/PgBouncer ≥ 1.0 on `-S` simple and "
-        "extended; wirepool `-M prepared` ≥ 1.5× PgBouncer `-M simple`; p99 no worse than "
-        "PgBouncer's; bytes per idle client ≤ PgBouncer's; streaming ≥ 0.8× direct with flat "
-        "RSS; every driver ≥ 95% of its raw C program. A missed target is reported, not tuned "
-        "away.",
+        "Targets held against (issue 30): TPS ≥ 1.25× the best peer in each mode (`-M "
+        "prepared` against the peers' own `-M prepared`); p99 ≤ the best peer's; CPU per "
+        "transaction ≤ 0.75× PgBouncer 1.25's; bytes per idle client ≤ PgBouncer 1.18's; RSS "
+        "back within 20% of its start once the idle clients leave; streaming ≥ 0.8× direct "
+        "with flat RSS; every driver ≥ 95% of its raw C program. A missed target is reported, "
+        "not tuned away.",
         "",
     ]
     failed = {k: v for k, v in w.items() if v.get("failed") and "summary" not in v}
@@ -155,9 +204,7 @@ def main():
     if "poolers" in w:
         p = w["poolers"]
         md += ["## 1. Pooler throughput: `pgbench -S`, 32 clients, 2 threads", "",
-               pooler_table(p), "",
-               "wirepool `-M prepared` / PgBouncer `-M simple`: "
-               f"**{fmt(p['summary'].get('wirepool_prepared/pgbouncer_simple'), 3)}**", ""]
+               pooler_table(p), ""]
         if chart(os.path.join(out_dir, "poolers.svg"), "pgbench -S, 32 clients", p):
             md += ["![pgbench -S, 32 clients](performance/poolers.svg)", ""]
     if "many" in w:
@@ -167,21 +214,29 @@ def main():
             md += [f"{p.get('rounds')} counted rounds, {p.get('seconds')} s per pgbench run "
                    "(500 SCRAM logins need seconds of their own).", ""]
         md += [
-               pooler_table(p), "",
-               "wirepool `-M prepared` / PgBouncer `-M simple`: "
-               f"**{fmt(p['summary'].get('wirepool_prepared/pgbouncer_simple'), 3)}**", ""]
+               pooler_table(p), ""]
         if chart(os.path.join(out_dir, "many.svg"), f"pgbench -S, {p['clients']} clients", p):
             md += [f"![pgbench -S, {p['clients']} clients](performance/many.svg)", ""]
     if "idle" in w:
         i = w["idle"]
         s = i["summary"]
+        names = [t for t in s if "/" not in t]
         md += [f"## 3. Idle clients: RSS per idle authenticated client ({i['clients']:,} clients, "
                "SCRAM-SHA-256)", "",
-               "| pooler | bytes per idle client | logins per second |", "|---|---|---|"]
-        for t in ("pgbouncer", "wirepool"):
-            md.append(f"| {t} | {fmt(med(s[t], 'bytes_per_client'))}"
-                      f"{spread(s[t], 'bytes_per_client')} | {fmt(med(s[t], 'logins_per_s'))} |")
-        md += ["", f"wirepool/PgBouncer: **{fmt(s.get('wirepool/pgbouncer'), 3)}**", ""]
+               "Each round a fresh process of each pooler; RSS before the clients log in, with "
+               "them idle, and 3 s after they have left.", "",
+               "| pooler | bytes per idle client | logins per second (one at a time) | "
+               "RSS KiB before / idle / after they left | after / before |",
+               "|---|---|---|---|---|"]
+        for t in names:
+            rss = " / ".join(fmt(med(s[t], k)) for k in ("rss_before_kib", "rss_after_kib",
+                                                           "rss_left_kib"))
+            md.append(f"| {LABELS.get(t, t)} | {fmt(med(s[t], 'bytes_per_client'))}"
+                      f"{spread(s[t], 'bytes_per_client')} | {fmt(med(s[t], 'logins_per_s'))} | "
+                      f"{rss} | {fmt(med(s[t], 'left_over_start'), 2)} |")
+        md += ["", "wirepool's bytes per idle client / the peer's: " + ", ".join(
+            f"{LABELS.get(k.split('/')[1], k)} **{fmt(v, 3)}**" for k, v in s.items()
+            if "/" in k), ""]
     if "streaming" in w:
         x = w["streaming"]
         s = x["summary"]
@@ -232,6 +287,8 @@ def main():
             md.append(f"| {mode} | {fmt(med(e[mode], 'tps'))}{spread(e[mode], 'tps')} | "
                       f"{fmt(med(e[mode], 'latency_ms'), 2)} |")
         md.append("")
+    if "crosscheck" in w:
+        md += crosscheck_section(w["crosscheck"])
     if failed:
         md += ["## Workloads that failed in this run", ""]
         for k, v in failed.items():

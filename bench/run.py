@@ -2,19 +2,25 @@
 """`make bench`: wirepool measured side by side, in one run, on this machine.
 
 Starts everything it needs on free loopback ports: a throwaway PostgreSQL 15
-(fsync=off), PgBouncer (Debian's 1.18, transaction mode, SCRAM) and wirepool
-(transaction mode, the same pool size, one event loop like PgBouncer), and runs
-the workloads of docs/performance.md in alternating rounds (A B C A B C ...)
-after an uncounted warm-up:
+(fsync=off), the peers (Debian's PgBouncer 1.18; PgBouncer 1.25.2 and Odyssey
+1.5.1 built from ../shared/anchors into build/anchors, skipped with a printed
+reason where that directory is absent), each in transaction mode with SCRAM
+and the same pool size, and wirepool with its defaults (server.threads
+included), and runs the workloads of docs/performance.md in alternating rounds
+(the order turning each round) after an uncounted warm-up:
 
   poolers    pgbench -S, 32 clients, -M simple / extended / prepared:
-             direct, PgBouncer, wirepool
+             direct, every peer (in its best mode: PgBouncer 1.25 keeps
+             prepared statements, Odyssey reserves them for -M prepared), wirepool
   many       the same with 500 clients
-  idle       RSS per idle authenticated client, PgBouncer and wirepool
+  idle       RSS per idle authenticated client, every pooler, and RSS once
+             they have left
   streaming  a 1,000,000-row, 3-column SELECT read by psql, direct and
              through wirepool; wirepool's peak RSS during it
   drivers    each driver vs a C program on the raw C API (bench/driver_vs_c.py)
   embedded   pgbench with a primary-key SELECT script over the SQLite default
+  crosscheck each pooler as measured above against a plain
+             `pgbench -n -S -c 32 -j 2 -T 8` of it (bench/crosscheck.py)
 
 Writes every sample, the medians and the spread as one JSON file in
 bench/results/ (named by date and commit), then bench/report.py regenerates
@@ -43,7 +49,9 @@ REPO = os.path.abspath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from harness import PGBENCH, PSQL, Wirepool, raw_login  # noqa: E402
-from pgbench_poolers import FIXTURE, PgBouncer, cpu_seconds, run_pgbench  # noqa: E402
+import crosscheck  # noqa: E402
+from pgbench_poolers import (FIXTURE, SYSTEM_PGBOUNCER, cpu_seconds, peer_binaries,  # noqa: E402
+                             run_pgbench, start_peers, version)
 
 MODES = ("simple", "extended", "prepared")
 PK_SELECT = "\\set aid random(1, 100000)\nSELECT abalance FROM accounts WHERE aid = :aid;\n"
@@ -92,7 +100,9 @@ class Bench:
                        check=True, env=env, capture_output=True)
         os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = self.pg["password"]
         self.wp = self.new_wirepool("bench-wirepool")
-        self.bouncer = PgBouncer(self.pg, args.pool, auth="scram")
+        # SCRAM for every pooler: wirepool has no trust login, and the same
+        # login work for all (bench/crosscheck.py measured what it costs).
+        self.peers = start_peers(self.pg, args.pool, "scram", log)
 
     def new_wirepool(self, name):
         """A started wirepool: `bench` on the PostgreSQL server, `app` on SQLite."""
@@ -109,28 +119,38 @@ class Bench:
             options: {{ busy_timeout: 10s }}
             pool: {{ mode: transaction, max: 4 }}
         """, users="- { name: bench, password: bench }",
-                      server=f"log: {{ level: warn }}\nthreads: {args.wirepool_threads}\n"
-                             "max_clients: 100000\n",
+                      server="log: { level: warn }\nmax_clients: 100000\n" +
+                             (f"threads: {args.wirepool_threads}\n"
+                              if args.wirepool_threads is not None else ""),
                       name=name)
         wp.start()
         return wp
 
+    def new_peer(self, name):
+        """A fresh process of peer `name`, configured as the running one."""
+        return start_peers(self.pg, self.args.pool, "scram", log, only=name)[name]
+
     def stop(self):
-        self.bouncer.stop()
+        for peer in self.peers.values():
+            peer.stop()
         self.wp.cleanup()
         subprocess.run(["/usr/bin/python3", FIXTURE, "stop", self.pgdir], check=False,
                        stdout=subprocess.DEVNULL)
 
     def pgbench_targets(self, clients, seconds):
-        pg, bouncer, wp = self.pg, self.bouncer, self.wp
-        return {
+        """{name: (pid, run(mode))}: direct, every peer (its database for the
+        mode: its best setting), wirepool."""
+        pg, wp = self.pg, self.wp
+        targets = {
             "direct": (None, lambda mode: run_pgbench(pg["port"], pg["user"], pg["database"], mode,
                                                       seconds, clients, pg["password"])),
-            "pgbouncer": (bouncer.pid, lambda mode: run_pgbench(bouncer.port, "bench", "bench",
-                                                                mode, seconds, clients, "bench")),
-            "wirepool": (wp.proc.pid, lambda mode: run_pgbench(wp.port, "bench", "bench", mode,
-                                                               seconds, clients, "bench")),
         }
+        for name, peer in self.peers.items():
+            targets[name] = (peer.pid, lambda mode, p=peer: run_pgbench(
+                p.port, "bench", p.database(mode), mode, seconds, clients, "bench"))
+        targets["wirepool"] = (wp.proc.pid, lambda mode: run_pgbench(
+            wp.port, "bench", "bench", mode, seconds, clients, "bench"))
+        return targets
 
 
 def pooler_rounds(bench, clients, seconds, rounds):
@@ -139,22 +159,30 @@ def pooler_rounds(bench, clients, seconds, rounds):
     for mode in MODES:  # warm-up, not counted
         for _, run in warm.values():
             run(mode)
+    names = list(targets)
     samples = []
     for rnd in range(rounds):
         for mode in MODES:
-            for name, (pid, run) in targets.items():
+            # The order turns by one each round, so that no target always
+            # follows the same one (the direct run leaves PostgreSQL busy).
+            k = rnd % len(names)
+            for name in names[k:] + names[:k]:
+                pid, run = targets[name]
                 cpu0 = cpu_seconds(pid) if pid else None
                 s = run(mode)
                 s.update(round=rnd, mode=mode, target=name)
                 if cpu0 is not None:
                     s["cpu_s"] = round(cpu_seconds(pid) - cpu0, 2)
+                    if s["tps"]:
+                        s["cpu_us_per_tx"] = round(s["cpu_s"] * 1e6 / (s["tps"] * seconds), 1)
                 samples.append(s)
                 log(f"{clients} clients {mode} {name}: "
                     f"{'failed' if s['failed'] else round(s['tps'])} tps")
-    summary = {}
+    peers = [n for n in names if n not in ("direct", "wirepool")]
+    summary = {"peers": peers}
     for mode in MODES:
         m = summary.setdefault(mode, {})
-        for name in targets:
+        for name in names:
             xs = [s for s in samples if s["mode"] == mode and s["target"] == name]
             ok = [s for s in xs if not s["failed"]]
             entry = {"failed_runs": len(xs) - len(ok)}
@@ -165,17 +193,20 @@ def pooler_rounds(bench, clients, seconds, rounds):
                 cpu = summarize([s.get("cpu_s") for s in ok])
                 if cpu:
                     entry["cpu_s"] = cpu
+                    entry["cpu_us_per_tx"] = summarize([s.get("cpu_us_per_tx") for s in ok])
             else:
                 entry["error"] = xs[0]["error"] if xs else ""
             m[name] = entry
         w = (m["wirepool"].get("tps") or {}).get("median")
-        for other in ("pgbouncer", "direct"):
+        for other in peers + ["direct"]:
             o = (m[other].get("tps") or {}).get("median")
             m[f"wirepool/{other}"] = ratio(w, o)
-    # The target held against: wirepool -M prepared vs PgBouncer -M simple.
-    wp_prep = (summary["prepared"]["wirepool"].get("tps") or {}).get("median")
-    pb_simple = (summary["simple"]["pgbouncer"].get("tps") or {}).get("median")
-    summary["wirepool_prepared/pgbouncer_simple"] = ratio(wp_prep, pb_simple)
+        # The best peer in this mode (each in its own mode: -M prepared held
+        # against the peers' -M prepared); a peer that failed does not count.
+        best = max(((m[p]["tps"]["median"], p) for p in peers if m[p].get("tps")),
+                   default=(None, None))
+        m["best_peer"] = best[1]
+        m["wirepool/best_peer"] = ratio(w, best[0])
     return {"clients": clients, "seconds": seconds, "rounds": rounds, "summary": summary,
             "samples": samples}
 
@@ -194,19 +225,21 @@ def workload_many(bench):
 
 
 def workload_idle(bench):
-    """RSS before and after N idle clients logged in with SCRAM, per pooler. Each
-    round measures a fresh process of each pooler (after one warm-up login), so
-    memory freed by an earlier round is not reused and counted as free."""
+    """RSS before and after N idle clients logged in with SCRAM, per pooler, and
+    once they have left. Each round measures a fresh process of each pooler
+    (after one warm-up login), so memory freed by an earlier round is not
+    reused and counted as free."""
     a = bench.args
     n = a.idle_clients
+    names = list(bench.peers) + ["wirepool"]
     samples = []
     for rnd in range(a.idle_rounds):
-        for name in ("pgbouncer", "wirepool"):
+        for name in names:
             if name == "wirepool":
                 proc = bench.new_wirepool("bench-idle")
                 port, pid, stop = proc.port, proc.proc.pid, proc.cleanup
             else:
-                proc = PgBouncer(bench.pg, a.pool, auth="scram")
+                proc = bench.new_peer(name)
                 port, pid, stop = proc.port, proc.pid, proc.stop
             socks = []
             try:
@@ -219,24 +252,33 @@ def workload_idle(bench):
                 login_s = time.time() - t0
                 time.sleep(1.5)
                 after = rss_kib(pid)
+                for sock in socks:
+                    sock.close()
+                socks = []
+                # Long enough for wirepool to see the clients go (it looks
+                # every second) and a peer to free what it frees.
+                time.sleep(3)
+                left = rss_kib(pid)
             finally:
                 for sock in socks:
                     sock.close()
                 stop()
             s = {"round": rnd, "target": name, "clients": n, "rss_before_kib": before,
-                 "rss_after_kib": after,
+                 "rss_after_kib": after, "rss_left_kib": left,
                  "bytes_per_client": round((after - before) * 1024 / n),
+                 "left_over_start": round(left / before, 3),
                  "logins_per_s": round(n / login_s, 1)}
             samples.append(s)
-            log(f"idle {name}: {s['bytes_per_client']} B/client")
-    summary = {name: {"bytes_per_client": summarize([s["bytes_per_client"] for s in samples
-                                                     if s["target"] == name]),
-                      "logins_per_s": summarize([s["logins_per_s"] for s in samples
-                                                 if s["target"] == name])}
-               for name in ("pgbouncer", "wirepool")}
-    summary["wirepool/pgbouncer"] = ratio(
-        summary["wirepool"]["bytes_per_client"]["median"],
-        summary["pgbouncer"]["bytes_per_client"]["median"])
+            log(f"idle {name}: {s['bytes_per_client']} B/client, "
+                f"RSS {before} -> {after} -> {left} KiB")
+    summary = {name: {k: summarize([s[k] for s in samples if s["target"] == name])
+                      for k in ("bytes_per_client", "logins_per_s", "rss_before_kib",
+                                "rss_after_kib", "rss_left_kib", "left_over_start")}
+               for name in names}
+    for name in bench.peers:
+        summary[f"wirepool/{name}"] = ratio(
+            summary["wirepool"]["bytes_per_client"]["median"],
+            summary[name]["bytes_per_client"]["median"])
     return {"clients": n, "rounds": a.idle_rounds, "summary": summary, "samples": samples}
 
 
@@ -359,6 +401,24 @@ def workload_drivers(bench):
     return json.loads(r.stdout)
 
 
+def workload_crosscheck(bench):
+    """Each pooler as the tables measure it against a plain `pgbench -n -S -c 32
+    -j 2 -T 8` of the same pooler (peers with trust), in alternating rounds."""
+    a = bench.args
+    trust = start_peers(bench.pg, a.pool, "trust", log)
+    try:
+        targets = {name: {"scram": (peer.port, peer.database),
+                          "trust": (trust[name].port, trust[name].database)}
+                   for name, peer in bench.peers.items()}
+        targets["wirepool"] = {"scram": (bench.wp.port, lambda mode: "bench")}
+        seconds = 1 if a.self_check else 8
+        return crosscheck.measure(bench.pg, targets, ["harness", "plain"],
+                                  a.crosscheck_rounds, seconds, log=log)
+    finally:
+        for peer in trust.values():
+            peer.stop()
+
+
 WORKLOADS = {
     "poolers": workload_poolers,
     "many": workload_many,
@@ -366,6 +426,7 @@ WORKLOADS = {
     "streaming": workload_streaming,
     "drivers": workload_drivers,
     "embedded": workload_embedded,
+    "crosscheck": workload_crosscheck,
 }
 
 
@@ -388,29 +449,29 @@ def main():
                     help="counted rounds of the 500-client workload (default: --rounds)")
     ap.add_argument("--driver-rounds", type=int, dest="driver_rounds",
                     help="rounds of the drivers-vs-C workload (full run: 9; else --rounds)")
+    ap.add_argument("--crosscheck-rounds", type=int, dest="crosscheck_rounds",
+                    help="rounds of the plain-pgbench cross-check (full run: 3)")
     ap.add_argument("--out", help="result file (default bench/results/DATE-COMMIT.json)")
     ap.add_argument("--pool", type=int, default=10)
     ap.add_argument("--scale", type=int, default=10)
-    # One event loop: PgBouncer is single-threaded, and on this 2-core host,
-    # which also runs PostgreSQL and pgbench, one loop costs less CPU per
-    # transaction than one per core.
-    ap.add_argument("--wirepool-threads", type=int, default=1)
+    # None: server.threads at its default, what users get (issue 30).
+    ap.add_argument("--wirepool-threads", type=int, default=None)
     a = ap.parse_args()
     if a.self_check:
         defaults = dict(rounds=1, seconds=1, many_clients=50, idle_clients=50, idle_rounds=1,
-                        stream_rows=20000)
+                        stream_rows=20000, crosscheck_rounds=1)
     elif a.quick:
         # 500-client runs cannot be shorter than 10 s (the logins): QUICK counts
         # 2 rounds of them, not 5, to finish in 10 minutes (690 s with 5 on an
         # idle machine, 540 s of it in that workload); the full run counts 5.
         defaults = dict(rounds=5, seconds=2, many_clients=500, many_rounds=2, idle_clients=1000,
-                        idle_rounds=2, stream_rows=200000)
+                        idle_rounds=2, stream_rows=200000, crosscheck_rounds=1)
     else:
         # The drivers' round-trip-bound cells (inserts, lookups against a
         # server) swing ±20% between single runs on this VM: 9 rounds, ~4
         # minutes more, for medians that hold still to a few percent.
         defaults = dict(rounds=5, seconds=10, many_clients=500, idle_clients=5000, idle_rounds=3,
-                        stream_rows=1000000, driver_rounds=9)
+                        stream_rows=1000000, driver_rounds=9, crosscheck_rounds=3)
     for k, v in defaults.items():
         if getattr(a, k, None) is None:
             setattr(a, k, v)
@@ -441,15 +502,15 @@ def main():
         "kind": "self-check" if a.self_check else "quick" if a.quick else "full",
         "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release},
         "versions": {
-            "pgbouncer": subprocess.run(["/usr/sbin/pgbouncer", "--version"], capture_output=True,
-                                        text=True).stdout.splitlines()[0],
+            **{name: version(b) for name, b in
+               ([("pgbouncer", SYSTEM_PGBOUNCER)] + list(peer_binaries(log).items()))},
             "postgresql": subprocess.run([PSQL, "--version"], capture_output=True,
                                          text=True).stdout.strip(),
         },
         "settings": {k: getattr(a, k) for k in ("rounds", "seconds", "pool", "scale",
                                                  "wirepool_threads", "many_clients", "many_rounds",
                                                  "idle_clients", "idle_rounds", "stream_rows",
-                                                 "driver_rounds")}
+                                                 "driver_rounds", "crosscheck_rounds")}
         | {"wirepool_pipeline": True},  # pool.pipeline as configured: the default
         "elapsed_s": round(time.time() - started, 1),
         "workloads": results,

@@ -41,7 +41,7 @@ struct Cidr {
 };
 
 struct Server {
-  int threads = 0;                 ///< 0 = one event loop per core
+  int threads = 0;                 ///< 0 = one event loop per two cores (rounded up)
   std::string state_dir = "var";   ///< resolved: absolute path
   std::string log_level = "info";  ///< trace debug info warn error critical off
   LogFormat log_format = LogFormat::text;

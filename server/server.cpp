@@ -5,6 +5,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -113,9 +114,13 @@ std::string read_secret(const std::string& database, const std::string& env,
   return {};
 }
 
+/// `threads: 0`: one loop per two usable cores, rounded up (Odyssey's
+/// `workers "auto"`). Trains form within a loop, and the cores a pooler shares
+/// with the kernel's network stack and its own executor threads: on 2 cores one
+/// loop beat two in every pgbench cell (docs/performance-notes.md).
 size_t loop_count(const config::Config& cfg) {
   if (cfg.server.threads > 0) return static_cast<size_t>(cfg.server.threads);
-  return usable_cores();
+  return (usable_cores() + 1) / 2;
 }
 
 /// Raises the soft RLIMIT_NOFILE to the hard one; answers the limit in force.
@@ -505,6 +510,15 @@ void Server::start_stats_timer() {
   });
 }
 
+void Server::start_trim_timer() {
+  trim_timer_.expires_after(std::chrono::seconds(1));
+  trim_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;
+    if (trim_policy_.observe(admission_.clients() + admission_.pending())) malloc_trim(0);
+    start_trim_timer();
+  });
+}
+
 void Server::start_listeners() {
   for (size_t i = 0; i < cfg_.listeners.size(); ++i) {
     const auto& l = cfg_.listeners[i];
@@ -677,6 +691,7 @@ int Server::run() {
   wait_signal();
   probe_databases();
   start_stats_timer();
+  start_trim_timer();
 
   for (auto& loop : loops_) {
     start_sweep(*loop);
@@ -986,6 +1001,7 @@ void Server::begin_drain() {
   draining_ = true;
   listening_ = false;
   stats_timer_.cancel();
+  trim_timer_.cancel();
   retire_timer_.cancel();
   for (auto& a : acceptors_) {
     boost::system::error_code ec;

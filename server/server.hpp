@@ -23,6 +23,7 @@
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
 #include "server/log_limiter.hpp"
+#include "server/memory_trim.hpp"
 #include "server/metrics.hpp"
 #include "session/admission.hpp"
 #include "session/auth.hpp"
@@ -223,6 +224,9 @@ class Server {
   void reload();
   /// Every kStatsPeriod: ends the SHOW STATS period of every pool.
   void start_stats_timer();
+  /// Every second: malloc_trim once connections have dropped well below their
+  /// peak (TrimPolicy), so RSS follows the clients down.
+  void start_trim_timer();
   /// systemd's STATUS= line while serving.
   std::string ready_status() const;
   void begin_drain();
@@ -297,6 +301,8 @@ class Server {
   std::atomic<size_t> next_loop_{0};
   asio::steady_timer drain_timer_{main_};
   asio::steady_timer stats_timer_{main_};
+  asio::steady_timer trim_timer_{main_};
+  TrimPolicy trim_policy_;
   asio::steady_timer retire_timer_{main_};
   bool retire_armed_ = false;
   TimePoint drain_deadline_{};

@@ -125,7 +125,7 @@ TEST(ConfigLoad, DesignExampleLoadsWithoutTheUnimplementedParts) {
   // DESIGN.md's example minus the TDS and HTTP listeners, listener TLS, the tls
   // section's certificate and generate, and the database tls block.
   const std::string yaml = std::string(R"(server:
-  threads: 0                 # 0 = one event loop per core
+  threads: 0                 # 0 = one event loop per two cores
   state_dir: var             # relative to this file; other relative paths are relative to state_dir
   log: { level: info, format: text }      # format: text | json
   max_clients: 10000

@@ -1,0 +1,47 @@
+"""Memory once clients leave: wirepool's RSS follows its clients down.
+
+Covers: 2,000 idle SCRAM clients log in on the default configuration (SQLite),
+sit idle, and leave; within 10 s wirepool has given back at least half of the
+RSS they added (glibc kept the freed memory of their many small blocks, so RSS
+stayed at its peak until the server trimmed it after a large drop in
+connections: server/memory_trim.hpp; with 10,000 clients it gives back about
+two thirds, docs/performance-notes.md). A measurement of memory, not of time:
+the 10 s only bound the wait.
+"""
+
+import resource
+import time
+
+from harness import WirepoolTestCase, raw_login
+
+CLIENTS = 2000
+
+
+class RssAfterClientsLeaveTest(WirepoolTestCase):
+    server = "max_clients: 100000\n"
+
+    @classmethod
+    def setUpClass(cls):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, CLIENTS + 500)), hard))
+        super().setUpClass()
+
+    def test_rss_returns_near_its_start_after_idle_clients_leave(self):
+        raw_login(self.wp.port).close()  # one-time allocations
+        time.sleep(0.5)
+        before = self.wp.rss_kib()
+        socks = [raw_login(self.wp.port, timeout=60) for _ in range(CLIENTS)]
+        peak = self.wp.rss_kib()
+        for s in socks:
+            s.close()
+        limit = before + (peak - before) / 2
+        deadline = time.time() + 10
+        after = self.wp.rss_kib()
+        while after > limit and time.time() < deadline:
+            time.sleep(0.25)
+            after = self.wp.rss_kib()
+        self.assertLessEqual(after, limit,
+                             f"RSS {before} KiB before {CLIENTS} clients, {peak} KiB with them, "
+                             f"{after} KiB 10 s after they left")
+        # The server still serves after the trim.
+        raw_login(self.wp.port).close()
