@@ -705,13 +705,9 @@ void DatabasePool::open_now(pool::ConnId id) {
       o.password = self->password_;
     }
     db::HostPort on;
-<<<<<<< HEAD
-    auto result = open_backend(self->driver_, o, self->shared_->monitor(), &on);
-    OPENSSL_cleanse(o.password.data(), o.password.size());
-=======
     std::shared_ptr<void> lease;
-    auto result = open_backend(self->driver_, self->open_, self->shared_->monitor(), &on, &lease);
->>>>>>> h-replicas
+    auto result = open_backend(self->driver_, o, self->shared_->monitor(), &on, &lease);
+    OPENSSL_cleanse(o.password.data(), o.password.size());
     std::unique_lock l(self->mu_);
     auto now = pool::Clock::now();
     if (result.ok()) {
