@@ -187,7 +187,7 @@ std::optional<std::string> decimal_text_from_binary(std::string_view b) {
     const size_t nz = text.find_first_not_of('0');
     text.erase(0, nz == std::string::npos ? text.size() : nz);
   }
-  if (text.empty()) text = "0";
+  if (text.empty()) text.push_back('0');  // not = "0": GCC 12 -Wrestrict false positive
   if (dscale > 0) {
     text.push_back('.');
     size_t written = 0;

@@ -91,7 +91,6 @@ inline db::Error make_error(std::string_view sqlstate, std::string message) {
       db::Errc::invalid_query, std::string(sqlstate), 0, std::move(message), {}, {}, {}};
 }
 
-
 inline std::string hex_byte(uint8_t b) {
   static constexpr char kHex[] = "0123456789abcdef";
   return std::string("0x") + kHex[b >> 4] + kHex[b & 15];
