@@ -28,6 +28,12 @@ PGBENCH = os.path.join(PG_BIN, "pgbench")
 NODE_PATH = os.environ.get("NODE_PATH", os.path.join(REPO, "build", "npm", "node_modules"))
 
 
+def sanitized():
+    """The binary under test is an AddressSanitizer build (make test's second pass)."""
+    r = subprocess.run(["readelf", "-d", WIREPOOL], capture_output=True, text=True)
+    return "libasan" in r.stdout
+
+
 def free_port():
     """A port nobody listens on right now (bind to 0, read it, release it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
