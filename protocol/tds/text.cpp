@@ -2,6 +2,7 @@
 #include "protocol/tds/types.hpp"
 
 #include "protocol/tds/value_util.hpp"
+#include "sql/utf8.hpp"
 
 namespace wirepool::tds {
 
@@ -77,21 +78,7 @@ bool ucs2_to_utf8(Bytes in, std::string& out, std::string* error) {
       if (error) *error = "unpaired UTF-16 surrogate at byte " + std::to_string(i);
       return false;
     }
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
+    sql::append_utf8(out, cp);
   }
   return true;
 }
