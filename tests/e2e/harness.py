@@ -324,6 +324,18 @@ def psql(dsn, *args, input=None, check=True, timeout=60, env=None):
     return r
 
 
+def admin_rows(wp, command, user="ops", password="secret"):
+    """Rows of an admin console command on `wp` as dicts by column (NULL as "NULL")."""
+    r = subprocess.run([PSQL, "-X", "-A", "-F", "|", "-P", "footer=off", "-P", "null=NULL",
+                        "-d", wp.dsn(user, password, "wirepool"), "-c", command],
+                       capture_output=True, text=True, timeout=60, check=True)
+    lines = r.stdout.strip().splitlines()
+    if not lines:  # a command without rows (RECONNECT, PAUSE…)
+        return []
+    header = lines[0].split("|")
+    return [dict(zip(header, line.split("|"))) for line in lines[1:]]
+
+
 class WirepoolTestCase(unittest.TestCase):
     """One wirepool per test class; subclasses may override the configuration."""
 

@@ -26,7 +26,7 @@ import unittest
 
 import psycopg2
 
-from harness import PSQL, WirepoolTestCase
+from harness import WirepoolTestCase, admin_rows
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
                        "mariadbserver.py")
@@ -83,12 +83,7 @@ class MysqlReplicaTest(WirepoolTestCase):
             fixture("stop", cls.dir)
 
     def hosts(self, database):
-        r = subprocess.run([PSQL, "-X", "-A", "-F", "|", "-P", "footer=off", "-P", "null=NULL",
-                            "-d", self.wp.dsn("ops", "secret", "wirepool"), "-c", "SHOW HOSTS"],
-                           capture_output=True, text=True, timeout=60, check=True)
-        lines = r.stdout.strip().splitlines()
-        header = lines[0].split("|")
-        rows = [dict(zip(header, line.split("|"))) for line in lines[1:]]
+        rows = admin_rows(self.wp, "SHOW HOSTS")
         return {int(r["host"].rsplit(":", 1)[1]): r for r in rows if r["database"] == database}
 
     def wait_hosts(self, database, want, timeout=6):

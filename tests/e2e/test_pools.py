@@ -17,13 +17,12 @@ backend (and times out while none is free).
 """
 
 import os
-import subprocess
 import threading
 import unittest
 
 import psycopg2
 
-from harness import PSQL, WirepoolTestCase
+from harness import WirepoolTestCase, admin_rows
 from test_postgresql import database_entry, pg_info
 
 
@@ -44,12 +43,7 @@ class DatabaseCapTest(WirepoolTestCase):
         super().setUpClass()
 
     def admin(self, command):
-        r = subprocess.run([PSQL, "-X", "-A", "-F", "|", "-P", "footer=off", "-d",
-                            self.wp.dsn("ops", "secret", "wirepool"), "-c", command],
-                           capture_output=True, text=True, timeout=60, check=True)
-        lines = r.stdout.strip().splitlines()
-        header = lines[0].split("|")
-        return [dict(zip(header, line.split("|"))) for line in lines[1:]]
+        return admin_rows(self.wp, command)
 
     def connections(self):
         db = [d for d in self.admin("SHOW DATABASES") if d["name"] == "app"][0]

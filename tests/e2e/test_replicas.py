@@ -34,7 +34,7 @@ import unittest
 
 import psycopg2
 
-from harness import PSQL, WirepoolTestCase
+from harness import WirepoolTestCase, admin_rows
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
                        "pgserver.py")
@@ -132,12 +132,7 @@ class ReplicaTest(WirepoolTestCase):
     # ---- helpers
 
     def admin(self, command):
-        r = subprocess.run([PSQL, "-X", "-A", "-F", "|", "-P", "footer=off", "-P", "null=NULL",
-                            "-d", self.wp.dsn("ops", "secret", "wirepool"), "-c", command],
-                           capture_output=True, text=True, timeout=60, check=True)
-        lines = r.stdout.strip().splitlines()
-        header = lines[0].split("|")
-        return [dict(zip(header, line.split("|"))) for line in lines[1:]]
+        return admin_rows(self.wp, command)
 
     def hosts(self, database):
         return {r["host"]: r for r in self.admin("SHOW HOSTS") if r["database"] == database}
