@@ -1023,13 +1023,6 @@ QuestionText to_question_markers(std::string_view text, Dialect d) {
 
 namespace {
 
-bool icontains(std::string_view text, std::string_view needle) {
-  auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char a, char b) {
-    return (a >= 'A' && a <= 'Z' ? static_cast<char>(a + 32) : a) == b;
-  });
-  return it != text.end();
-}
-
 /// The value of a '...' literal token, lower-cased ('' unescaped); nullopt
 /// for any other token (E'' with escapes, dollar quotes, a marker).
 std::optional<std::string> literal_name(std::string_view text, const Token& t) {
@@ -1049,7 +1042,15 @@ std::optional<std::string> literal_name(std::string_view text, const Token& t) {
 }  // namespace
 
 bool mentions_session_functions(std::string_view text) {
-  return icontains(text, "set_config") || icontains(text, "advisory_lock");
+  // Both names contain '_': look only around each '_' (statements have few).
+  auto at = [&](size_t from, std::string_view word) {
+    return from + word.size() <= text.size() && iequals(text.substr(from, word.size()), word);
+  };
+  for (size_t i = text.find('_'); i != std::string_view::npos; i = text.find('_', i + 1)) {
+    if (i >= 3 && at(i - 3, "set_config")) return true;
+    if (i >= 8 && at(i - 8, "advisory_lock")) return true;
+  }
+  return false;
 }
 
 SessionEffects session_effects(std::string_view text, bool backslash_quotes) {

@@ -308,6 +308,7 @@ bool Session::probe() {
   // A terminated backend sends FATAL and closes: libpq takes the FATAL, while
   // idle, as a notice, and sees the end only at the next read. So read while
   // something is there (bounded: a live connection has little to say).
+  bool read = false;
   for (int i = 0; i < 4; ++i) {
     pollfd p{};
     p.fd = PQsocket(conn_);
@@ -315,8 +316,11 @@ bool Session::probe() {
     if (::poll(&p, 1, 0) <= 0) break;  // nothing (more) arrived
     if (PQconsumeInput(conn_) == 0) return false;
     (void)PQisBusy(conn_);  // parses what was read
+    read = true;
   }
-  deliver();  // notifications that came while idle go to the sink now
+  // Notifications or parameters that came while idle go to the sink now;
+  // what libpq parsed before was delivered then (command_done).
+  if (read) deliver();
   return PQstatus(conn_) == CONNECTION_OK;
 }
 
