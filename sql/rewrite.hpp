@@ -1,6 +1,6 @@
 #pragma once
 // PostgreSQL SQL for backends of other dialects (docs/catalog.md), on the
-// lexer of lexer.hpp (implemented in lexer.cpp, whose tokenizer it shares).
+// tokenizer the lexers of lexer.hpp share (tokenizer.hpp; implemented in rewrite.cpp).
 
 #include <optional>
 #include <string>

@@ -1,4 +1,6 @@
-// The lexers of sql/lexer.cpp, per dialect, as tables of cases:
+// The lexers of sql/lexer.cpp (split_statements, is_blank, leading_words,
+// find_markers; command_verb_test and session_effects_test hold the rest), per
+// dialect, as tables of cases:
 //  - split_statements: top-level semicolons only; pieces trimmed; blank pieces dropped;
 //    literals, quoted identifiers, comments and dollar bodies hold semicolons;
 //    postgres: E'' backslash escapes, nested /* */, $$/$tag$ bodies ($1 is a marker,

@@ -1,0 +1,703 @@
+// The rewrites of rewrite.hpp: PostgreSQL SQL for SQLite (docs/catalog.md), on
+// the tokenizer of tokenizer.hpp.
+
+#include "sql/rewrite.hpp"
+#include "sql/tokenizer.hpp"
+#include "sql/utf8.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <optional>
+
+namespace wirepool::sql {
+
+using namespace detail;
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  }
+  return out;
+}
+
+/// 'text' as a SQLite literal.
+std::string sql_literal(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    out.push_back(c);
+    if (c == '\'') out.push_back('\'');
+  }
+  out.push_back('\'');
+  return out;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// The value of an E'...' token (its text from the E), PostgreSQL's escapes applied.
+std::string e_string_value(std::string_view tok) {
+  std::string out;
+  std::string_view body = tok.substr(2);
+  if (!body.empty() && body.back() == '\'') body.remove_suffix(1);
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (c == '\'' && i + 1 < body.size() && body[i + 1] == '\'') {
+      out.push_back('\'');
+      ++i;
+    } else if (c != '\\' || i + 1 >= body.size()) {
+      out.push_back(c);
+    } else {
+      const char e = body[++i];
+      switch (e) {
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'x': {
+          int v = 0, n = 0;
+          while (n < 2 && i + 1 < body.size() && hex_value(body[i + 1]) >= 0) {
+            v = v * 16 + hex_value(body[++i]);
+            ++n;
+          }
+          if (n == 0)
+            out.push_back('x');
+          else
+            out.push_back(static_cast<char>(v));
+          break;
+        }
+        case 'u':
+        case 'U': {
+          const int want = e == 'u' ? 4 : 8;
+          uint32_t v = 0;
+          int n = 0;
+          while (n < want && i + 1 < body.size() && hex_value(body[i + 1]) >= 0) {
+            v = v * 16 + static_cast<uint32_t>(hex_value(body[++i]));
+            ++n;
+          }
+          append_utf8(out, v);
+          break;
+        }
+        default:
+          if (e >= '0' && e <= '7') {
+            int v = e - '0', n = 1;
+            while (n < 3 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7') {
+              v = v * 8 + (body[++i] - '0');
+              ++n;
+            }
+            out.push_back(static_cast<char>(v));
+          } else {
+            out.push_back(e);  // \\, \', and any other character as itself
+          }
+      }
+    }
+  }
+  return out;
+}
+
+/// What a cast to a PostgreSQL type becomes on SQLite.
+struct CastTarget {
+  enum Kind : uint8_t { drop, cast, function } kind = drop;
+  std::string_view name;  ///< the SQLite type (cast) or the driver's function
+};
+
+CastTarget sqlite_cast(const std::string& type, bool array) {
+  if (array) return {};
+  static const std::map<std::string_view, CastTarget> kTypes = {
+      {"int", {CastTarget::cast, "INTEGER"}},
+      {"int2", {CastTarget::cast, "INTEGER"}},
+      {"int4", {CastTarget::cast, "INTEGER"}},
+      {"int8", {CastTarget::cast, "INTEGER"}},
+      {"integer", {CastTarget::cast, "INTEGER"}},
+      {"smallint", {CastTarget::cast, "INTEGER"}},
+      {"bigint", {CastTarget::cast, "INTEGER"}},
+      {"oid", {CastTarget::cast, "INTEGER"}},
+      {"xid", {CastTarget::cast, "INTEGER"}},
+      {"real", {CastTarget::cast, "REAL"}},
+      {"float", {CastTarget::cast, "REAL"}},
+      {"float4", {CastTarget::cast, "REAL"}},
+      {"float8", {CastTarget::cast, "REAL"}},
+      {"double precision", {CastTarget::cast, "REAL"}},
+      {"numeric", {CastTarget::cast, "NUMERIC"}},
+      {"decimal", {CastTarget::cast, "NUMERIC"}},
+      {"text", {CastTarget::cast, "TEXT"}},
+      {"varchar", {CastTarget::cast, "TEXT"}},
+      {"character varying", {CastTarget::cast, "TEXT"}},
+      {"char", {CastTarget::cast, "TEXT"}},
+      {"character", {CastTarget::cast, "TEXT"}},
+      {"bpchar", {CastTarget::cast, "TEXT"}},
+      {"name", {CastTarget::cast, "TEXT"}},
+      {"citext", {CastTarget::cast, "TEXT"}},
+      {"bool", {CastTarget::function, "pg_bool"}},
+      {"boolean", {CastTarget::function, "pg_bool"}},
+      {"bytea", {CastTarget::function, "pg_bytea"}},
+      {"regclass", {CastTarget::function, "pg_regclass"}},
+      {"regtype", {CastTarget::function, "pg_regtype"}},
+      {"regnamespace", {CastTarget::function, "pg_regnamespace"}},
+      {"regproc", {CastTarget::function, "pg_regproc"}},
+      {"regprocedure", {CastTarget::function, "pg_regproc"}},
+      {"regrole", {CastTarget::function, "pg_regrole"}},
+  };
+  auto it = kTypes.find(type);
+  return it == kTypes.end() ? CastTarget{} : it->second;
+}
+
+/// The replacement for a PostgreSQL pattern-match operator on SQLite (REGEXP
+/// calls the driver's regexp(); a "(?i)" prefix makes it case-insensitive).
+std::optional<std::string> regex_operator(std::string_view op) {
+  if (op == "~") return " REGEXP ";
+  if (op == "~*") return " REGEXP '(?i)' || ";
+  if (op == "!~") return " NOT REGEXP ";
+  if (op == "!~*") return " NOT REGEXP '(?i)' || ";
+  if (op == "~~" || op == "~~*") return " LIKE ";
+  if (op == "!~~" || op == "!~~*") return " NOT LIKE ";
+  return std::nullopt;
+}
+
+class PgRewriter {
+ public:
+  PgRewriter(std::string_view text, const RewriteOptions& options) : t_(text), o_(options) {
+    Lexer lex(text, Dialect::sqlite);
+    lex.set_pg_client();
+    for (;;) {
+      const Token tk = lex.next();
+      if (tk.type == Tok::end) break;
+      toks_.push_back(tk);
+    }
+    const size_t n = toks_.size();
+    match_.assign(n, kNone);
+    pstart_.assign(n, kNone);
+    std::vector<size_t> open;
+    for (size_t i = 0; i < n; ++i) {
+      if (toks_[i].type == Tok::lparen || ch(i, '[')) {
+        open.push_back(i);
+      } else if ((toks_[i].type == Tok::rparen || ch(i, ']')) && !open.empty()) {
+        const size_t o = open.back();
+        if ((toks_[i].type == Tok::rparen) == (toks_[o].type == Tok::lparen)) {
+          match_[i] = o;
+          match_[o] = i;
+          open.pop_back();
+        }
+      }
+    }
+  }
+
+  std::optional<std::string> run() {
+    for (size_t i = 0; i < toks_.size(); ++i)
+      i = step(i);
+    if (edits_.empty()) return std::nullopt;
+    std::stable_sort(edits_.begin(), edits_.end(), [](const Edit& a, const Edit& b) {
+      if (a.pos != b.pos) return a.pos < b.pos;
+      if ((a.len > 0) != (b.len > 0)) return a.len == 0;
+      return a.len == 0 && a.seq > b.seq;  // insertions: the outer (later) one first
+    });
+    std::string out;
+    out.reserve(t_.size() + 64);
+    size_t copied = 0;
+    for (const Edit& e : edits_) {
+      if (e.pos < copied) continue;  // inside a span already replaced
+      out.append(t_.substr(copied, e.pos - copied));
+      out.append(e.text);
+      copied = e.pos + e.len;
+    }
+    out.append(t_.substr(copied));
+    return out;
+  }
+
+ private:
+  static constexpr size_t kNone = std::string_view::npos;
+
+  struct Edit {
+    size_t pos;
+    size_t len;  // bytes replaced; 0 inserts
+    std::string text;
+    int seq;
+  };
+
+  std::string_view txt(size_t i) const { return text_of(t_, toks_[i]); }
+  bool ch(size_t i, char c) const {
+    return i < toks_.size() && toks_[i].type == Tok::other && toks_[i].end == toks_[i].begin + 1 &&
+           t_[toks_[i].begin] == c;
+  }
+  bool word(size_t i, std::string_view w) const {
+    return i < toks_.size() && toks_[i].type == Tok::word && iequals(txt(i), w);
+  }
+  bool is(size_t i, Tok type) const { return i < toks_.size() && toks_[i].type == type; }
+  bool adjacent(size_t i) const {
+    return i + 1 < toks_.size() && toks_[i].end == toks_[i + 1].begin;
+  }
+  /// Whether token i ends an operand (so a following '~' or '[' is binary).
+  bool ends_operand(size_t i) const {
+    if (i >= toks_.size()) return false;
+    switch (toks_[i].type) {
+      case Tok::word:
+        return !is_sql_keyword(txt(i));
+      case Tok::quoted:
+      case Tok::string:
+      case Tok::number:
+      case Tok::marker:
+      case Tok::rparen:
+        return true;
+      default:
+        return ch(i, ']');
+    }
+  }
+  /// An identifier's name: unquoted and lower-cased.
+  std::string name_of(size_t i) const {
+    std::string_view s = txt(i);
+    if (toks_[i].type == Tok::quoted && s.size() >= 2)
+      return std::string(s.substr(1, s.size() - 2));
+    return lower(s);
+  }
+
+  void replace(size_t from, size_t to, std::string text) {
+    edits_.push_back({from, to - from, std::move(text), seq_++});
+  }
+  void insert(size_t at, std::string text) { edits_.push_back({at, 0, std::move(text), seq_++}); }
+  void replace_tokens(size_t first, size_t last, std::string text) {
+    replace(toks_[first].begin, toks_[last].end, std::move(text));
+  }
+
+  /// Rewrites what starts at token i; answers the last token it consumed.
+  size_t step(size_t i) {
+    const Token& k = toks_[i];
+    switch (k.type) {
+      case Tok::word:
+        return step_word(i);
+      case Tok::quoted:
+        pstart_[i] = qualified_start(i);
+        return i;
+      case Tok::string:
+        if ((t_[k.begin] == 'E' || t_[k.begin] == 'e') && k.end > k.begin + 1 &&
+            t_[k.begin + 1] == '\'') {
+          replace(k.begin, k.end, sql_literal(e_string_value(txt(i))));
+        } else if (t_[k.begin] == '$') {  // $tag$ body $tag$: the same text as a SQLite literal
+          const std::string_view d = txt(i);
+          const size_t tag = d.find('$', 1) + 1;
+          const size_t body_end = d.size() >= 2 * tag ? d.size() - tag : d.size();
+          replace(k.begin, k.end, sql_literal(d.substr(tag, body_end - tag)));
+        }
+        pstart_[i] = k.begin;
+        return i;
+      case Tok::number:
+      case Tok::marker:
+        pstart_[i] = k.begin;
+        return i;
+      case Tok::rparen: {
+        const size_t o = match_[i];
+        if (o == kNone) return i;
+        if (pstart_[i] != kNone) return i;  // set by a rewrite that ends here
+        if (o > 0 && is(o - 1, Tok::word) && !is_sql_keyword(txt(o - 1)) &&
+            pstart_[o - 1] != kNone) {
+          pstart_[i] = pstart_[o - 1];
+        } else {
+          pstart_[i] = toks_[o].begin;
+        }
+        return i;
+      }
+      case Tok::other:
+        return step_other(i);
+      default:
+        return i;
+    }
+  }
+
+  size_t qualified_start(size_t i) const {
+    if (i >= 2 && ch(i - 1, '.') && (is(i - 2, Tok::word) || is(i - 2, Tok::quoted)) &&
+        pstart_[i - 2] != kNone) {
+      return pstart_[i - 2];
+    }
+    return toks_[i].begin;
+  }
+
+  size_t step_other(size_t i) {
+    const Token& k = toks_[i];
+    const std::string_view s = txt(i);
+    if (s == "::") return cast(i);
+    if ((s == "~" || s == "!") && i > 0 && ends_operand(i - 1)) {
+      // ~ ~* !~ !~* ~~ ~~* !~~ !~~*: adjacent single-character tokens
+      std::string op(s);
+      size_t j = i;
+      while (adjacent(j) && (ch(j + 1, '~') || ch(j + 1, '*')) && op.size() < 4) {
+        op += txt(++j);
+      }
+      if (auto r = regex_operator(op)) {
+        replace(k.begin, toks_[j].end, *r);
+        return j;
+      }
+      return i;
+    }
+    if (s == "[" && i > 0 && match_[i] != kNone && pstart_[i - 1] != kNone) {
+      // x[i] -> pg_array_get(x, i) (slices x[a:b] stay as they are)
+      const size_t close = match_[i];
+      insert(pstart_[i - 1], "pg_array_get(");
+      replace(k.begin, k.end, ", ");
+      replace(toks_[close].begin, toks_[close].end, ")");
+      pstart_[close] = pstart_[i - 1];
+    }
+    return i;
+  }
+
+  size_t cast(size_t i) {
+    const size_t start = i > 0 ? pstart_[i - 1] : kNone;
+    size_t j = i + 1;
+    if (word(j, "pg_catalog") && ch(j + 1, '.')) j += 2;
+    if (!(is(j, Tok::word) || is(j, Tok::quoted))) return i;
+    std::string type = name_of(j++);
+    static constexpr std::array<std::string_view, 6> kMore = {"precision", "varying", "with",
+                                                              "without",   "time",    "zone"};
+    while (is(j, Tok::word) && std::find_if(kMore.begin(), kMore.end(), [&](std::string_view m) {
+                                 return iequals(txt(j), m);
+                               }) != kMore.end()) {
+      type += ' ';
+      type += lower(txt(j++));
+    }
+    if (type.rfind("time", 0) == 0 || type.rfind("timestamp", 0) == 0) type = "time";
+    if (is(j, Tok::lparen) && match_[j] != kNone) j = match_[j] + 1;  // typmod
+    bool array = false;
+    while (ch(j, '[') && ch(j + 1, ']')) {
+      array = true;
+      j += 2;
+    }
+    const size_t last = j - 1;
+    if (start == kNone) return last;  // no operand we can delimit: left to the backend
+    const CastTarget target = sqlite_cast(type, array);
+    const size_t from = toks_[i].begin, to = toks_[last].end;
+    switch (target.kind) {
+      case CastTarget::drop:
+        replace(from, to, "");
+        break;
+      case CastTarget::cast:
+        insert(start, "CAST(");
+        replace(from, to, " AS " + std::string(target.name) + ")");
+        break;
+      case CastTarget::function:
+        insert(start, std::string(target.name) + "(");
+        replace(from, to, ")");
+        break;
+    }
+    pstart_[last] = start;
+    return last;
+  }
+
+  size_t step_word(size_t i) {
+    const Token& k = toks_[i];
+    const std::string w = lower(txt(i));
+    const bool call = is(i + 1, Tok::lparen);
+    const bool after_dot = i > 0 && ch(i - 1, '.') && !(word(i - 2, "pg_catalog") && call);
+    pstart_[i] = qualified_start(i);
+    if (w == "pg_catalog" && ch(i + 1, '.') && is(i + 2, Tok::word) && is(i + 3, Tok::lparen)) {
+      replace(k.begin, toks_[i + 1].end, "");  // SQLite has no schema-qualified functions
+      return i + 1;
+    }
+    if (w == "collate") return collate(i);
+    if (w == "operator" && call && match_[i + 1] != kNone) {
+      const size_t close = match_[i + 1];
+      std::string op;
+      for (size_t j = i + 2; j < close; ++j) {
+        if (word(j, "pg_catalog") && ch(j + 1, '.')) {
+          ++j;
+          continue;
+        }
+        op += txt(j);
+      }
+      if (auto r = regex_operator(op)) {
+        replace_tokens(i, close, *r);
+      } else {
+        replace_tokens(i, close, " " + op + " ");
+      }
+      return close;
+    }
+    if (after_dot) return i;
+    if (w == "ilike") {
+      replace(k.begin, k.end, "LIKE");  // SQLite's LIKE ignores ASCII case
+      return i;
+    }
+    if ((w == "current_user" || w == "session_user" || w == "current_role") && !call) {
+      replace(k.begin, k.end, sql_literal(o_.user));
+      return i;
+    }
+    if (w == "now" && call && is(i + 2, Tok::rparen)) {
+      replace_tokens(i, i + 2, "strftime('%Y-%m-%d %H:%M:%f+00','now')");
+      pstart_[i + 2] = k.begin;
+      return i + 2;
+    }
+    if (w == "json_build_object" && call) {
+      replace(k.begin, k.end, "json_object");
+      return i;
+    }
+    if (w == "array" && call && match_[i + 1] != kNone &&
+        (word(i + 2, "select") || word(i + 2, "with") || word(i + 2, "values"))) {
+      // ARRAY(subquery): its one column aggregated to an array literal
+      const size_t close = match_[i + 1];
+      replace_tokens(
+          i, i + 1,
+          "(SELECT pg_array_agg(column1) FROM (SELECT NULL AS column1 WHERE 0 UNION ALL ");
+      replace(toks_[close].begin, toks_[close].end, "))");
+      pstart_[close] = k.begin;
+      return i + 1;
+    }
+    if (w == "array" && ch(i + 1, '[') && match_[i + 1] != kNone) {
+      const size_t close = match_[i + 1];
+      replace_tokens(i, i + 1, "pg_array(");
+      replace(toks_[close].begin, toks_[close].end, ")");
+      pstart_[close] = k.begin;
+      return i + 1;
+    }
+    if ((w == "any" || w == "some" || w == "all") && call && match_[i + 1] != kNone) return any(i);
+    if ((w == "unnest" || w == "generate_subscripts") && call && match_[i + 1] != kNone) {
+      return set_returning(i, w == "unnest");
+    }
+    if (w == "generate_series" && call && match_[i + 1] != kNone) return series_alias(i);
+    if ((w == "pg_partition_ancestors" || w == "pg_partition_tree") && call &&
+        match_[i + 1] != kNone) {
+      return no_partitions(i);
+    }
+    if (!call && !ch(i + 1, '.') && !series_.empty() &&
+        std::find(series_at_.begin(), series_at_.end(), i) == series_at_.end() &&
+        std::find(series_.begin(), series_.end(), w) != series_.end()) {
+      replace(k.begin, k.end, std::string(txt(i)) + ".generate_series");
+      return i;
+    }
+    if (w == "as" && is(i + 1, Tok::word) && word(i + 1, "default")) {
+      replace(toks_[i + 1].begin, toks_[i + 1].end, "\"default\"");
+      return i + 1;
+    }
+    return i;
+  }
+
+  size_t collate(size_t i) {
+    size_t j = i + 1;
+    if (word(j, "pg_catalog") && ch(j + 1, '.')) j += 2;
+    if (!(is(j, Tok::word) || is(j, Tok::quoted))) return i;
+    const std::string name = name_of(j);
+    if (name == "default") {
+      replace(toks_[i].begin, toks_[j].end, "");
+    } else if (iequals(name, "c") || iequals(name, "posix")) {
+      replace(toks_[i].begin, toks_[j].end, "COLLATE BINARY");
+    }
+    return j;
+  }
+
+  /// generate_series(...) s in FROM: in PostgreSQL the alias also names its
+  /// column; SQLite's table-valued function names it generate_series, so a
+  /// later bare `s` becomes s.generate_series.
+  size_t series_alias(size_t i) {
+    const size_t close = match_[i + 1];
+    size_t alias = close + 1;
+    if (word(alias, "as")) ++alias;
+    if (!is(alias, Tok::word) || is_sql_keyword(txt(alias)) || ch(alias + 1, '(')) return i;
+    for (std::string_view kw : {"where", "join", "left", "right", "inner", "cross", "on", "group",
+                                "order", "limit", "natural", "full", "union"}) {
+      if (word(alias, kw)) return i;
+    }
+    series_.push_back(lower(txt(alias)));
+    series_at_.push_back(alias);
+    return i;  // the arguments are rewritten as usual
+  }
+
+  /// pg_partition_ancestors(x) [WITH ORDINALITY] [AS] a[(c, ...)] in FROM:
+  /// SQLite has no partitions, so an empty relation with those columns.
+  size_t no_partitions(size_t i) {
+    size_t before = i - 1;  // the token before the call, past a "pg_catalog."
+    if (i >= 2 && ch(i - 1, '.') && word(i - 2, "pg_catalog")) before = i - 3;
+    if (i == 0 || before >= toks_.size() ||
+        !(word(before, "from") || word(before, "join") || toks_[before].type == Tok::comma)) {
+      return i;
+    }
+    size_t j = match_[i + 1] + 1;
+    if (word(j, "with") && word(j + 1, "ordinality")) j += 2;
+    if (word(j, "as")) ++j;
+    if (!is(j, Tok::word) || is_sql_keyword(txt(j))) return i;
+    const std::string alias(txt(j));
+    std::string cols;
+    size_t last = j;
+    if (is(j + 1, Tok::lparen) && match_[j + 1] != kNone) {
+      last = match_[j + 1];
+      for (size_t c = j + 2; c < last; ++c) {
+        if (toks_[c].type == Tok::comma) continue;
+        cols += (cols.empty() ? "NULL AS " : ", NULL AS ") + std::string(txt(c));
+      }
+    }
+    if (cols.empty()) cols = "NULL AS relid";
+    replace_tokens(i, last, "(SELECT " + cols + " WHERE 0) AS " + alias);
+    return last;
+  }
+
+  /// x = ANY (array) -> x IN (SELECT value FROM json_each(pg_array_json(array))),
+  /// x = ANY (subquery) -> x IN (subquery); <> ALL / != ALL -> NOT IN.
+  size_t any(size_t i) {
+    const bool all = word(i, "all");
+    size_t op = kNone;
+    if (!all && i >= 1 && ch(i - 1, '=')) op = i - 1;
+    if (all && i >= 2 && adjacent(i - 2) &&
+        ((ch(i - 2, '<') && ch(i - 1, '>')) || (ch(i - 2, '!') && ch(i - 1, '=')))) {
+      op = i - 2;
+    }
+    if (op == kNone) return i;
+    const std::string in = all ? "NOT IN" : "IN";
+    const size_t close = match_[i + 1];
+    if (word(i + 2, "select") || word(i + 2, "with") || word(i + 2, "values")) {
+      replace(toks_[op].begin, toks_[i].end, in);
+    } else {
+      replace(toks_[op].begin, toks_[i + 1].end,
+              in + " (SELECT value FROM json_each(pg_array_json(");
+      replace(toks_[close].begin, toks_[close].end, ")))");
+    }
+    return i + 1;
+  }
+
+  /// unnest(a) / generate_subscripts(a, 1) in a select list: a json_each()
+  /// joined to the select's FROM clause, one per array expression.
+  size_t set_returning(size_t i, bool unnest) {
+    const size_t open = i + 1, close = match_[open];
+    size_t arg_end = close;  // the array expression ends before the first top-level comma
+    for (size_t j = open + 1; j < close; ++j) {
+      if (toks_[j].type == Tok::lparen || ch(j, '[')) {
+        j = match_[j] == kNone ? j : match_[j];
+      } else if (toks_[j].type == Tok::comma) {
+        arg_end = j;
+        break;
+      }
+    }
+    if (arg_end == open + 1) return i;
+    // The clause after this select level's FROM: where its tables end.
+    size_t from = kNone, end = kNone;
+    for (size_t j = close + 1; j < toks_.size(); ++j) {
+      if (toks_[j].type == Tok::lparen || ch(j, '[')) {
+        if (match_[j] == kNone) break;
+        j = match_[j];
+        continue;
+      }
+      if (toks_[j].type == Tok::rparen || toks_[j].type == Tok::semicolon) {
+        end = j;
+        break;
+      }
+      if (word(j, "from") && from == kNone) {
+        from = j;
+        continue;
+      }
+      for (std::string_view kw : {"where", "group", "having", "order", "limit", "union", "except",
+                                  "intersect", "window"}) {
+        if (word(j, kw)) end = j;
+      }
+      if (end != kNone) break;
+    }
+    if (from == kNone && end == kNone) return i;  // FROM-less and unterminated: left alone
+    const size_t at = end == kNone ? t_.size() : toks_[end].begin;
+    const std::string expr(
+        t_.substr(toks_[open + 1].begin, toks_[arg_end - 1].end - toks_[open + 1].begin));
+    std::string alias;
+    for (const auto& [key, name] : srf_) {
+      if (key.first == at && key.second == expr) alias = name;
+    }
+    if (alias.empty()) {
+      alias = "_wp_srf" + std::to_string(srf_.size() + 1);
+      srf_.push_back({{at, expr}, alias});
+      insert(at, std::string(from == kNone ? " FROM " : ", ") + "json_each(pg_array_json(" + expr +
+                     ")) AS " + alias + " ");
+    }
+    replace_tokens(i, close, unnest ? alias + ".value" : "(" + alias + ".key + 1)");
+    pstart_[close] = toks_[i].begin;
+    return close;
+  }
+
+  std::string_view t_;
+  const RewriteOptions& o_;
+  std::vector<Token> toks_;
+  std::vector<size_t> match_;   // the index of the matching ( ) or [ ]
+  std::vector<size_t> pstart_;  // where the operand ending at a token starts
+  std::vector<Edit> edits_;
+  std::vector<std::pair<std::pair<size_t, std::string>, std::string>> srf_;
+  std::vector<std::string> series_;  // aliases of generate_series() in FROM
+  std::vector<size_t> series_at_;    // where they are declared
+  int seq_ = 0;
+};
+
+}  // namespace
+
+namespace {
+
+/// Whether a lower-cased word is one rewrite_pg_sql() may act on.
+bool rewrite_word(std::string_view w) {
+  switch (w.size()) {
+    case 3:
+      return w == "now" || w == "any" || w == "all";
+    case 4:
+      return w == "some";
+    case 5:
+      return w == "ilike" || w == "array";
+    case 6:
+      return w == "unnest";
+    case 7:
+      return w == "collate" || w == "default";
+    case 8:
+      return w == "operator";
+    case 10:
+      return w == "pg_catalog";
+    case 12:
+      return w == "current_user" || w == "session_user" || w == "current_role";
+    case 15:
+      return w == "generate_series";
+    case 17:
+      return w == "json_build_object";
+    case 19:
+      return w == "generate_subscripts";
+    case 22:
+      return w == "pg_partition_ancestors";
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool may_need_pg_rewrite(std::string_view text) {
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c == ':' && i + 1 < n && text[i + 1] == ':') || c == '~' || c == '[') return true;
+    if (!is_alpha(c) && c != '_') {
+      ++i;
+      continue;
+    }
+    char buf[24];
+    size_t len = 0;
+    size_t j = i;
+    for (; j < n; ++j) {
+      unsigned char d = static_cast<unsigned char>(text[j]);
+      if (!is_alpha(d) && !is_digit(d) && d != '_') break;
+      if (len < sizeof buf) buf[len++] = static_cast<char>(d >= 'A' && d <= 'Z' ? d + 32 : d);
+    }
+    if (j < n && text[j] == '\'' && j == i + 1 && (c == 'E' || c == 'e')) return true;
+    if (j - i <= sizeof buf && rewrite_word(std::string_view(buf, len))) return true;
+    i = j;
+  }
+  return false;
+}
+
+std::optional<std::string> rewrite_pg_sql(std::string_view text, Dialect d,
+                                          const RewriteOptions& options) {
+  if (d != Dialect::sqlite || !may_need_pg_rewrite(text)) return std::nullopt;
+  return PgRewriter(text, options).run();
+}
+
+}  // namespace wirepool::sql
