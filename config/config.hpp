@@ -180,6 +180,9 @@ struct HealthCheck {
   /// First ban of an unreachable host, doubled per failure in a row up to ban_time_max.
   Duration ban_time = std::chrono::seconds(1);
   Duration ban_time_max = std::chrono::seconds(30);
+  /// Failed probes in a row that ban a host whose last probe answered (a
+  /// refused connection or a failed session open bans at once).
+  int failures_to_ban = 2;
   /// How long a backend open waits for a primary to be known before it fails.
   Duration failover_timeout = std::chrono::seconds(5);
   bool operator==(const HealthCheck&) const = default;
@@ -191,6 +194,9 @@ struct ReadOnly {
   std::string name;  ///< the read-only database's name; empty = none
   /// A standby whose replay is further behind takes no reads; 0 = no bound.
   Duration max_replica_lag{};
+  /// A standby out of reads for its lag takes them again only within this
+  /// (<= max_replica_lag); 0 = 4/5 of max_replica_lag.
+  Duration readmit_lag{};
   enum class Fallback : uint8_t { primary, refuse };
   /// When no standby qualifies: open on the primary, or refuse the open.
   Fallback fallback = Fallback::primary;

@@ -654,6 +654,7 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
          m.read_only_key = location_of(v.key);
          ReadOnly& r = d.read_only;
          bool name_written = false;
+         auto readmit_at = location_of(v.value);
          const Fields ro_fields = {
              {"name",
               [&](const Entry& x) {
@@ -661,6 +662,11 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
                 set(r.name, read_nonempty(x));
               }},
              {"max_replica_lag", [&](const Entry& x) { set(r.max_replica_lag, read_duration(x)); }},
+             {"readmit_lag",
+              [&](const Entry& x) {
+                readmit_at = location_of(x.value);
+                set(r.readmit_lag, read_duration(x));
+              }},
              {"fallback",
               [&](const Entry& x) {
                 set(r.fallback,
@@ -675,6 +681,9 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
               }},
          };
          if (!read_map(v, ro_fields)) return;
+         if (r.readmit_lag > r.max_replica_lag) {
+           problem(readmit_at, v.path + ".readmit_lag is above max_replica_lag");
+         }
          if (!name_written) {
            problem(location_of(v.value),
                    v.path + " is missing the required key \"name\" (the read-only database)");
@@ -698,6 +707,8 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
              {"ban_time", [&](const Entry& x) { positive(hc.ban_time, x); }},
              {"ban_time_max", [&](const Entry& x) { positive(hc.ban_time_max, x); }},
              {"failover_timeout", [&](const Entry& x) { positive(hc.failover_timeout, x); }},
+             {"failures_to_ban",
+              [&](const Entry& x) { set(hc.failures_to_ban, read_int(x, 1, 100)); }},
          };
          read_map(v, hc_fields);
          if (hc.ban_time_max < hc.ban_time) {

@@ -39,6 +39,8 @@ std::string_view to_string(HostEvent::Kind k) {
       return "reads_on";
     case HostEvent::Kind::reads_off:
       return "reads_off";
+    case HostEvent::Kind::probe_missed:
+      return "probe_missed";
   }
   return "unknown";
 }
@@ -96,6 +98,7 @@ void HostSet::clear_primary(size_t host, TimePoint now) {
 void HostSet::ban(size_t host, TimePoint now) {
   auto& h = hosts_[host];
   clear_primary(host, now);
+  h.misses = 0;
   ++h.failures;
   Duration d = config_.ban_first;
   for (uint32_t i = 1; i < h.failures && d < config_.ban_max; ++i)
@@ -116,16 +119,17 @@ void HostSet::set_replica_only(size_t host) {
   if (host < hosts_.size()) hosts_[host].replica_only = true;
 }
 
-bool HostSet::readable(size_t host) const {
-  const auto& h = hosts_.at(host);
-  if (h.role != HostRole::standby) return false;
-  if (config_.max_lag.count() == 0) return true;
-  return h.lag && *h.lag <= config_.max_lag;
+HostSet::Duration HostSet::readmit_lag() const {
+  if (config_.readmit_lag.count() > 0) return std::min(config_.readmit_lag, config_.max_lag);
+  return config_.max_lag * 4 / 5;
 }
 
 void HostSet::update_readable(size_t host) {
   auto& h = hosts_[host];
-  const bool now_readable = readable(host);
+  // In reads: while within max_lag; out of them: back only within readmit_lag.
+  bool now_readable = h.role == HostRole::standby;
+  if (now_readable && config_.max_lag.count() > 0)
+    now_readable = h.lag && *h.lag <= (h.readable ? config_.max_lag : readmit_lag());
   if (now_readable == h.readable) return;
   h.readable = now_readable;
   events_.push_back(
@@ -193,9 +197,19 @@ void HostSet::handle_probe(size_t host, ProbeResult r, TimePoint now) {
 void HostSet::apply_probe(size_t host, const ProbeResult& r, TimePoint now) {
   auto& h = hosts_[host];
   if (r.kind == ProbeResult::Kind::unreachable) {
+    // A healthy host's slow or failed probe may be load, not death: it keeps
+    // its role and is asked again soon, until failures_to_ban in a row.
+    const bool healthy = h.role == HostRole::primary || h.role == HostRole::standby;
+    if (healthy && !r.refused && h.misses + 1 < std::max<uint32_t>(config_.failures_to_ban, 1)) {
+      ++h.misses;
+      h.due = now + std::min(config_.failover_interval, recheck());
+      events_.push_back({HostEvent::Kind::probe_missed, host});
+      return;
+    }
     ban(host, now);
     return;
   }
+  h.misses = 0;
   if (h.role == HostRole::banned) events_.push_back({HostEvent::Kind::unbanned, host});
   const bool was_diverged = h.role == HostRole::diverged;
   h.lsn = r.lsn;

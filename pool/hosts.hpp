@@ -13,8 +13,12 @@
 //      │    ──probe: read-write, older timeline─> diverged (fenced)
 //      │    ──probe: read-write, replica_only───> diverged (never written to)
 //      └────  probe fails / open fails ─────────> banned (back-off, re-probed)
-//   A standby takes reads while its last probe's lag is within max_lag
-//   (readable); each change of that is an event (reads_on / reads_off).
+//   A primary or standby whose probe fails stays in its role (a missed probe,
+//   re-probed after failover_interval) until failures_to_ban probes in a row
+//   failed; a refused connection or a failed session open bans at once.
+//   A standby takes reads while its last probe's lag is within max_lag, and
+//   takes them again only once its lag is within readmit_lag (hysteresis);
+//   each change of that is an event (reads_on / reads_off).
 //
 // Invariants (tests/unit/pool/hosts_test.cpp checks them on random sequences):
 //  - at most one host is primary, and only one that answered read-write on the
@@ -25,7 +29,9 @@
 //    its next answer;
 //  - every host that is not in flight has a due time: nothing is forgotten;
 //  - pick_reader() names only a readable standby (or, with no bound, any
-//    standby); a replica_only host is never primary and never moves max_timeline.
+//    standby); a replica_only host is never primary and never moves max_timeline;
+//  - a readable standby's lag is within max_lag; one that was not readable
+//    becomes readable only with a lag within readmit_lag.
 // clang-format on
 
 #include <chrono>
@@ -49,6 +55,14 @@ struct HostsConfig {
   /// A standby whose replay lag is above this takes no reads; 0 = no bound
   /// (a standby of unknown lag then takes reads too).
   std::chrono::steady_clock::duration max_lag{};
+  /// A standby out of reads for its lag takes them again only when its lag is
+  /// within this (<= max_lag), so a lag that hovers at the bound does not
+  /// flap; 0 = 4/5 of max_lag.
+  std::chrono::steady_clock::duration readmit_lag{};
+  /// Failed probes in a row that ban a host whose last probe answered (a slow
+  /// probe on a loaded machine is not a dead server); at least 1. A refused
+  /// connection bans at once.
+  uint32_t failures_to_ban = 2;
 };
 
 /// How pick_reader() spreads read-only connections over the readable standbys.
@@ -71,6 +85,9 @@ std::string_view to_string(HostRole r);
 struct ProbeResult {
   enum class Kind : uint8_t { unreachable, read_write, read_only };
   Kind kind = Kind::unreachable;
+  /// unreachable: the server refused the connection (nothing listens, or it
+  /// is shutting down): banned at once, not counted as a missed probe.
+  bool refused = false;
   /// The timeline the host writes on (read_write); 0 when unknown.
   uint32_t timeline = 0;
   /// read_only: how far its replay is behind (nullopt: unknown, e.g. not replicating).
@@ -90,6 +107,7 @@ struct HostEvent {
     writable_replica,  ///< a replica_only `host` answered read-write: kept out
     reads_on,          ///< `host` takes reads now (`lag`)
     reads_off,         ///< `host` takes no reads any more (`lag`; its role says why)
+    probe_missed,      ///< a probe of a healthy `host` failed; it keeps its role for now
   };
   Kind kind;
   size_t host;
@@ -114,8 +132,9 @@ class HostSet {
   /// A readable standby for a read-only connection, by `how` (nullopt: none).
   /// Counts nothing: the owner reports the connection with connection_opened.
   std::optional<size_t> pick_reader(Balance how);
-  /// Whether `host` takes reads now (a standby within max_lag).
-  bool readable(size_t host) const;
+  /// Whether `host` takes reads now (a standby within max_lag, readmitted
+  /// within readmit_lag).
+  bool readable(size_t host) const { return hosts_.at(host).readable; }
   /// Connections open (or opening) on `host`, for least_connections.
   void connection_opened(size_t host);
   void connection_closed(size_t host);
@@ -140,6 +159,7 @@ class HostSet {
     TimePoint due{};         ///< next probe (ban end for a banned host)
     bool in_flight = false;  ///< a probe is running
     uint32_t failures = 0;   ///< in a row
+    uint32_t misses = 0;     ///< failed probes in a row while still in its role
     Duration ban{};          ///< the current ban (banned, diverged)
     uint32_t timeline = 0;   ///< last read-write answer's
     bool replica_only = false;
@@ -162,6 +182,7 @@ class HostSet {
   void ban(size_t host, TimePoint now);
   void clear_primary(size_t host, TimePoint now);
   void apply_probe(size_t host, const ProbeResult& r, TimePoint now);
+  Duration readmit_lag() const;
   /// Recomputes `host`'s readable flag and reports a change.
   void update_readable(size_t host);
   /// Fences `host` (diverged, a writable replica) with a back-off like a ban.

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include "server/backend_pool.hpp"
+
 namespace wirepool::server {
 
 namespace asio = boost::asio;
@@ -37,14 +39,15 @@ struct AuthLookup::Waiter {
 };
 
 AuthLookup::AuthLookup(const config::Database& cfg, const db::Driver& driver, db::OpenOptions open,
-                       BlockingExecutor& blocking)
+                       BlockingExecutor& blocking, std::shared_ptr<DatabaseShared> shared)
     : database_(cfg.name),
       settings_(cfg.auth_query),
       driver_(driver),
       open_(std::move(open)),
       blocking_(blocking),
       cache_(static_cast<size_t>(cfg.auth_query.cache_size), cfg.auth_query.ttl,
-             cfg.auth_query.negative_ttl) {
+             cfg.auth_query.negative_ttl),
+      shared_(std::move(shared)) {
   open_.user = settings_.user;
 }
 
@@ -120,9 +123,22 @@ void AuthLookup::drain() {
 }
 
 AuthResult AuthLookup::run_query(const std::string& name) {
+  // A connection kept from an earlier lookup may have died with its server (a
+  // failover): a connection error on it is tried once more on a fresh one.
+  const bool reused = conn_.is_open() && conn_.alive();
+  AuthResult result = query_once(name);
+  if (reused && result.answer == AuthAnswer::failed && result.connection) result = query_once(name);
+  return result;
+}
+
+AuthResult AuthLookup::query_once(const std::string& name) {
   if (!conn_.is_open() || !conn_.alive()) {
     if (conn_.is_open()) (void)conn_.close();
-    auto opened = driver_.open(open_);
+    conn_lease_.reset();
+    // Several hosts: the monitor's primary (or a standby for a read-only
+    // database), as for the pools' own connections.
+    auto opened =
+        open_backend(driver_, open_, shared_ ? shared_->monitor() : nullptr, nullptr, &conn_lease_);
     if (!opened.ok()) {
       return failure(
           "cannot connect as auth_user \"" + settings_.user + "\": " + opened.error().message,
@@ -174,6 +190,7 @@ AuthResult AuthLookup::run_query(const std::string& name) {
     // The connection's state after a failure is not worth trusting: a fresh one next time.
     (void)conn_.close();
     conn_ = db::Connection();
+    conn_lease_.reset();
   }
   return result;
 }

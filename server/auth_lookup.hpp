@@ -1,6 +1,7 @@
 #pragma once
 // The I/O side of users from the backend (session/auth_query.hpp): one
-// dedicated connection per database as its auth_user, lookups on the bounded
+// dedicated connection per database as its auth_user (on the host monitor's
+// primary when the database has several hosts), lookups on the bounded
 // executor one at a time, one per name in flight, each client's wait bounded
 // by auth_query_timeout.
 
@@ -21,12 +22,15 @@
 
 namespace wirepool::server {
 
+struct DatabaseShared;
+
 class AuthLookup : public std::enable_shared_from_this<AuthLookup> {
  public:
   /// `open` is the database entry's (its password is auth_user's); the
-  /// connection logs in as cfg.auth_query.user.
+  /// connection logs in as cfg.auth_query.user, where `shared`'s host
+  /// monitor says when the database has several hosts (as its pools do).
   AuthLookup(const config::Database& cfg, const db::Driver& driver, db::OpenOptions open,
-             BlockingExecutor& blocking);
+             BlockingExecutor& blocking, std::shared_ptr<DatabaseShared> shared = nullptr);
   ~AuthLookup();
 
   /// The answer for `name`: cached, or looked up (the first asker starts the
@@ -46,6 +50,7 @@ class AuthLookup : public std::enable_shared_from_this<AuthLookup> {
   struct Waiter;
   void drain();  ///< on the executor: runs queued lookups until none is left
   AuthResult run_query(const std::string& name);
+  AuthResult query_once(const std::string& name);
   void deliver(const std::string& name, const AuthResult& result);
 
   std::string database_;
@@ -60,7 +65,9 @@ class AuthLookup : public std::enable_shared_from_this<AuthLookup> {
   std::unordered_map<std::string, std::vector<std::shared_ptr<Waiter>>> waiters_;
   std::deque<std::string> queue_;
   bool running_ = false;
-  db::Connection conn_;  ///< only the draining job touches it
+  std::shared_ptr<DatabaseShared> shared_;  ///< its monitor picks the host; may be null
+  db::Connection conn_;                     ///< only the draining job touches it
+  std::shared_ptr<void> conn_lease_;        ///< conn_'s count on its host (several hosts)
 };
 
 using AuthLookupPtr = std::shared_ptr<AuthLookup>;

@@ -16,7 +16,19 @@ pool::HostsConfig hosts_config(const config::HealthCheck& hc,
   c.failover_interval = hc.failover_interval;
   c.ban_first = hc.ban_time;
   c.ban_max = hc.ban_time_max;
+  c.failures_to_ban = static_cast<uint32_t>(hc.failures_to_ban);
+  if (reads) c.readmit_lag = reads->readmit_lag;
   return c;
+}
+
+/// Whether a failed probe was refused by the server (nothing listens, or it
+/// is starting or shutting down) rather than slow or cut: such a host is
+/// banned at once. libpq and Connector/C say it only in their messages.
+bool refused_by_server(const db::Error& e) {
+  if (e.sqlstate.starts_with("57P")) return true;
+  return e.message.find("Connection refused") != std::string::npos ||
+         ((e.vendor_code == 2002 || e.vendor_code == 2003) &&
+          e.message.find("(111)") != std::string::npos);
 }
 
 std::string name_of(const db::HostPort& h) {
@@ -115,6 +127,7 @@ void HostMonitor::run_probe(size_t host) {
     r.lag = result.value().lag;
     r.lsn = result.value().lsn;
   } else {
+    r.refused = refused_by_server(result.error());
     spdlog::debug("database \"{}\": probe of {} failed: {}", database_, name_of(hosts_[host]),
                   result.error().message);
   }
@@ -138,6 +151,12 @@ bool HostMonitor::drain_events(std::unique_lock<std::mutex>& lock) {
       case K::banned:
         spdlog::warn("database \"{}\": host {} banned for {} ms (unreachable)", database_, host,
                      std::chrono::duration_cast<std::chrono::milliseconds>(e.ban).count());
+        break;
+      case K::probe_missed:
+        spdlog::info(
+            "database \"{}\": host {} did not answer a probe; banned if {} in a row fail "
+            "(health_check.failures_to_ban)",
+            database_, host, hc_.failures_to_ban);
         break;
       case K::unbanned:
         spdlog::info("database \"{}\": host {} answers again: unbanned", database_, host);

@@ -270,7 +270,7 @@ AuthLookupPtr Server::make_auth_lookup(const DatabaseEntry& e, const config::Dat
   if (!a.password_env.empty() || !a.password_file.empty()) {
     open.password = read_secret(d.name, a.password_env, a.password_file, "auth_password_file");
   }
-  return std::make_shared<AuthLookup>(d, *e.driver, std::move(open), blocking_);
+  return std::make_shared<AuthLookup>(d, *e.driver, std::move(open), blocking_, e.shared);
 }
 
 HostMonitorPtr Server::make_monitor(const DatabaseEntry& e) {
@@ -889,6 +889,7 @@ void Server::apply(config::Config next) {
           DatabaseEntry copy;
           copy.driver = it->second.driver;
           copy.open = it->second.open;
+          copy.shared = it->second.shared;
           changed.emplace_back(std::move(copy), &d);
         }
       }

@@ -16,6 +16,11 @@ error. The old primary is then restarted as a diverged server (read-write on
 its old timeline): it is reported diverged and none of the writes made
 afterwards lands on it.
 
+AuthQueryFailoverTest (`hosts:` with no host in `connection`, auth_user): a
+role looked up with auth_query logs in through the primary; after the primary
+is killed and the standby promoted, a role not looked up before logs in too
+(the auth_user connection follows the host monitor's primary).
+
 ReloadHostsTest: with only the standby in `hosts:` a login finds no primary
 (an error naming it, after failover_timeout); SIGHUP with the primary added
 moves the database's pools: the next login writes, SHOW HOSTS lists both.
@@ -254,6 +259,51 @@ class ReloadHostsTest(ClusterTestCase):
         rows = self.wait_role(f"127.0.0.1:{p}", "primary")
         self.assertEqual(sorted(r["host"] for r in rows),
                          sorted([f"127.0.0.1:{p}", f"127.0.0.1:{s}"]))
+
+
+class AuthQueryFailoverTest(ClusterTestCase):
+    @classmethod
+    def entry(cls):
+        p, s = cls.info["nodes"]["primary"]["port"], cls.info["nodes"]["standby"]["port"]
+        os.environ["WIREPOOL_TEST_AQ_PASSWORD"] = "lookup-pw"
+        c = direct(cls.info, "primary")
+        c.autocommit = True
+        c.cursor().execute("CREATE ROLE aq_lookup LOGIN SUPERUSER PASSWORD 'lookup-pw';"
+                           "CREATE ROLE aq_before LOGIN PASSWORD 'before-pw';"
+                           "CREATE ROLE aq_after LOGIN PASSWORD 'after-pw'")
+        c.close()
+        return f"""
+          - name: app
+            driver: postgresql
+            connection: "user=wirepool dbname=wirepool connect_timeout=2"
+            password_env: WIREPOOL_TEST_PG_PASSWORD
+            auth_user: aq_lookup
+            auth_password_env: WIREPOOL_TEST_AQ_PASSWORD
+            hosts:
+              - {{ host: 127.0.0.1, port: {p} }}
+              - {{ host: 127.0.0.1, port: {s} }}
+            health_check: {{ interval: 500ms, failover_interval: 100ms, ban_time: 500ms,
+                            ban_time_max: 2s, failover_timeout: 10s }}
+            pool: {{ mode: transaction, max: 2, acquire_timeout: 15s }}
+        """
+
+    def login(self, user, password):
+        c = psycopg2.connect(self.wp.kv(user=user, password=password), connect_timeout=20)
+        c.autocommit = True
+        cur = c.cursor()
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0])
+        c.close()
+
+    def test_auth_query_logins_work_after_failover(self):
+        p, s = self.info["nodes"]["primary"]["port"], self.info["nodes"]["standby"]["port"]
+        self.wait_role(f"127.0.0.1:{p}", "primary")
+        self.login("aq_before", "before-pw")
+        fixture("kill", self.dir, "primary")
+        fixture("promote", self.dir, "standby")
+        self.wait_role(f"127.0.0.1:{s}", "primary", timeout=10)
+        self.login("aq_after", "after-pw")
+        self.assertIn('auth_query found user "aq_after"', self.wp.log())
 
 
 class FailoverTest(ClusterTestCase):

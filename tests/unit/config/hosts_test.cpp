@@ -1,14 +1,17 @@
 // Several hosts per database (`hosts:`, `health_check:`):
 //  - a hosts list loads with its ports (default 0 = the driver's), and the
-//    health_check keys with their defaults and written values;
+//    health_check keys with their defaults and written values (failures_to_ban
+//    2 by default);
 //  - refused: a host without `host`, an empty list, a port out of range, a
 //    driver other than postgresql, a duration under 10ms, ban_time_max below
-//    ban_time;
+//    ban_time, failures_to_ban 0;
 //  - read replicas: `read_only` makes a second entry named read_only.name
 //    (reads_of the first, the same hosts, replicas and keys), which users may
 //    name in their databases; `hosts`/`replicas`/`read_only` load for mysql;
+//  - read_only.readmit_lag loads (0 = 4/5 of max_replica_lag by default);
 //  - refused: read_only without a name, a name already taken, an unknown
-//    fallback or balance, replicas without read_only, read_only for sqlite.
+//    fallback or balance, a readmit_lag above max_replica_lag, replicas without read_only,
+//    read_only for sqlite.
 
 #include <gtest/gtest.h>
 
@@ -35,7 +38,8 @@ TEST(ConfigHosts, HostsListAndHealthCheckLoad) {
       "    hosts:\n"
       "      - { host: 10.0.0.1, port: 5433 }\n"
       "      - { host: db2 }\n"
-      "    health_check: { interval: 2s, ban_time: 500ms, failover_timeout: 9s }\n" +
+      "    health_check: { interval: 2s, ban_time: 500ms, failover_timeout: 9s, failures_to_ban: 3 "
+      "}\n" +
           kUsers,
       kFile);
   const Database& d = c.databases.at(0);
@@ -50,6 +54,8 @@ TEST(ConfigHosts, HostsListAndHealthCheckLoad) {
   EXPECT_EQ(d.health_check.failover_interval, milliseconds(200));  // default
   EXPECT_EQ(d.health_check.timeout, seconds(3));
   EXPECT_EQ(d.health_check.ban_time_max, seconds(30));
+  EXPECT_EQ(d.health_check.failures_to_ban, 3);
+  EXPECT_EQ(HealthCheck{}.failures_to_ban, 2);
 }
 
 TEST(ConfigHosts, BadHostsAndHealthChecksAreRefusedAtTheirKey) {
@@ -69,6 +75,8 @@ TEST(ConfigHosts, BadHostsAndHealthChecksAreRefusedAtTheirKey) {
   EXPECT_TRUE(has_problem(
       problems_of(head + "    health_check: { ban_time: 5s, ban_time_max: 1s }\n" + kUsers), 5, 19,
       "ban_time_max is less than ban_time"));
+  EXPECT_TRUE(has_problem(problems_of(head + "    health_check: { failures_to_ban: 0 }\n" + kUsers),
+                          5, 38, "must be between 1 and 100"));
   EXPECT_TRUE(has_problem(problems_of("databases:\n"
                                       "  - name: app\n"
                                       "    driver: sqlite\n"
@@ -86,8 +94,8 @@ TEST(ConfigHosts, ReadOnlyMakesASecondDatabaseOnTheSameHosts) {
       "    connection: \"user=u dbname=shop\"\n"
       "    hosts: [{ host: db1, port: 3307 }]\n"
       "    replicas: [{ host: r1 }]\n"
-      "    read_only: { name: shop_ro, max_replica_lag: 2s, fallback: refuse, balance: "
-      "round_robin }\n"
+      "    read_only: { name: shop_ro, max_replica_lag: 2s, readmit_lag: 1500ms, fallback: refuse, "
+      "balance: round_robin }\n"
       "    pool: { max: 3 }\n"
       "users: [{name: demo, password: demo, databases: [shop_ro]}]\n",
       kFile);
@@ -102,6 +110,7 @@ TEST(ConfigHosts, ReadOnlyMakesASecondDatabaseOnTheSameHosts) {
   EXPECT_EQ(ro.replicas[0].host, "r1");
   EXPECT_EQ(ro.pool.max, 3);
   EXPECT_EQ(ro.read_only.max_replica_lag, seconds(2));
+  EXPECT_EQ(ro.read_only.readmit_lag, milliseconds(1500));
   EXPECT_EQ(ro.read_only.fallback, ReadOnly::Fallback::refuse);
   EXPECT_EQ(ro.read_only.balance, ReadOnly::Balance::round_robin);
   EXPECT_EQ(c.find_database("shop_ro"), &c.databases[1]);
@@ -121,6 +130,10 @@ TEST(ConfigHosts, BadReadOnlySettingsAreRefused) {
   EXPECT_TRUE(
       has_problem(problems_of(head + "    read_only: { name: app_ro, balance: random }\n" + kUsers),
                   5, 41, "must be one of"));
+  EXPECT_TRUE(has_problem(
+      problems_of(head + "    read_only: { name: app_ro, max_replica_lag: 1s, readmit_lag: 2s }\n" +
+                  kUsers),
+      5, 66, "readmit_lag is above max_replica_lag"));
   EXPECT_TRUE(has_problem(problems_of(head + "    read_only: { name: app }\n" + kUsers), 5, 5,
                           "duplicate database name \"app\""));
   EXPECT_TRUE(has_problem(problems_of(head + "    replicas: [{ host: r1 }]\n" + kUsers), 5, 5,

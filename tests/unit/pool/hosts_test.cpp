@@ -13,11 +13,15 @@
 //    steps): at most one primary, only on the newest timeline; no host is
 //    handed out while in flight or before its due time; every idle host has a
 //    due time no later than its ban; bans stay within [ban_first, ban_max];
+//  - a healthy host (primary or standby) keeps its role after one failed probe and
+//    is banned at the second in a row (failures_to_ban); a refused connection bans it
+//    at once;
 //  - read replicas: a standby takes reads while its lag is within max_lag (unknown
-//    lag: none), each change is one reads_on/reads_off event; pick_reader spreads by
-//    least connections (ties in turn) or round robin and names no banned, lagging
-//    or primary host; a standby whose read-only open fails is banned; a host
-//    listed as a replica that answers read-write is kept out and fences nobody.
+//    lag: none) and, once out, again only within readmit_lag (a lag hovering at the
+//    bound gives one reads_off, not a flap), each change is one reads_on/reads_off event;
+//    pick_reader spreads by least connections (ties in turn) or round robin and names no banned,
+//    lagging or primary host; a standby whose read-only open fails is banned; a host listed as a
+//    replica that answers read-write is kept out and fences nobody.
 
 #include <gtest/gtest.h>
 
@@ -208,6 +212,7 @@ TEST(HostSetProperty, RandomSequencesKeepTheInvariants) {
     std::vector<uint32_t> timeline(n, 1);  // what each server would answer
     std::set<size_t> in_flight;
     uint32_t newest = 0;
+    std::vector<bool> was_readable(n, false);
     for (int step = 0; step < 2000; ++step) {
       SCOPED_TRACE("seed " + std::to_string(seed) + " step " + std::to_string(step));
       switch (rng() % 5) {
@@ -246,11 +251,14 @@ TEST(HostSetProperty, RandomSequencesKeepTheInvariants) {
       for (size_t h = 0; h < n; ++h) {
         const auto& st = s.state(h);
         EXPECT_EQ(st.in_flight, in_flight.count(h) == 1);
-        EXPECT_EQ(st.readable, s.readable(h));
         if (st.readable) {
           EXPECT_EQ(st.role, HostRole::standby);
           EXPECT_LE(*st.lag, s.config().max_lag);
+          if (!was_readable[h]) {
+            EXPECT_LE(*st.lag, s.config().max_lag * 4 / 5) << "readmitted above readmit_lag";
+          }
         }
+        was_readable[h] = st.readable;
         if (st.role == HostRole::primary) {
           ++primaries;
           EXPECT_EQ(s.primary(), h);
@@ -296,8 +304,96 @@ TEST(HostSet, StandbyTakesReadsOnlyWithinTheLagBound) {
   EXPECT_EQ(s.pick_reader(Balance::least_connections), std::nullopt);
   s.handle_probe(1, standby_lag(1500ms), now);  // no change: no event
   EXPECT_TRUE(s.take_events().empty());
-  s.handle_probe(1, standby_lag(1000ms), now);  // at the bound: in
+  s.handle_probe(1, standby_lag(800ms), now);  // within readmit_lag (4/5 of the bound): in
   EXPECT_TRUE(has_event(s.take_events(), HostEvent::Kind::reads_on, 1));
+  s.handle_probe(1, standby_lag(1000ms), now);  // at the bound: still in
+  EXPECT_TRUE(s.readable(1));
+}
+
+TEST(HostSet, LagHoveringAtTheBoundDoesNotFlapReads) {
+  T now{};
+  HostSet s(2, lag_cfg(), now);  // max_lag 1 s, readmit_lag 800 ms
+  s.take_due(now);
+  s.handle_probe(0, rw(1), now);
+  s.handle_probe(1, standby_lag(500ms), now);
+  ASSERT_TRUE(s.readable(1));
+  s.take_events();
+  // The lag oscillates around the bound: one reads_off, then no reads_on
+  // until it comes down to readmit_lag.
+  size_t changes = 0;
+  for (auto lag : {1100ms, 950ms, 1050ms, 990ms, 1001ms, 900ms, 810ms}) {
+    now += 1s;
+    s.handle_probe(1, standby_lag(lag), now);
+    for (const auto& e : s.take_events())
+      changes += e.kind == HostEvent::Kind::reads_on || e.kind == HostEvent::Kind::reads_off;
+  }
+  EXPECT_EQ(changes, 1u);
+  EXPECT_FALSE(s.readable(1));
+  s.handle_probe(1, standby_lag(800ms), now);
+  EXPECT_TRUE(s.readable(1));
+  EXPECT_TRUE(has_event(s.take_events(), HostEvent::Kind::reads_on, 1));
+  // An explicit readmit_lag is used as given.
+  HostsConfig c = lag_cfg();
+  c.readmit_lag = 300ms;
+  HostSet t(1, c, now);
+  t.take_due(now);
+  t.handle_probe(0, standby_lag(2s), now);
+  t.handle_probe(0, standby_lag(400ms), now);
+  EXPECT_FALSE(t.readable(0));
+  t.handle_probe(0, standby_lag(300ms), now);
+  EXPECT_TRUE(t.readable(0));
+}
+
+TEST(HostSet, HealthyHostIsBannedOnlyAfterTwoFailedProbesInARow) {
+  T now{};
+  HostSet s(2, lag_cfg(), now);
+  s.take_due(now);
+  s.handle_probe(0, rw(1), now);
+  s.handle_probe(1, standby_lag(0ms), now);
+  s.take_events();
+  // One slow probe of each: both keep their role and are asked again within
+  // failover_interval.
+  now += 1s;
+  ASSERT_EQ(s.take_due(now), (std::vector<size_t>{0, 1}));
+  s.handle_probe(0, down(), now);
+  s.handle_probe(1, down(), now);
+  EXPECT_EQ(s.primary(), std::optional<size_t>(0));
+  EXPECT_EQ(s.state(0).role, HostRole::primary);
+  EXPECT_TRUE(s.readable(1));
+  auto ev = s.take_events();
+  EXPECT_TRUE(has_event(ev, HostEvent::Kind::probe_missed, 0));
+  EXPECT_FALSE(has_event(ev, HostEvent::Kind::banned, 0));
+  EXPECT_FALSE(has_event(ev, HostEvent::Kind::banned, 1));
+  EXPECT_EQ(s.next_deadline(), now + 200ms);
+  // An answer forgets the miss: the next failure is again only a miss.
+  now += 200ms;
+  s.take_due(now);
+  s.handle_probe(1, standby_lag(0ms), now);
+  s.handle_probe(0, down(), now);  // the primary's second in a row: banned
+  EXPECT_EQ(s.state(0).role, HostRole::banned);
+  EXPECT_FALSE(s.primary());
+  now += 1s;
+  for (size_t h : s.take_due(now))
+    s.handle_probe(h, h == 0 ? rw(1) : down(), now);
+  EXPECT_EQ(s.state(1).role, HostRole::standby) << "a miss after an answer bans nobody";
+  // A refused connection bans a healthy host at once.
+  s.take_events();
+  now += 1s;
+  s.take_due(now);
+  ProbeResult refused = down();
+  refused.refused = true;
+  s.handle_probe(1, refused, now);
+  EXPECT_EQ(s.state(1).role, HostRole::banned);
+  EXPECT_TRUE(has_event(s.take_events(), HostEvent::Kind::banned, 1));
+  // failures_to_ban 1: the old behaviour, one failed probe bans.
+  HostsConfig c = cfg();
+  c.failures_to_ban = 1;
+  HostSet t(1, c, now);
+  t.take_due(now);
+  t.handle_probe(0, rw(1), now);
+  t.take_due(now + 1s);
+  t.handle_probe(0, down(), now + 1s);
+  EXPECT_EQ(t.state(0).role, HostRole::banned);
 }
 
 TEST(HostSet, NoLagBoundLetsEveryStandbyRead) {
