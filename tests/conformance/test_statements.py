@@ -102,7 +102,14 @@ class StatementTest(DifferentialCase):
                           bind("s", "4", portal="p1") + execute("p1", 1) + SYNC,
                           query('FETCH 2 FROM "p1"'),
                           parse("", "SELECT 1/0") + bind("", portal="p2") + execute("p2") + SYNC,
-                          query("ROLLBACK")):
+                          query("ROLLBACK"),
+                          # The transaction's portals went with it: the name is free.
+                          query("BEGIN"),
+                          bind("s", "3", portal="p1") + execute("p1", 2) + SYNC,
+                          query("COMMIT"),
+                          query("BEGIN"),
+                          bind("s", "1", portal="p1") + execute("p1") + SYNC,
+                          query("COMMIT")):
                 s.sendall(batch)
                 out.append(summary(*rd.until_ready()))
             return out
