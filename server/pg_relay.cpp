@@ -25,6 +25,7 @@
 #include <optional>
 
 #include "server/pg/client.hpp"
+#include "server/pg/client_detail.hpp"
 #include "server/pg_relay.hpp"
 #include "sql/classify.hpp"
 
@@ -901,6 +902,9 @@ PgRelay::Relayed PgRelay::finish() {
   }
   c_.session_->statement_end();
   c_.session_->sync_tx_state();
+  // The transaction ended: its portals (none reading: check() saw to that) went
+  // with it on the server, cursors among them, as at the ordinary path's Sync.
+  if (state == db::TxState::idle && c_.ext_ && !c_.ext_->portals.empty()) c_.ext_->portals.clear();
   if (next) {
     next->relay_.state().turn_started = now;
     next->relay_.state().relayed_before = pool.metrics().relayed.load(std::memory_order_relaxed);

@@ -689,7 +689,7 @@ asio::awaitable<void> Session::settle_settings() {
   noted_.clear();
 }
 
-asio::awaitable<db::Status> Session::execute_text(std::string_view sql) {
+asio::awaitable<db::Status> Session::execute_text(std::string_view sql, db::Params params) {
   struct Exec {
     db::Rows rows;
     int phase = 0;
@@ -700,7 +700,7 @@ asio::awaitable<db::Status> Session::execute_text(std::string_view sql) {
     for (;;) {
       switch (st.phase) {
         case 0: {
-          auto r = b.conn.query(sql, {}, text);
+          auto r = b.conn.query(sql, params, text);
           if (db::is_would_block(r)) return r.take_error();
           if (!r.ok()) {
             st.err = r.take_error();

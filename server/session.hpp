@@ -122,9 +122,9 @@ class Session : public db::EventSink {
   void mark_dirty() {
     if (backend_ && mode() != config::PoolMode::session) backend_->dirty = true;
   }
-  /// Runs SQL text and discards its results (replays, resets). The session must
-  /// hold a backend.
-  boost::asio::awaitable<db::Status> execute_text(std::string_view sql);
+  /// Runs SQL text and discards its results (replays, resets, a cursor
+  /// declared with the client's parameters). The session must hold a backend.
+  boost::asio::awaitable<db::Status> execute_text(std::string_view sql, db::Params params = {});
 
   // ---- what the backend reports besides results (db::EventSink)
 

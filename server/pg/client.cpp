@@ -507,6 +507,10 @@ awaitable<bool> PgClient::handle(const pg::FrontendMessage& msg) {
       (std::holds_alternative<pg::Query>(msg) || std::holds_alternative<pg::FunctionCall>(msg))) {
     co_return true;
   }
+  if (bind_mark_ && !std::holds_alternative<pg::Describe>(msg) &&
+      !std::holds_alternative<pg::Execute>(msg)) {
+    bind_mark_.reset();
+  }
   co_await std::visit(
       overloaded{
           [&](const pg::Query& m) -> awaitable<void> { co_await simple_query(m.sql); },

@@ -222,6 +222,12 @@ class PgClient final : public ClientConnection,
   BatchGroups collect_batch(const Prepared& st, const std::string& statement);
   boost::asio::awaitable<void> on_describe(const pg::Describe& m);
   boost::asio::awaitable<void> on_execute(const pg::Execute& m);
+  /// Whether Bind makes portal `portal` of `p` a cursor on the backend
+  /// (Portal::cursor; docs/protocol-postgres.md, "PostgreSQL backends").
+  bool cursor_portal(const Prepared& p, std::string_view portal) const;
+  /// Execute of a cursor portal: FETCH its next `max_rows` (0: all).
+  boost::asio::awaitable<void> fetch_cursor(Portal& portal, std::string_view name,
+                                            int32_t max_rows);
   /// Before an Execute runs `cls` on the backend: the block's implicit
   /// transaction opened when needed (or PostgreSQL's error or warning for a
   /// statement that needs a transaction block). False after an error (sent).
@@ -283,6 +289,15 @@ class PgClient final : public ClientConnection,
   /// A batch failed (and ran again one execution at a time): no other batch
   /// until Sync, so a bad row costs one failed batch, not one per row.
   bool batch_refused_ = false;
+  /// Where the last Bind's BindComplete sits in out_ while only Describe and
+  /// Execute of its portal follow (handle() drops it at any other message): a
+  /// parameter the server could not convert fails at Bind in PostgreSQL, which
+  /// then sends no BindComplete, so the Execute's error takes it back.
+  struct BindMark {
+    const Portal* portal = nullptr;
+    size_t at = 0;
+  };
+  std::optional<BindMark> bind_mark_;
   /// Bytes of the message being handled, consumed after its handler returns
   /// unless the handler consumed them itself (COPY reads the messages after it).
   size_t unconsumed_ = 0;

@@ -129,6 +129,10 @@ struct PgClient::Portal {
   std::vector<int16_t> result_formats;
   std::unique_ptr<Streamer> open;  ///< a suspended reader (Execute with a row limit)
   bool done = false;
+  /// Declared on the backend under the client's name (a PostgreSQL backend,
+  /// inside a transaction): each Execute is a FETCH from it, and SQL (MOVE,
+  /// FETCH, CLOSE) reaches it as in PostgreSQL.
+  bool cursor = false;
 };
 
 }  // namespace wirepool::server

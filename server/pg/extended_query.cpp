@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "protocol/pg/scram.hpp"
 #include "server/admin.hpp"
@@ -48,7 +49,49 @@ std::vector<db::ParamInfo> param_hints(bool pg_native, const std::vector<uint32_
   return hints;
 }
 
+/// A portal name that SQL can quote as it is, as an identifier (in double
+/// quotes) and as a literal (in single quotes, inside a dollar-quoted body).
+bool plain_name(std::string_view name) {
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == ' ';
+  });
+}
+
+std::string quote_ident(std::string_view name) {
+  return "\"" + std::string(name) + "\"";
+}
+
+/// An error PostgreSQL raised while Bind converted a parameter: its context
+/// names the parameter ("unnamed portal parameter $1 = '…'"; libpq binds the
+/// unnamed portal).
+bool bind_parameter_error(const db::Error& e) {
+  std::string_view f = e.fields;
+  while (!f.empty()) {
+    const char code = f[0];
+    const size_t end = f.find('\0');
+    if (end == std::string_view::npos) break;
+    if (code == 'W') return f.substr(1, end - 1).starts_with("unnamed portal parameter $");
+    f.remove_prefix(end + 1);
+  }
+  return false;
+}
+
 }  // namespace
+
+bool PgClient::cursor_portal(const Prepared& p, std::string_view portal) const {
+  // A named portal in a transaction lives on, and SQL may name it (asyncpg's
+  // MOVE): on a PostgreSQL backend it becomes a cursor of that name. Only
+  // queries can be cursors; a name over 63 bytes would be cut by the lexer,
+  // and one with quotes or dollars stays emulated.
+  if (portal.empty() || portal.size() > 63 || !plain_name(portal) ||
+      !session_->pool().pg_native() || !session_->backend() || !session_->in_transaction() ||
+      !to_backend(p.cls) || p.blank) {
+    return false;
+  }
+  auto w = sql::leading_words(p.sql, sql::Dialect::postgres, 1);
+  return !w.empty() && (w[0] == "SELECT" || w[0] == "VALUES" || w[0] == "TABLE");
+}
 
 bool PgClient::next_is_sync() const {
   auto rest = in_.view().subspan(std::min(unconsumed_, in_.size()));
@@ -196,12 +239,28 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
     fail(e->sqlstate, e->message);
     co_return;
   }
+  if (cursor_portal(*p, portal_name)) {
+    // Declared now: the plan is made at Bind, so its errors come here, as in
+    // PostgreSQL.
+    co_await park_portals();
+    auto st = co_await session_->execute_text(
+        "DECLARE " + quote_ident(portal_name) + " NO SCROLL CURSOR FOR " + p->sql, portal->params);
+    if (!st.ok()) {
+      co_await backend_error(st.take_error());
+      skip_until_sync_ = true;
+      co_return;
+    }
+    portal->cursor = true;
+  }
   if (portal_name.empty() && !batch_refused_ && session_->pool().param_arrays() &&
       !session_->pool().pg_native()) {
     // `m` may point at bytes a read for the batch moves: nothing below uses it.
     const std::string statement_name(m.statement);
     const bool batched = co_await try_batch(p, statement_name, *portal);
     if (batched) co_return;
+  }
+  if (session_->pool().pg_native() && !portal->cursor) {
+    bind_mark_ = BindMark{portal.get(), out_.size()};
   }
   ext().portals[portal_name] = std::move(portal);
   pg::Encoder(out_).bind_complete();
@@ -334,6 +393,7 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     co_return;
   }
   Portal& portal = *it->second;
+  if (bind_mark_ && bind_mark_->portal != &portal) bind_mark_.reset();
   const auto& p = *portal.stmt;
   if (p.blank) {
     pg::Encoder(out_).empty_query_response();
@@ -346,6 +406,10 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
     session_->statement_end();
     send_parameter_changes();
     if (!ok) skip_until_sync_ = true;
+    co_return;
+  }
+  if (portal.cursor) {
+    co_await fetch_cursor(portal, m.portal, m.max_rows);
     co_return;
   }
   if (portal.done) {
@@ -401,6 +465,49 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
   co_await finish_execute(portal, p, m.max_rows > 0 ? m.max_rows : 0, err, Fetch::more);
 }
 
+awaitable<void> PgClient::fetch_cursor(Portal& portal, std::string_view name, int32_t max_rows) {
+  const Prepared& p = *portal.stmt;
+  co_await park_portals(&portal);
+  if (!session_->backend()) {
+    send_error("34000", "portal \"" + std::string(name) + "\" does not exist");
+    skip_until_sync_ = true;
+    co_return;
+  }
+  const std::string sql =
+      (max_rows > 0 ? "FETCH FORWARD " + std::to_string(max_rows) : std::string("FETCH ALL")) +
+      " FROM " + quote_ident(name);
+  Streamer s;
+  s.native = true;
+  s.requested = portal.result_formats;
+  s.describe = false;  // Execute sends no RowDescription (Describe does)
+  s.described = p.columns;
+  db::QueryOptions options;
+  options.native = true;
+  options.formats = portal.result_formats;
+  db::Error err;
+  std::string* out = &out_;
+  session_->statement_begin();
+  auto first = co_await session_->run([&](Backend& b) -> Fetch {
+    return s.start([&] { return b.conn.query(sql, {}, options); }, s, *out, 0, err);
+  });
+  Fetch f = co_await pump_result(s, s, out_, 0, err, first);
+  session_->statement_end();
+  if (f == Fetch::error) {
+    co_await backend_error(std::move(err));
+    skip_until_sync_ = true;
+    co_return;
+  }
+  // PostgreSQL suspends a portal that gave all the rows asked for, even when
+  // none are left; the Execute that finds fewer completes it.
+  if (max_rows > 0 && s.sent == max_rows) {
+    pg::Encoder(out_).portal_suspended();
+  } else {
+    pg::Encoder(out_).command_complete("SELECT " + std::to_string(s.sent));
+  }
+  session_->sync_tx_state();
+  forward_events();
+}
+
 awaitable<bool> PgClient::enter_block(const Classified& cls) {
   // PostgreSQL runs the messages up to a Sync in one transaction: an error
   // rolls back what ran before it, and nothing commits before the Sync (nor
@@ -435,8 +542,13 @@ awaitable<bool> PgClient::enter_block(const Classified& cls) {
 awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int64_t limit,
                                          db::Error& err, Fetch first) {
   Streamer& s = *portal.open;
+  const auto mark = std::exchange(bind_mark_, std::nullopt);
   Fetch f = co_await pump_result(s, s, out_, limit, err, first);
   if (f == Fetch::error) {
+    if (mark && mark->portal == &portal && s.sent == 0 && !s.suspended &&
+        bind_parameter_error(err) && out_.size() >= mark->at + 5 && out_[mark->at] == '2') {
+      out_.resize(mark->at);  // BindComplete and what Describe answered: not sent
+    }
     portal.open.reset();
     portal.done = true;
     session_->statement_end();
@@ -480,6 +592,20 @@ awaitable<void> PgClient::on_close(const pg::Close& m) {
   if (m.kind == 'S') {
     ext().statements.erase(name);
   } else if (auto it = ext().portals.find(name); it != ext().portals.end()) {
+    if (it->second->cursor && session_->backend() &&
+        session_->tx_state() == db::TxState::in_transaction) {
+      // Closed unless SQL closed it already (which Close does not mind, but
+      // CLOSE would fail the transaction over).
+      const std::string lit = "'" + name + "'";  // plain_name
+      auto st = co_await session_->execute_text(
+          "DO $wp$BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_cursors WHERE name = " + lit +
+          ") THEN EXECUTE 'CLOSE ' || pg_catalog.quote_ident(" + lit + "); END IF; END$wp$");
+      if (!st.ok()) {
+        co_await backend_error(st.take_error());
+        skip_until_sync_ = true;
+        co_return;
+      }
+    }
     if (it->second->open && it->second->open->rows.is_open()) {
       auto* s = it->second->open.get();
       co_await session_->run([s](Backend&) { return s->rows.close(); });

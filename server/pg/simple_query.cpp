@@ -210,6 +210,8 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
       !session_->in_transaction()) {
     (void)co_await session_->sync_settings();
   }
+  // A transaction that ended took its portals with it (cursors among them).
+  if (!session_->in_transaction()) co_await close_portals();
   session_->release_if_idle(portals_open());
   forward_events();
   ready_for_query();

@@ -25,14 +25,9 @@ import unittest
 
 import asyncpg
 
-from differential import DifferentialCase, known_difference
+from differential import DifferentialCase
 
 DEADLINE = 40
-TERMINATED = ("#28 faults: after pg_terminate_backend (waited for) the next Execute on the "
-              "transaction's open portal still returns rows through wirepool; PostgreSQL has "
-              "closed the session")
-PORTAL_SQL = ("#28: a protocol portal is not reachable by SQL under the client's name "
-              "(asyncpg Cursor.forward: MOVE FORWARD n __asyncpg_portal_N__ gives 34000)")
 
 
 def run(t, body):
@@ -169,8 +164,6 @@ class AsyncpgTest(DifferentialCase):
             return out
         self.assertEqual(self.differ_async(body)[1], [(1, "a", 7)])
 
-    @known_difference("session", PORTAL_SQL)
-    @known_difference("transaction", PORTAL_SQL)
     def test_cursors_in_transactions(self):
         async def body(t):
             c = await connect(t)
@@ -220,8 +213,6 @@ class AsyncpgTest(DifferentialCase):
             return out
         self.assertEqual(self.differ_async(body)[-1], ("rows", 1000))
 
-    @known_difference("session", TERMINATED)
-    @known_difference("transaction", TERMINATED)
     def test_backend_terminated_mid_cursor_fetch(self):
         async def body(t):
             out = []

@@ -13,11 +13,12 @@ answer before the error and rolls back the INSERT; an error raised at Bind
 import unittest
 
 from differential import DifferentialCase, known_difference
-from wire import FLUSH, SYNC, bind, execute, parse, query, summary
+from wire import FLUSH, SYNC, bind, close_portal, describe, execute, parse, query, summary
 
-BIND_ERROR = ("#28: the ordinary path runs Bind and Execute as one libpq call and answers "
-              "BindComplete before an error the server raised at Bind (a constant 1/0 "
-              "folded into the plan); the relay is exact except after a Flush")
+BIND_ERROR = ("docs/protocol-postgres.md 'PostgreSQL backends': the ordinary path runs Bind "
+              "and Execute of the unnamed portal as one libpq call and answers BindComplete "
+              "before an error the server raised at Bind (a constant 1/0 folded into the "
+              "plan); the relay is exact except after a Flush")
 
 
 class StatementTest(DifferentialCase):
@@ -64,6 +65,53 @@ class StatementTest(DifferentialCase):
             out.append(summary(rd.until("E")))
             s.sendall(SYNC)
             out.append(summary(*rd.until_ready()))
+            return out
+        self.differ(scenario)
+
+    def test_a_parameter_that_does_not_convert_fails_at_bind(self):
+        def scenario(t):
+            s, rd = t.connect()
+            out = []
+            for batch in (parse("", "SELECT $1::int") + bind("", "abc") + describe(b"P") +
+                          execute() + SYNC,
+                          parse("s", "SELECT $1::int + 1") + SYNC,
+                          bind("s", "9999999999") + execute() + SYNC,
+                          bind("s", "41") + describe(b"P") + execute() + SYNC,
+                          query("BEGIN"),
+                          bind("s", "x") + execute() + SYNC,
+                          query("ROLLBACK")):
+                s.sendall(batch)
+                out.append(summary(*rd.until_ready()))
+            return out
+        self.differ(scenario)
+
+    def test_named_portals_in_a_transaction_are_reachable_by_sql(self):
+        def scenario(t):
+            s, rd = t.connect()
+            out = []
+            sel = "SELECT g FROM generate_series(1, $1::int) g"
+            for batch in (query("BEGIN"),
+                          parse("s", sel) + bind("s", "6", portal="p1") + execute("p1", 3) + SYNC,
+                          query('MOVE FORWARD 1 "p1"'),
+                          execute("p1", 2) + SYNC,  # exactly the rows left: suspended
+                          execute("p1", 2) + SYNC,
+                          close_portal("p1") + SYNC,
+                          bind("s", "2", portal="p1") + execute("p1") + SYNC,
+                          query('CLOSE "p1"'),
+                          close_portal("p1") + SYNC,
+                          bind("s", "4", portal="p1") + execute("p1", 1) + SYNC,
+                          query('FETCH 2 FROM "p1"'),
+                          parse("", "SELECT 1/0") + bind("", portal="p2") + execute("p2") + SYNC,
+                          query("ROLLBACK"),
+                          # The transaction's portals went with it: the name is free.
+                          query("BEGIN"),
+                          bind("s", "3", portal="p1") + execute("p1", 2) + SYNC,
+                          query("COMMIT"),
+                          query("BEGIN"),
+                          bind("s", "1", portal="p1") + execute("p1") + SYNC,
+                          query("COMMIT")):
+                s.sendall(batch)
+                out.append(summary(*rd.until_ready()))
             return out
         self.differ(scenario)
 
