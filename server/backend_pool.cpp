@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "backends/odbc/odbc_text.hpp"
 
@@ -922,6 +923,16 @@ void DatabasePool::learn_startup(const StartupParameters::List& overrides,
                                  const StartupParameters::List& reported) {
   std::lock_guard l(mu_);
   startup_.learn(overrides, reported);
+}
+
+StartupParameters DatabasePool::take_startup() {
+  std::lock_guard l(mu_);
+  return std::exchange(startup_, StartupParameters{});
+}
+
+void DatabasePool::adopt_startup(StartupParameters learned) {
+  std::lock_guard l(mu_);
+  startup_ = std::move(learned);
 }
 
 }  // namespace wirepool::server

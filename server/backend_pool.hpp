@@ -335,6 +335,11 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
       const StartupParameters::List& overrides) const;
   void learn_startup(const StartupParameters::List& overrides,
                      const StartupParameters::List& reported);
+  /// What it has learned, for the pool made for the same user after this one
+  /// is dropped (Server::sweep_unused_pools), so that a login on that cold
+  /// pool needs no backend either; adopt_startup() gives it to the new pool.
+  StartupParameters take_startup();
+  void adopt_startup(StartupParameters learned);
   /// False when the last attempt to open a backend connection failed (true
   /// before any attempt): /readyz reports such a pool. `error` gets the reason.
   bool reachable(std::string* error = nullptr) const;

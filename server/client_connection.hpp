@@ -274,16 +274,17 @@ class ClientConnection : public Client {
   Admission::TicketPtr ticket_;
   InBuffer in_;
   std::string out_;
+  tls::ServerContextPtr tls_ctx_;  ///< the context ssl_ was made from (outlives ssl_)
+  tls::SslPtr ssl_;                ///< the client's TLS session, when it has one
+  std::optional<TimePoint> io_deadline_;
+  /// The client's session once logged in (none for the admin console).
+  std::unique_ptr<Session> session_;
+  // The flags together after the pointers: one padded word for all of them.
   /// out_ holds a complete answer (up to a ReadyForQuery): it goes out before
   /// any wait for more work, as PostgreSQL flushes at each ReadyForQuery.
   bool answered_ = false;
-  tls::ServerContextPtr tls_ctx_;  ///< the context ssl_ was made from (outlives ssl_)
-  tls::SslPtr ssl_;                ///< the client's TLS session, when it has one
-  bool want_write_ = false;        ///< what the last would_block waits for
-  std::optional<TimePoint> io_deadline_;
+  bool want_write_ = false;  ///< what the last would_block waits for
   bool timed_out_ = false;
-  /// The client's session once logged in (none for the admin console).
-  std::unique_ptr<Session> session_;
   bool idle_wait_ = false;    ///< waiting for the client between requests
   uint8_t peeked_ = 0;        ///< where wait_idle's MSG_PEEK receive puts the byte it sees
   bool hot_wait_ = false;     ///< the idle wait is a receive into in_

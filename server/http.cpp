@@ -196,12 +196,12 @@ bool is_ready(const Server& server, std::string* reason) {
   return true;
 }
 
-std::string render_metrics(const Server& server) {
-  std::string out;
-  out.reserve(16 * 1024);
-  auto& mx = metrics();
+namespace {
 
-  // ---- process and build
+// render_metrics()'s sections, in the order they are written.
+
+/// The process and the build: version, configuration, uptime, memory, descriptors.
+void render_process(std::string& out, Metrics& mx) {
   metric_header(out, "wirepool_build_info", "gauge", "Always 1; the labels say which build runs.");
   add_line(out, "wirepool_build_info", "version=\"" + label_value(kVersion) + "\"", uint64_t{1});
   metric_header(out, "wirepool_config_info", "gauge",
@@ -224,8 +224,10 @@ std::string render_metrics(const Server& server) {
   add_line(out, "process_resident_memory_bytes", "", process_rss_bytes());
   metric_header(out, "process_open_fds", "gauge", "Number of open file descriptors.");
   add_line(out, "process_open_fds", "", process_open_fds());
+}
 
-  // ---- clients, by protocol
+/// Client connections and bytes, by protocol.
+void render_clients(std::string& out, Metrics& mx) {
   metric_header(out, "wirepool_client_connections", "gauge",
                 "Client connections open now, by protocol and state: active (holding a backend "
                 "connection), waiting (for a backend connection), idle (neither).");
@@ -263,8 +265,10 @@ std::string render_metrics(const Server& server) {
                (mx.protocol(p).*c.field).load(std::memory_order_relaxed));
     }
   }
+}
 
-  // ---- errors
+/// Errors sent, failures by reason, refused connections, pending logins.
+void render_errors(std::string& out, Metrics& mx, const Server& server) {
   metric_header(out, "wirepool_errors_total", "counter",
                 "Errors sent to clients, by SQLSTATE class (first two characters).");
   for (const auto& [cls, n] : mx.sqlstate_classes())
@@ -291,8 +295,10 @@ std::string render_metrics(const Server& server) {
   metric_header(out, "wirepool_pending_logins", "gauge",
                 "Connections accepted and not logged in yet (HTTP requests included).");
   add_line(out, "wirepool_pending_logins", "", static_cast<uint64_t>(server.pending_logins()));
+}
 
-  // ---- databases: the last attempt of any pool, or the readiness probe, to open a backend
+/// Whether each database's last attempt to open a backend succeeded.
+void render_databases(std::string& out, const Server& server) {
   metric_header(out, "wirepool_database_reachable", "gauge",
                 "1 when the last attempt to open a backend connection for the database succeeded "
                 "(or none was made yet), 0 when it failed.");
@@ -301,14 +307,18 @@ std::string render_metrics(const Server& server) {
              "database=\"" + label_value(d.name) + "\",driver=\"" + label_value(d.driver) + "\"",
              uint64_t{server.database_reachable(d.name) ? 1u : 0u});
   }
+}
 
-  // ---- pools, by database and user (one pool per user that has a session or a connection)
-  struct PoolView {
-    std::string labels;
-    pool::Stats stats;
-    config::PoolSettings settings;
-    DatabasePoolPtr pool;
-  };
+/// A pool as the metrics of its database and user see it.
+struct PoolView {
+  std::string labels;
+  pool::Stats stats;
+  config::PoolSettings settings;
+  DatabasePoolPtr pool;
+};
+
+/// Backend connections by state, per pool; answers the pools it rendered.
+std::vector<PoolView> render_backend_connections(std::string& out, const Server& server) {
   std::vector<PoolView> views;
   for (const auto& pool : server.pools()) {
     PoolView v;
@@ -336,7 +346,11 @@ std::string render_metrics(const Server& server) {
     add_line(out, "wirepool_backend_connections", v.labels + ",state=\"closing\"",
              uint64_t{v.stats.closing});
   }
-  // ---- several hosts per database
+  return views;
+}
+
+/// The hosts of databases with several: role, lag, failures.
+void render_hosts(std::string& out, const Server& server) {
   const auto monitors = server.host_monitors();
   if (!monitors.empty()) {
     metric_header(out, "wirepool_backend_host_role", "gauge",
@@ -411,6 +425,10 @@ std::string render_metrics(const Server& server) {
       }
     }
   }
+}
+
+/// Each pool's limits, waits and histograms.
+void render_pools(std::string& out, const std::vector<PoolView>& views) {
   metric_header(out, "wirepool_pool_max_connections", "gauge",
                 "The pool's max: backend connections it may open, by database and user.");
   for (const auto& v : views)
@@ -489,6 +507,21 @@ std::string render_metrics(const Server& server) {
   for (const auto& v : views)
     v.pool->metrics().statement_duration.render(out, "wirepool_statement_duration_seconds",
                                                 v.labels);
+}
+
+}  // namespace
+
+std::string render_metrics(const Server& server) {
+  std::string out;
+  out.reserve(16 * 1024);
+  auto& mx = metrics();
+  render_process(out, mx);
+  render_clients(out, mx);
+  render_errors(out, mx, server);
+  render_databases(out, server);
+  const auto views = render_backend_connections(out, server);
+  render_hosts(out, server);
+  render_pools(out, views);
   return out;
 }
 

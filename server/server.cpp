@@ -389,6 +389,10 @@ DatabasePoolPtr Server::pool_for(std::string_view database, std::string_view use
     auto& entry = it->second;
     if (auto p = entry.pools.find(user); p != entry.pools.end()) return p->second;
     made = make_pool(entry, std::string(user));
+    if (auto s = entry.startups.find(user); s != entry.startups.end()) {
+      made->adopt_startup(std::move(s->second));
+      entry.startups.erase(s);
+    }
     entry.pools.emplace(std::string(user), made);
   }
   spdlog::debug("database \"{}\": pool for user \"{}\" made", database, user);
@@ -447,6 +451,9 @@ void Server::sweep_unused_pools() {
         // Only this map holds it: no session, no login in progress.
         if (pool.use_count() == 1 && pool->metrics().clients.load() == 0 &&
             st.opening + st.idle + st.in_use + st.resetting + st.closing + st.waiting == 0) {
+          if (entry.startups.size() < kMaxRememberedStartups) {
+            entry.startups.insert_or_assign(it->first, pool->take_startup());
+          }
           gone.push_back(pool);
           it = entry.pools.erase(it);
         } else {

@@ -259,11 +259,16 @@ class Server {
     db::OpenOptions open;  ///< what its pools' connections open with (secrets read once)
     DatabaseSharedPtr shared;
     std::map<std::string, DatabasePoolPtr, std::less<>> pools;  ///< by user
+    /// What the pools dropped as unused had learned of the backend's login
+    /// parameters, by user, for the next pool of that user (at most
+    /// kMaxRememberedStartups users; a reload of the entry forgets them).
+    std::map<std::string, StartupParameters, std::less<>> startups;
     AuthLookupPtr auth;  ///< users from the backend (auth_user), else null
   };
   /// Throws std::runtime_error for an unknown driver or an unreadable secret.
   DatabaseEntry make_entry(const config::Database& d);
   DatabasePoolPtr make_pool(const DatabaseEntry& e, std::string user);
+  static constexpr size_t kMaxRememberedStartups = 1024;
   /// Throws std::runtime_error for an unreadable auth_password_env / _file.
   AuthLookupPtr make_auth_lookup(const DatabaseEntry& e, const config::Database& d);
   /// The host monitor of an entry with several hosts (started), else nullptr.

@@ -278,28 +278,30 @@ class Session : public db::EventSink {
 
   const uint64_t id_;  ///< unique per session: identifies its calls on a backend
   std::unique_ptr<Events> events_;
-  bool implicit_ = false;           ///< the open transaction is an implicit one (begin_implicit)
   std::vector<std::string> noted_;  ///< settings SET/RESET since they were last read
-  CancelReason cancel_reason_ = CancelReason::none;
-  bool interrupted_ = false;  ///< interrupt() was done for the current statement
   std::optional<std::chrono::steady_clock::time_point> deadline_;
-  /// statement_timeout parsed once per settings change, not per statement.
-  uint32_t timeout_version_ = UINT32_MAX;
   config::Duration statement_timeout_{0};
   ProtocolMetrics* client_metrics_ = nullptr;
-  bool waiting_ = false;
-  bool queued_ = false;  ///< its batch waits behind another's on a busy backend (queued())
-  /// A cancel came while its statement waited in the pool's queue: it applies
-  /// to that statement once it runs (statement_begin keeps it).
-  bool cancelled_waiting_ = false;
-  pool::WaiterId waiter_ = 0;      ///< wait_backend()'s, while waiting_
-  bool settings_pending_ = false;  ///< try_backend_now took a backend sync_settings must finish
+  pool::WaiterId waiter_ = 0;  ///< wait_backend()'s, while waiting_
   std::chrono::steady_clock::time_point wait_started_{};
   std::chrono::system_clock::time_point request_time_{};
   /// When the transaction in progress began (its first statement).
   std::optional<std::chrono::steady_clock::time_point> xact_started_;
   /// When the statement in progress began (statement_begin), for its duration.
   std::optional<std::chrono::steady_clock::time_point> statement_started_;
+  // The small members together, so that they share one padded word: a
+  // Session lives as long as its client, idle or not.
+  /// statement_timeout parsed once per settings change, not per statement.
+  uint32_t timeout_version_ = UINT32_MAX;
+  CancelReason cancel_reason_ = CancelReason::none;
+  bool implicit_ = false;     ///< the open transaction is an implicit one (begin_implicit)
+  bool interrupted_ = false;  ///< interrupt() was done for the current statement
+  bool waiting_ = false;
+  bool queued_ = false;  ///< its batch waits behind another's on a busy backend (queued())
+  /// A cancel came while its statement waited in the pool's queue: it applies
+  /// to that statement once it runs (statement_begin keeps it).
+  bool cancelled_waiting_ = false;
+  bool settings_pending_ = false;  ///< try_backend_now took a backend sync_settings must finish
 };
 
 }  // namespace wirepool::server

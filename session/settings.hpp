@@ -95,13 +95,13 @@ class Settings {
   /// Recomputes what is derived from overrides_ after they changed.
   void overrides_changed();
 
-  Packed overrides_;  ///< values that differ from the built-ins
-  Packed startup_;    ///< overrides as of commit_startup(), once they differ
-  bool startup_is_current_ = false;
+  Packed overrides_;     ///< values that differ from the built-ins
+  Packed startup_;       ///< overrides as of commit_startup(), once they differ
   std::string changed_;  ///< reported names changed since the last take, "\0"-separated
   /// Values to restore when the transaction ends ("name\0had\0value\0", had = 0/1).
   std::string local_undo_;
   uint32_t version_ = 0;
+  bool startup_is_current_ = false;
   bool backslash_quotes_ = false;  ///< standard_conforming_strings off (overrides_)
   bool started_ = false;
   bool mirror_ = false;

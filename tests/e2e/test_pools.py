@@ -14,10 +14,17 @@ is held by a transaction (a login no longer waits for a backend), with the same
 ParameterStatus values as a login that leased one (TimeZone as the backend
 spells it); a startup setting never seen accepted still needs a
 backend (and times out while none is free).
+
+ColdPoolLoginTest: a pool dropped as unused (its clients gone, its backend
+closed by idle_timeout) hands what it learned to the next pool of the same
+user: a login then opens no backend (SHOW SERVERS has none until the first
+query), and its ParameterStatus values are PostgreSQL's own for the same
+startup options (read from a direct connection).
 """
 
 import os
 import threading
+import time
 import unittest
 
 import psycopg2
@@ -127,6 +134,55 @@ class LoginWithoutBackendTest(WirepoolTestCase):
         row = cur.fetchone()
         conn.commit()
         return row
+
+
+class ColdPoolLoginTest(WirepoolTestCase):
+    users = """
+      - { name: alice, password: wonderland }
+      - { name: ops, password: secret, admin: true }
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        cls.info = pg_info()
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
+        cls.databases = database_entry(cls.info, "app", "transaction", 2, "idle_timeout: 1s")
+        super().setUpClass()
+
+    NAMES = ("DateStyle", "TimeZone", "server_version", "server_encoding", "client_encoding",
+             "standard_conforming_strings", "integer_datetimes", "IntervalStyle")
+    OPTIONS = "-c TimeZone=europe/berlin"
+
+    def _pool_rows(self):
+        return [r for r in admin_rows(self.wp, "SHOW POOLS")
+                if r["database"] == "app" and r["user"] == "alice"]
+
+    def test_a_dropped_pools_parameters_answer_the_next_login_without_a_backend(self):
+        i = self.info
+        direct = psycopg2.connect(host=i["host"], port=i["port"], user=i["user"],
+                                  password=i["password"], dbname=i["database"],
+                                  options=self.OPTIONS)
+        expected = {n: direct.get_parameter_status(n) for n in self.NAMES}
+        direct.close()
+        first = psycopg2.connect(self.wp.kv() + f" options='{self.OPTIONS}'")
+        first.close()
+        # The backend closes after idle_timeout; the pool goes at the next
+        # sweep (every 15 s) once it has neither clients nor connections.
+        deadline = time.monotonic() + 60
+        while self._pool_rows() and time.monotonic() < deadline:
+            time.sleep(1)
+        self.assertEqual(self._pool_rows(), [], "the unused pool was dropped")
+        late = psycopg2.connect(self.wp.kv() + f" options='{self.OPTIONS}'")
+        try:
+            servers = [r for r in admin_rows(self.wp, "SHOW SERVERS") if r["database"] == "app"]
+            self.assertEqual(servers, [], "the login opened no backend")
+            self.assertEqual({n: late.get_parameter_status(n) for n in self.NAMES}, expected)
+            cur = late.cursor()
+            cur.execute("SHOW TimeZone")
+            self.assertEqual(cur.fetchone(), ("Europe/Berlin",))
+            late.commit()
+        finally:
+            late.close()
 
 
 if __name__ == "__main__":
