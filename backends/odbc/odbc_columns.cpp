@@ -136,13 +136,13 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
     SQLULEN size = d.size;
     SQLSMALLINT digits = d.digits;
     if (s.flavor == Flavor::sqlite) {
-      // SQLite ODBC describes DECIMAL(p,s) as text and NUMERIC(p,s) as a double:
-      // the declared name says what the column holds, as on driver sqlite.
+      // SQLite ODBC describes DECIMAL as text and NUMERIC as a double, and
+      // names either without its (p,s): read as exact text of unknown precision.
       const sqlite::DeclaredType decl = sqlite::parse_declared_type(d.type_name);
-      if (decl.decl == sqlite::Decl::numeric && decl.native.precision > 0) {
+      if (decl.decl == sqlite::Decl::numeric) {
         type = SQL_DECIMAL;
-        size = static_cast<SQLULEN>(decl.native.precision);
-        digits = static_cast<SQLSMALLINT>(decl.native.scale);
+        size = decl.native.precision > 0 ? static_cast<SQLULEN>(decl.native.precision) : 0;
+        digits = static_cast<SQLSMALLINT>(std::max(decl.native.scale, 0));
       }
     }
     SQLLEN is_unsigned = SQL_FALSE;
