@@ -59,9 +59,9 @@ TEST(DeclaredType, FollowsSqliteAffinityAfterBoolAndTime) {
 
 TEST(DeclaredType, IntegerWidthFollowsTheDeclaredNameButIntegerIs64Bit) {
   const std::pair<std::string_view, int> cases[] = {
-      {"SMALLINT", 2}, {"int2", 2},      {"TINYINT", 2},    {"INT", 4},
-      {"int(11)", 4},  {"INT4", 4},      {"MEDIUMINT", 4},  {"INTEGER", 0},
-      {"BIGINT", 0},   {"INT8", 0},      {"UNSIGNED BIG INT", 0}, {"INT UNSIGNED", 0},
+      {"SMALLINT", 2}, {"int2", 2}, {"TINYINT", 2},          {"INT", 4},
+      {"int(11)", 4},  {"INT4", 4}, {"MEDIUMINT", 4},        {"INTEGER", 0},
+      {"BIGINT", 0},   {"INT8", 0}, {"UNSIGNED BIG INT", 0}, {"INT UNSIGNED", 0},
   };
   for (const auto& [decl, bytes] : cases) {
     SCOPED_TRACE(std::string(decl));
