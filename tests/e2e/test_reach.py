@@ -128,6 +128,7 @@ def run_dbapi(connect, marker, sqlstate_of):
     """The workload through a DB-API connection (psycopg2, psycopg 3)."""
     step = "connect"
     p = marker
+    conn = None
     try:
         conn = connect()
         conn.autocommit = True
@@ -180,9 +181,11 @@ def run_dbapi(connect, marker, sqlstate_of):
                     f"WHERE table_name = {p} ORDER BY ordinal_position", ("reach_py",))
         names = [r[0] for r in cur.fetchall()]
         check(names == COLUMNS, f"columns {names}")
-        conn.close()
     except Exception as e:  # noqa: BLE001
         raise StepFailed(step, f"{type(e).__name__}: {e}".strip()) from None
+    finally:
+        if conn is not None:
+            conn.close()
 
 
 def run_sqlalchemy(url):
