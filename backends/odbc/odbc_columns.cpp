@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "backends/odbc/odbc_internal.hpp"
+#include "backends/sqlite/sqlite_types.hpp"
 
 namespace wirepool::odbc::detail {
 
@@ -131,9 +132,19 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
                       : s.narrow ? describe_narrow(s, h, col, d)
                                  : describe_wide(s, h, col, d);
     if (!st.ok()) return st.error();
-    const SQLSMALLINT type = d.type;
-    const SQLULEN size = d.size;
-    const SQLSMALLINT digits = d.digits;
+    SQLSMALLINT type = d.type;
+    SQLULEN size = d.size;
+    SQLSMALLINT digits = d.digits;
+    if (s.flavor == Flavor::sqlite) {
+      // SQLite ODBC describes DECIMAL as text and NUMERIC as a double, and
+      // names either without its (p,s): read as exact text of unknown precision.
+      const sqlite::DeclaredType decl = sqlite::parse_declared_type(d.type_name);
+      if (decl.decl == sqlite::Decl::numeric) {
+        type = SQL_DECIMAL;
+        size = decl.native.precision > 0 ? static_cast<SQLULEN>(decl.native.precision) : 0;
+        digits = static_cast<SQLSMALLINT>(std::max(decl.native.scale, 0));
+      }
+    }
     SQLLEN is_unsigned = SQL_FALSE;
     SQLColAttributeW(h, col, SQL_DESC_UNSIGNED, nullptr, 0, nullptr, &is_unsigned);
     ColumnPlan plan =
@@ -150,8 +161,9 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
     db::Column c;
     c.name = std::move(d.name);
     c.kind = plan.kind;
-    // SQLite stores any 64-bit integer whatever a column declares.
-    c.native.int_bytes = s.flavor == Flavor::sqlite ? 0 : plan.int_bytes;
+    // SQLite's width comes from the declared name, as on driver sqlite.
+    c.native.int_bytes =
+        s.flavor == Flavor::sqlite ? sqlite::declared_int_bytes(d.type_name) : plan.int_bytes;
     c.nullable = d.nullable != SQL_NO_NULLS;
     c.native.name = d.type_name.empty() ? sql_type_name(type) : d.type_name;
     if (plan.kind == db::Kind::Decimal) {

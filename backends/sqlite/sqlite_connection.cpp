@@ -674,6 +674,7 @@ class SqliteStatement final : public db::StatementImpl {
     for (size_t i = 0; i < hints.size(); ++i)
       params_[i] = hints[i];
     columns_ = ps_->columns().columns;
+    probe_expression_kinds();
   }
 
   std::span<const db::ParamInfo> params() const override { return params_; }
@@ -721,6 +722,24 @@ class SqliteStatement final : public db::StatementImpl {
   }
 
  private:
+  /// Expression columns (count(*), 1+1) have no declared type, and a Describe
+  /// comes before any row: a read-only SELECT is stepped once with its
+  /// parameters unbound (NULL) and each such column takes that first row's
+  /// storage class. Without a row, or where it is NULL, the column stays unknown (text).
+  void probe_expression_kinds() {
+    sqlite3_stmt* stmt = ps_->stmt;
+    const bool unknown = std::any_of(columns_.begin(), columns_.end(),
+                                     [](const db::Column& c) { return c.kind == db::Kind::Null; });
+    if (!unknown || !sqlite3_stmt_readonly(stmt) || ps_->command_verb() != "SELECT") return;
+    if (sqlite3_step(stmt) == SQLITE_ROW) {
+      for (size_t i = 0; i < columns_.size(); ++i) {
+        if (columns_[i].kind != db::Kind::Null) continue;
+        columns_[i].kind = natural_kind(sqlite3_column_type(stmt, static_cast<int>(i)));
+      }
+    }
+    sqlite3_reset(stmt);
+  }
+
   SessionPtr session_;
   PreparedPtr ps_;  // null for blank text
   int positional_ = 0;

@@ -108,6 +108,14 @@ bool digits(std::string_view text, size_t& i, size_t n, int& out) {
 
 }  // namespace
 
+int8_t declared_int_bytes(std::string_view declared) {
+  const std::string u = upper(trim(declared));
+  const std::string_view base = trim(std::string_view(u).substr(0, u.find('(')));
+  if (base == "SMALLINT" || base == "INT2" || base == "TINYINT") return 2;
+  if (base == "INT" || base == "INT4" || base == "MEDIUMINT") return 4;
+  return 0;
+}
+
 DeclaredType parse_declared_type(std::string_view declared) {
   DeclaredType out;
   const std::string_view name = trim(declared);
@@ -132,6 +140,7 @@ DeclaredType parse_declared_type(std::string_view declared) {
     if (p >= 0) out.native.precision = static_cast<int32_t>(p);  // fractional digits
   } else if (contains(u, "INT")) {
     out.decl = Decl::integer;
+    out.native.int_bytes = declared_int_bytes(name);
   } else if (contains(u, "CHAR") || contains(u, "CLOB") || contains(u, "TEXT")) {
     out.decl = Decl::text;
     if (p >= 0) out.native.length = p;

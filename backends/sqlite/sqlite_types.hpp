@@ -35,6 +35,13 @@ struct DeclaredType {
 /// precision and scale.
 DeclaredType parse_declared_type(std::string_view declared);
 
+/// The PostgreSQL integer width (2 or 4 bytes) a declared type's name gives
+/// its values: SMALLINT, INT2, TINYINT 2; INT, INT4, MEDIUMINT 4; 0 (int8) for
+/// any other, INTEGER included: SQLite's own 64-bit type, the rowid's
+/// (docs/sqlite.md#types). SQLite does not enforce it: a larger value stored
+/// there fails the row that carries it (22P02).
+int8_t declared_int_bytes(std::string_view declared);
+
 /// The column kind a declaration implies; Kind::Null when the value decides.
 db::Kind declared_kind(Decl d);
 

@@ -278,7 +278,11 @@ TypeInfo column_type(const db::Column& c, const Collation& collation, const db::
     case db::Kind::I64:
       t.type = type::kIntN;
       t.max_length = 8;
-      if (n.pg_oid == 23 || base == "int4" || base == "int" || base == "mediumint")
+      if (n.int_bytes == 2 || n.int_bytes == 4)  // the driver knows the width (db::NativeType)
+        t.max_length = static_cast<uint32_t>(n.int_bytes);
+      else if (n.int_bytes == 8)
+        t.max_length = 8;
+      else if (n.pg_oid == 23 || base == "int4" || base == "int" || base == "mediumint")
         t.max_length = 4;
       else if (n.pg_oid == 21 || base == "int2" || base == "smallint" || base == "tinyint")
         t.max_length = 2;  // MySQL's tinyint is signed: SQL Server's TINYINT is not

@@ -9,6 +9,14 @@ primary key, foreign keys; casts (SELECT 1::int4, '2'::int + 1, psycopg2's
 '...'::bytea), current_user, now(), ILIKE; text in strings and quoted
 identifiers left alone; a catalog relation or function not covered answers
 0A000 naming it.
+
+Faithful types on SQLite (FaithfulTypesTest): integer columns are described by
+their declared name (SMALLINT/TINYINT int2, INT/MEDIUMINT int4, INTEGER and
+BIGINT int8) in RowDescription, in a prepared statement's Describe and in
+pg_attribute; a value too wide for its declared width fails its row with
+22P02; expression columns (count(*), 1+1, sum) are described with their
+first row's type in a prepared statement's Describe (libpq's PQdescribePrepared,
+psycopg 3's server-side parameters), not as text.
 """
 
 import os
@@ -94,7 +102,6 @@ class CatalogTest(WirepoolTestCase):
         import psycopg
         with psycopg.connect(self.wp.kv(), autocommit=True) as c:
             q = "SELECT count(*) FROM pg_class WHERE relname = %s"
-            # (count(*) is described as text before a row: an expression's type on SQLite)
             self.assertEqual(int(c.execute(q, ("later",), prepare=True).fetchone()[0]), 0)
             c.execute("CREATE TABLE later (a INTEGER)")
             self.assertEqual(int(c.execute(q, ("later",), prepare=True).fetchone()[0]), 1)
@@ -156,6 +163,61 @@ print(json.dumps({{"tables": sorted(i.get_table_names()),
                  "SELECT pg_catalog.pg_size_pretty(1)", check=False)
         self.assertIn("0A000", r.stderr)
         self.assertIn("function pg_size_pretty is not covered", r.stderr)
+
+
+class FaithfulTypesTest(WirepoolTestCase):
+    databases = CatalogTest.databases
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        psql(cls.wp.dsn(), input="CREATE TABLE widths (s SMALLINT, t TINYINT, i INT, m MEDIUMINT, "
+             "n INTEGER, b BIGINT, u INT2, v INT4, w INT8);\n"
+             "INSERT INTO widths VALUES (1, 2, 3, 4, 5, 6, 7, 8, 9);\n")
+
+    WANT = [21, 21, 23, 23, 20, 20, 21, 23, 20]  # int2, int4, int8 by declared name
+
+    def test_integer_columns_follow_the_declared_name(self):
+        import psycopg
+        with psycopg.connect(self.wp.kv(), autocommit=True) as c:
+            cur = c.execute("SELECT * FROM widths")  # simple protocol: RowDescription
+            self.assertEqual([d.type_code for d in cur.description], self.WANT)
+            self.assertEqual(cur.fetchone(), (1, 2, 3, 4, 5, 6, 7, 8, 9))
+            res = c.pgconn.prepare(b"w", b"SELECT * FROM widths WHERE i > $1")
+            desc = c.pgconn.describe_prepared(b"w")
+            self.assertEqual([desc.ftype(i) for i in range(desc.nfields)], self.WANT)
+            del res
+        out = psql(self.wp.dsn(), "-A", "-t", "-c", "SELECT attname, atttypid FROM pg_attribute a JOIN pg_class c "
+                   "ON c.oid = a.attrelid WHERE c.relname = 'widths' ORDER BY attnum").stdout.strip()
+        self.assertEqual([int(line.split("|")[1]) for line in out.split("\n")], self.WANT)
+
+    def test_value_wider_than_its_declared_width_fails_its_row(self):
+        # SQLite stores it (it enforces no width); PostgreSQL clients were told int2.
+        psql(self.wp.dsn(), "-c", "CREATE TABLE wide (s SMALLINT)")
+        psql(self.wp.dsn(), "-c", "INSERT INTO wide VALUES (70000)")
+        with psycopg2.connect(self.wp.kv()) as c, c.cursor() as cur:
+            with self.assertRaises(psycopg2.Error) as ctx:
+                cur.execute("SELECT s FROM wide")
+            self.assertEqual(ctx.exception.pgcode, "22P02")
+            self.assertIn("out of range for type smallint", str(ctx.exception))
+
+    def test_expression_columns_are_described_by_their_first_row(self):
+        import psycopg
+        with psycopg.connect(self.wp.kv(), autocommit=True) as c:
+            res = c.pgconn.prepare(b"e", b"SELECT count(*), 1 + 1, 2.5 * 2, 'x' || 'y', NULL, "
+                                   b"sum(n) FROM widths WHERE n > $1")
+            desc = c.pgconn.describe_prepared(b"e")
+            # int8, int8, float8, text; NULL has no type, nor has sum() over the
+            # rows of an unbound (NULL) parameter, which are none: text
+            self.assertEqual([desc.ftype(i) for i in range(desc.nfields)],
+                             [20, 20, 701, 25, 25, 25])
+            res = c.pgconn.prepare(b"s", b"SELECT sum(n) AS total FROM widths")
+            desc = c.pgconn.describe_prepared(b"s")
+            self.assertEqual(desc.ftype(0), 20)
+            del res
+            # psycopg 3 binds server-side: its Describe portal answers the same
+            row = c.execute("SELECT count(*), 1 + 1 FROM widths WHERE n > %s", (0,)).fetchone()
+            self.assertEqual(row, (1, 2))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,20 @@ TEST(DeclaredType, FollowsSqliteAffinityAfterBoolAndTime) {
   }
 }
 
+TEST(DeclaredType, IntegerWidthFollowsTheDeclaredNameButIntegerIs64Bit) {
+  const std::pair<std::string_view, int> cases[] = {
+      {"SMALLINT", 2}, {"int2", 2}, {"TINYINT", 2},          {"INT", 4},
+      {"int(11)", 4},  {"INT4", 4}, {"MEDIUMINT", 4},        {"INTEGER", 0},
+      {"BIGINT", 0},   {"INT8", 0}, {"UNSIGNED BIG INT", 0}, {"INT UNSIGNED", 0},
+  };
+  for (const auto& [decl, bytes] : cases) {
+    SCOPED_TRACE(std::string(decl));
+    EXPECT_EQ(declared_int_bytes(decl), bytes);
+    EXPECT_EQ(parse_declared_type(decl).native.int_bytes, bytes);
+  }
+  EXPECT_EQ(parse_declared_type("TEXT").native.int_bytes, 0);
+}
+
 TEST(DeclaredType, ParsesLengthPrecisionScaleAndKeepsTheName) {
   auto v = parse_declared_type("VARCHAR(20)");
   EXPECT_EQ(v.native.name, "VARCHAR(20)");

@@ -518,6 +518,10 @@ TEST(TdsTypes, ColumnMapping) {
   EXPECT_EQ(map(db::Kind::I64, {.pg_oid = 23}).max_length, 4u);
   EXPECT_EQ(map(db::Kind::I64, {.name = "INTEGER"}).max_length, 8u);  // SQLite: 64-bit
   EXPECT_EQ(map(db::Kind::I64, {.name = "SMALLINT"}).max_length, 2u);
+  // The driver's own width wins over the name (psqlODBC names int4 "INTEGER").
+  EXPECT_EQ(map(db::Kind::I64, {.name = "INTEGER", .int_bytes = 4}).max_length, 4u);
+  EXPECT_EQ(map(db::Kind::I64, {.name = "INTEGER", .int_bytes = 2}).max_length, 2u);
+  EXPECT_EQ(map(db::Kind::I64, {.name = "INT UNSIGNED", .int_bytes = 8}).max_length, 8u);
   const TypeInfo u = map(db::Kind::U64);
   EXPECT_EQ(u.type, type::kDecimalN);
   EXPECT_EQ(u.precision, 20);
