@@ -79,33 +79,33 @@ constexpr std::string_view kMysqlForeignKeys =
     "AND k.REFERENCED_TABLE_NAME IS NOT NULL "
     "ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION";
 
-/// The mirror's declared type for a MariaDB column: "pg_<typname>[(typmod)]",
+/// The mirror's declared type for a MariaDB column: "pgtype_<typname>[(typmod)]",
 /// which the SQLite catalog reads as that PostgreSQL type (sqlite_catalog.cpp),
 /// the type the mysql driver sends for the column where that is not text.
 std::string mysql_column_type(const Row& c) {
   const std::string data = c[2].value_or("");
   const std::string full = c[3].value_or("");
   const bool is_unsigned = full.find("unsigned") != std::string::npos;
-  if (data == "tinyint") return full.rfind("tinyint(1)", 0) == 0 ? "pg_bool" : "pg_int2";
-  if (data == "smallint") return is_unsigned ? "pg_int4" : "pg_int2";
-  if (data == "mediumint" || data == "year") return "pg_int4";
-  if (data == "int") return is_unsigned ? "pg_int8" : "pg_int4";
-  if (data == "bigint") return is_unsigned ? "pg_numeric" : "pg_int8";
-  if (data == "float" || data == "double") return "pg_float8";
+  if (data == "tinyint") return full.rfind("tinyint(1)", 0) == 0 ? "pgtype_bool" : "pgtype_int2";
+  if (data == "smallint") return is_unsigned ? "pgtype_int4" : "pgtype_int2";
+  if (data == "mediumint" || data == "year") return "pgtype_int4";
+  if (data == "int") return is_unsigned ? "pgtype_int8" : "pgtype_int4";
+  if (data == "bigint") return is_unsigned ? "pgtype_numeric" : "pgtype_int8";
+  if (data == "float" || data == "double") return "pgtype_float8";
   if (data == "decimal") {
-    return "pg_numeric(" + c[6].value_or("10") + "," + c[7].value_or("0") + ")";
+    return "pgtype_numeric(" + c[6].value_or("10") + "," + c[7].value_or("0") + ")";
   }
-  if (data == "bit") return "pg_numeric";
-  if (data == "date") return "pg_date";
-  if (data == "datetime") return "pg_timestamp";
-  if (data == "timestamp") return "pg_timestamptz";
-  if (data == "varchar" && c[8]) return "pg_varchar(" + *c[8] + ")";
-  if (data == "char" && c[8]) return "pg_bpchar(" + *c[8] + ")";
+  if (data == "bit") return "pgtype_numeric";
+  if (data == "date") return "pgtype_date";
+  if (data == "datetime") return "pgtype_timestamp";
+  if (data == "timestamp") return "pgtype_timestamptz";
+  if (data == "varchar" && c[8]) return "pgtype_varchar(" + *c[8] + ")";
+  if (data == "char" && c[8]) return "pgtype_bpchar(" + *c[8] + ")";
   if (data.find("blob") != std::string::npos || data.find("binary") != std::string::npos ||
       data == "geometry") {
-    return "pg_bytea";
+    return "pgtype_bytea";
   }
-  return "pg_text";
+  return "pgtype_text";
 }
 
 /// A MariaDB COLUMN_DEFAULT as a SQLite DEFAULT clause ("" for none).
@@ -380,7 +380,7 @@ class CatalogConnection final : public ConnectionImpl {
       if (st.ok()) (void)run(ddl);  // an index on a column SQLite refused: skipped
     }
     if (!st.ok()) return st;
-    filled_at_ = now;
+    filled_at_ = Clock::now();  // the TTL counts from the end of the fill
     stale_ = false;
     return {};
   }

@@ -673,7 +673,7 @@ void quote_ident(sqlite3_context* ctx, int, sqlite3_value** argv) {
   result_text(ctx, out + "\"");
 }
 
-/// A declared type "pg_<typname>[(n)]" / "pg_numeric(p,s)": that PostgreSQL
+/// A declared type "pgtype_<typname>[(n)]" / "pgtype_numeric(p,s)": that PostgreSQL
 /// type, as the catalog of another backend's mirror declares its columns
 /// (backends/catalog/catalog_connection.cpp).
 std::optional<pg::WireType> pg_declared_type(std::string_view decl) {
