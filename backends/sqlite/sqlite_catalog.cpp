@@ -677,10 +677,14 @@ void quote_ident(sqlite3_context* ctx, int, sqlite3_value** argv) {
 /// type, as the catalog of another backend's mirror declares its columns
 /// (backends/catalog/catalog_connection.cpp).
 std::optional<pg::WireType> pg_declared_type(std::string_view decl) {
-  if (decl.size() < 4 || sqlite3_strnicmp(decl.data(), "pg_", 3) != 0) return std::nullopt;
+  // (not "pg_...": the driver refreshes the catalog before a statement naming pg_)
+  constexpr std::string_view kPrefix = "pgtype_";
+  if (decl.size() <= kPrefix.size() || decl.substr(0, kPrefix.size()) != kPrefix) {
+    return std::nullopt;
+  }
   const size_t open = decl.find('(');
-  const std::string_view name =
-      decl.substr(3, open == std::string_view::npos ? decl.npos : open - 3);
+  const std::string_view name = decl.substr(
+      kPrefix.size(), open == std::string_view::npos ? decl.npos : open - kPrefix.size());
   for (const auto& t : kTypes) {
     if (name != t.name) continue;
     int32_t typmod = -1;
