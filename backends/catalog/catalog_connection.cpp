@@ -1,5 +1,6 @@
 #include "backends/catalog/catalog_connection.hpp"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -268,6 +269,25 @@ bool is_ddl(std::string_view sql) {
   return starts("CREATE") || starts("ALTER") || starts("DROP") || starts("RENAME");
 }
 
+/// A catalog statement prepared in the embedded SQLite: each execution sees a
+/// mirror no older than a fill (`refresh` is the connection's).
+class CatalogStatement final : public StatementImpl {
+ public:
+  CatalogStatement(std::unique_ptr<StatementImpl> inner, std::function<Status()> refresh)
+      : inner_(std::move(inner)), refresh_(std::move(refresh)) {}
+  std::span<const ParamInfo> params() const override { return inner_->params(); }
+  std::span<const Column> columns() const override { return inner_->columns(); }
+  Result<std::unique_ptr<RowsImpl>> query(Params params, const QueryOptions& options) override {
+    if (auto st = refresh_(); !st.ok()) return st.error();
+    return inner_->query(params, options);
+  }
+  Status close() override { return inner_->close(); }
+
+ private:
+  std::unique_ptr<StatementImpl> inner_;
+  std::function<Status()> refresh_;
+};
+
 class CatalogConnection final : public ConnectionImpl {
  public:
   CatalogConnection(Connection inner, Connection catalog, CatalogSource source)
@@ -297,7 +317,10 @@ class CatalogConnection final : public ConnectionImpl {
     }
     if (auto st = refresh(); !st.ok()) return st.error();
     std::string storage;
-    return catalog_.impl()->prepare(for_sqlite(sql, storage), hints);
+    auto st = catalog_.impl()->prepare(for_sqlite(sql, storage), hints);
+    if (!st.ok()) return st.error();
+    return std::unique_ptr<StatementImpl>(
+        std::make_unique<CatalogStatement>(std::move(st.value()), [this] { return refresh(); }));
   }
 
   Status begin(const BeginOptions& o) override { return inner_.impl()->begin(o); }

@@ -5,7 +5,8 @@ ODBC: the catalog mirrored into an embedded SQLite, and the MariaDB rewrites
 Covers: psql's \\dt, \\d TABLE (columns with PostgreSQL types, NOT NULL,
 defaults, primary key, unique and plain indexes, foreign keys), \\di, \\dn, \\l
 on driver mysql and on odbc to MariaDB, and \\dt / \\d TABLE on odbc to SQLite;
-the catalog following a CREATE TABLE on the same connection; SHOW TRANSACTION
+the catalog following a CREATE TABLE on the same connection, also for a
+prepared statement (psycopg 3); SHOW TRANSACTION
 ISOLATION LEVEL answered by the session layer; SQLAlchemy's inspector (PostgreSQL dialect, psycopg2): table names, columns, primary key;
 a catalog relation not covered answers 0A000 naming it; on MariaDB the
 rewrites of `::` casts, version(), current_database(), current_schema,
@@ -30,6 +31,7 @@ INFO_PATH = os.environ.get("WIREPOOL_MARIADB_INFO")
 SCHEMA = [
     "DROP TABLE IF EXISTS cat_books",
     "DROP TABLE IF EXISTS cat_languages",
+    "DROP TABLE IF EXISTS cat_fresh",
     "CREATE TABLE cat_languages (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL UNIQUE, "
     "code CHAR(2), rank DECIMAL(5,2) DEFAULT 1.5, active TINYINT(1), created DATETIME, "
     "big BIGINT, small SMALLINT, note TEXT)",
@@ -75,6 +77,11 @@ class MysqlCatalogTest(WirepoolTestCase):
         connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
         password_env: WIREPOOL_TEST_MARIADB_PASSWORD
         pool: {{ mode: transaction, max: 2 }}
+      - name: my1
+        driver: mysql
+        connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
+        password_env: WIREPOOL_TEST_MARIADB_PASSWORD
+        pool: {{ mode: transaction, max: 1 }}
       - name: odbc_maria
         driver: odbc
         connection: "Driver={{MariaDB Unicode}};Server={info['host']};Port={info['port']};Database={info['database']};Uid={info['user']}"
@@ -151,12 +158,23 @@ class MysqlCatalogTest(WirepoolTestCase):
         self.assertIn('"cat_items_pkey" PRIMARY KEY, btree (id)', out)
 
     def test_catalog_follows_create_table_on_the_connection(self):
-        out = psql(self.wp.dsn(database="my"), input=(
+        # One backend connection (my1): DDL through another shows after kCatalogTtl.
+        out = psql(self.wp.dsn(database="my1"), input=(
             "CREATE TABLE cat_fresh (a INT);\n"
             "SELECT relname FROM pg_class WHERE relname = 'cat_fresh';\n"
             "DROP TABLE cat_fresh;\n"
             "SELECT count(*) FROM pg_class WHERE relname = 'cat_fresh';\n")).stdout.split("\n")
         self.assertEqual(out, ["CREATE TABLE", "cat_fresh", "DROP TABLE", "0", ""])
+
+    def test_prepared_catalog_statement_follows_schema_changes(self):
+        import psycopg
+        with psycopg.connect(self.wp.kv(database="my1"), autocommit=True) as c:
+            c.execute("DROP TABLE IF EXISTS cat_later")
+            q = "SELECT count(*) FROM pg_class WHERE relname = %s"
+            self.assertEqual(int(c.execute(q, ("cat_later",), prepare=True).fetchone()[0]), 0)
+            c.execute("CREATE TABLE cat_later (a INT)")
+            self.assertEqual(int(c.execute(q, ("cat_later",), prepare=True).fetchone()[0]), 1)
+            c.execute("DROP TABLE cat_later")
 
     def test_sqlalchemy_inspector(self):
         script = f"""
