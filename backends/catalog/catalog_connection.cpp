@@ -346,6 +346,7 @@ class CatalogConnection final : public ConnectionImpl {
   Result<std::vector<Column>> describe_portal(std::string_view name) override {
     return inner_.impl()->describe_portal(name);
   }
+  const ConnectionImpl* inner() const { return inner_.impl(); }
   Status close() override {
     (void)catalog_.close();
     return inner_.close();
@@ -427,6 +428,11 @@ Connection with_pg_catalog(Connection inner, CatalogSource source) {
   if (!catalog.ok()) return inner;
   return Connection(
       std::make_unique<CatalogConnection>(std::move(inner), std::move(catalog.value()), source));
+}
+
+const ConnectionImpl* without_catalog(const ConnectionImpl* conn) {
+  const auto* c = dynamic_cast<const CatalogConnection*>(conn);
+  return c ? c->inner() : conn;
 }
 
 }  // namespace wirepool::db

@@ -26,4 +26,8 @@ inline constexpr std::chrono::milliseconds kCatalogTtl{1000};
 /// SQLite cannot be opened (the backend then answers as before).
 Connection with_pg_catalog(Connection inner, CatalogSource source);
 
+/// The backend's own connection under a with_pg_catalog() one; `conn` itself
+/// for any other (a driver's accessors that look at its own type).
+const ConnectionImpl* without_catalog(const ConnectionImpl* conn);
+
 }  // namespace wirepool::db

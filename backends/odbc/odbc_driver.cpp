@@ -104,11 +104,11 @@ const db::Driver& driver() {
 }
 
 FetchStats fetch_stats_for_test(const db::Connection& c) {
-  return stats_of(c.impl());
+  return stats_of(db::without_catalog(c.impl()));
 }
 
 DriverInfo driver_info(const db::Connection& c) {
-  return info_of(c.impl());
+  return info_of(db::without_catalog(c.impl()));
 }
 
 }  // namespace wirepool::odbc
