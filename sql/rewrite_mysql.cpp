@@ -363,32 +363,74 @@ class MysqlRewriter : Tokens {
   int seq_ = 0;
 };
 
-/// Cheap: false when the MariaDB rewrites surely change nothing.
-bool may_need_mysql_rewrite(std::string_view text) {
-  if (text.find("::") != std::string_view::npos) return true;
-  for (size_t i = text.find('$'); i != std::string_view::npos; i = text.find('$', i + 1)) {
-    const char c = i + 1 < text.size() ? text[i + 1] : '0';
-    if (c == '$' || c == '_' || lower_char(c) != c || (c >= 'a' && c <= 'z')) return true;
-  }
-  static constexpr std::array<std::string_view, 7> kWords = {
-      "ilike", "current_", "session_user", "version", "now", "pg_", "e'"};
-  for (std::string_view w : kWords) {
-    if (icontains(text, w)) return true;
+bool ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/// Calls `f(word)` for each run of identifier characters of `text`, lower-cased
+/// (at most 32 bytes of it), until `f` answers true; `on_colons` for each "::".
+/// One pass, no allocation: the plain path's test.
+template <class F, class G>
+bool any_word(std::string_view text, F f, G on_colons) {
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const char c = text[i];
+    if (c == ':' && i + 1 < n && text[i + 1] == ':') {
+      if (on_colons(i)) return true;
+      i += 2;
+      continue;
+    }
+    if (!ident_char(c) || (c >= '0' && c <= '9')) {
+      ++i;
+      continue;
+    }
+    char buf[32];
+    size_t len = 0, j = i;
+    for (; j < n && ident_char(text[j]); ++j) {
+      if (len < sizeof buf) buf[len++] = lower_char(text[j]);
+    }
+    if (f(std::string_view(buf, len), j)) return true;
+    i = j;
   }
   return false;
+}
+
+/// Cheap: false when the MariaDB rewrites surely change nothing.
+bool may_need_mysql_rewrite(std::string_view text) {
+  return any_word(
+             text,
+             [&](std::string_view w, size_t end) {
+               if (w == "e" && end < text.size() && text[end] == '\'') return true;  // E'...'
+               if (w.rfind("current_", 0) == 0 || w.rfind("pg_", 0) == 0) return true;
+               return w == "ilike" || w == "session_user" || w == "version" || w == "now";
+             },
+             [](size_t) { return true; }) ||
+         [&] {
+           for (size_t i = text.find('$'); i != std::string_view::npos; i = text.find('$', i + 1)) {
+             const char c = i + 1 < text.size() ? text[i + 1] : '0';
+             if (c == '$' || (ident_char(c) && !(c >= '0' && c <= '9'))) return true;  // $tag$
+           }
+           return false;
+         }();
+}
+
+/// Cheap: false when `text` surely names no catalog relation or function.
+bool may_read_pg_catalog(std::string_view text) {
+  return any_word(
+      text,
+      [](std::string_view w, size_t) {
+        return w.rfind("pg_", 0) == 0 || w.rfind("to_reg", 0) == 0 || catalog_function(w);
+      },
+      [&](size_t at) {
+        const std::string_view rest = text.substr(at + 2, 12);
+        return icontains(rest, "reg");
+      });
 }
 
 }  // namespace
 
 bool reads_pg_catalog(std::string_view text, Dialect d) {
-  if (!icontains(text, "pg_") && !icontains(text, "format_type") &&
-      !icontains(text, "_description") && !icontains(text, "_privilege") &&
-      !icontains(text, "to_reg") && !icontains(text, "quote_ident") &&
-      !icontains(text, "array_to_string") && !icontains(text, "::reg") &&
-      !icontains(text, "_config") && !icontains(text, "current_setting")) {
-    return false;
-  }
-  return CatalogDetector(text, d).run();
+  return may_read_pg_catalog(text) && CatalogDetector(text, d).run();
 }
 
 std::optional<std::string> rewrite_pg_sql_for_mysql(std::string_view text,

@@ -210,8 +210,9 @@ print(json.dumps({{"tables": sorted(i.get_table_names()),
         self.assertEqual(self.q("SELECT current_database(), current_schema(), current_schema, "
                                 "current_user, session_user"),
                          f"{mariadb_info()['database']}|public|public|alice|alice")
+        # Microseconds, trailing zeros dropped as PostgreSQL prints them.
         self.assertRegex(self.q("SELECT now(), current_timestamp"),
-                         r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}")
+                         r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?\|")
         self.assertRegex(self.q("SELECT pg_backend_pid()"), r"^\d+$")
         self.assertEqual(self.q("SELECT 'Ab' ILIKE 'a%', E'a\\tb' = concat('a', char(9), 'b')"),
                          "1|1")
