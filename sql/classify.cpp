@@ -55,6 +55,34 @@ void block_rule(std::string_view stmt, const std::vector<std::string>& words, St
   }
 }
 
+/// SHOW forms MariaDB does not have: PostgreSQL's, answered by the session
+/// layer on a mysql backend (docs/catalog.md); MariaDB's own SHOW goes to it.
+bool pg_show(std::string_view w1) {
+  static constexpr std::string_view kNames[] = {"TRANSACTION",
+                                                "SERVER_VERSION",
+                                                "SERVER_VERSION_NUM",
+                                                "SERVER_ENCODING",
+                                                "CLIENT_ENCODING",
+                                                "DATESTYLE",
+                                                "INTERVALSTYLE",
+                                                "TIMEZONE",
+                                                "SEARCH_PATH",
+                                                "APPLICATION_NAME",
+                                                "STANDARD_CONFORMING_STRINGS",
+                                                "INTEGER_DATETIMES",
+                                                "TRANSACTION_ISOLATION",
+                                                "DEFAULT_TRANSACTION_ISOLATION",
+                                                "STATEMENT_TIMEOUT",
+                                                "LOCK_TIMEOUT",
+                                                "EXTRA_FLOAT_DIGITS",
+                                                "MAX_IDENTIFIER_LENGTH",
+                                                "IS_SUPERUSER"};
+  for (std::string_view n : kNames) {
+    if (w1 == n) return true;
+  }
+  return false;
+}
+
 StatementKind kind_of(const std::vector<std::string>& words, Dialect d) {
   const std::string& w0 = words[0];
   const std::string_view w1 = words.size() > 1 ? std::string_view(words[1]) : std::string_view();
@@ -69,7 +97,7 @@ StatementKind kind_of(const std::vector<std::string>& words, Dialect d) {
   if (w0 == "DISCARD") return w1 == "ALL" ? StatementKind::discard_all : StatementKind::discard;
   if (w0 == "SET") return StatementKind::set;
   if (w0 == "RESET") return StatementKind::reset;
-  if (w0 == "SHOW" && d != Dialect::mysql) return StatementKind::show;
+  if (w0 == "SHOW" && (d != Dialect::mysql || pg_show(w1))) return StatementKind::show;
   if (w0 == "LISTEN" || w0 == "UNLISTEN" || w0 == "NOTIFY") return StatementKind::listen;
   return StatementKind::other;
 }

@@ -2,6 +2,8 @@
 // the tokenizer of tokenizer.hpp.
 
 #include "sql/rewrite.hpp"
+#include "sql/pg_tokens.hpp"
+#include "sql/rewrite_mysql.hpp"
 #include "sql/tokenizer.hpp"
 #include "sql/utf8.hpp"
 
@@ -696,8 +698,37 @@ bool may_need_pg_rewrite(std::string_view text) {
 
 std::optional<std::string> rewrite_pg_sql(std::string_view text, Dialect d,
                                           const RewriteOptions& options) {
+  if (d == Dialect::mysql) return rewrite_pg_sql_for_mysql(text, options);
   if (d != Dialect::sqlite || !may_need_pg_rewrite(text)) return std::nullopt;
   return PgRewriter(text, options).run();
+}
+
+std::string pg_string_value(std::string_view token) {
+  if (!token.empty() && (token[0] == 'E' || token[0] == 'e')) return e_string_value(token);
+  if (!token.empty() && token[0] == '$') {
+    const size_t tag = token.find('$', 1) + 1;
+    const size_t body_end = token.size() >= 2 * tag ? token.size() - tag : token.size();
+    return std::string(token.substr(tag, body_end - tag));
+  }
+  std::string out;
+  if (token.size() >= 2) token = token.substr(1, token.size() - 2);
+  for (size_t i = 0; i < token.size(); ++i) {
+    out.push_back(token[i]);
+    if (token[i] == '\'' && i + 1 < token.size() && token[i + 1] == '\'') ++i;
+  }
+  return out;
+}
+
+std::vector<PgToken> pg_client_tokens(std::string_view text, Dialect d) {
+  Lexer lex(text, d);
+  lex.set_pg_client();
+  std::vector<PgToken> out;
+  for (;;) {
+    const Token tk = lex.next();
+    if (tk.type == Tok::end) break;
+    out.push_back({static_cast<PgToken::Kind>(tk.type), tk.begin, tk.end});
+  }
+  return out;
 }
 
 }  // namespace wirepool::sql

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "backends/catalog/catalog_connection.hpp"
 #include "backends/mysql/mysql_connection.hpp"
 #include "backends/mysql/mysql_options.hpp"
 
@@ -42,7 +43,9 @@ db::Result<db::Connection> MysqlDriver::open(const db::OpenOptions& o) const {
     return e;
   }
   init_library();
-  return open_connection(connect_info(o));
+  auto conn = open_connection(connect_info(o));
+  if (!conn.ok()) return conn;
+  return db::with_pg_catalog(std::move(conn.value()), db::CatalogSource::mysql_information_schema);
 }
 
 db::Result<db::HostProbe> MysqlDriver::probe(const db::OpenOptions& o) const {

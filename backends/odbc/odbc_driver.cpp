@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "backends/catalog/catalog_connection.hpp"
 #include "backends/odbc/odbc_connection.hpp"
 #include "backends/odbc/odbc_text.hpp"
 #include "config/config.hpp"
@@ -79,7 +80,18 @@ db::Result<db::Connection> OdbcDriver::open(const db::OpenOptions& o) const {
     e.sqlstate = "22023";  // invalid_parameter_value
     return e;
   }
-  return open_connection(full_connection_string(o.connection, o.password), parse(o, nullptr));
+  auto conn = open_connection(full_connection_string(o.connection, o.password), parse(o, nullptr));
+  if (!conn.ok()) return conn;
+  // Catalog queries of PostgreSQL clients (docs/catalog.md): MariaDB and SQLite behind ODBC.
+  switch (conn.value().capabilities().dialect) {
+    case sql::Dialect::mysql:
+      return db::with_pg_catalog(std::move(conn.value()),
+                                 db::CatalogSource::mysql_information_schema);
+    case sql::Dialect::sqlite:
+      return db::with_pg_catalog(std::move(conn.value()), db::CatalogSource::sqlite_schema);
+    default:
+      return conn;
+  }
 }
 
 std::string OdbcDriver::redact(std::string_view connection) const {
@@ -92,11 +104,11 @@ const db::Driver& driver() {
 }
 
 FetchStats fetch_stats_for_test(const db::Connection& c) {
-  return stats_of(c.impl());
+  return stats_of(db::without_catalog(c.impl()));
 }
 
 DriverInfo driver_info(const db::Connection& c) {
-  return info_of(c.impl());
+  return info_of(db::without_catalog(c.impl()));
 }
 
 }  // namespace wirepool::odbc

@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -672,9 +673,38 @@ void quote_ident(sqlite3_context* ctx, int, sqlite3_value** argv) {
   result_text(ctx, out + "\"");
 }
 
+/// A declared type "pgtype_<typname>[(n)]" / "pgtype_numeric(p,s)": that PostgreSQL
+/// type, as the catalog of another backend's mirror declares its columns
+/// (backends/catalog/catalog_connection.cpp).
+std::optional<pg::WireType> pg_declared_type(std::string_view decl) {
+  // (not "pg_...": the driver refreshes the catalog before a statement naming pg_)
+  constexpr std::string_view kPrefix = "pgtype_";
+  if (decl.size() <= kPrefix.size() || decl.substr(0, kPrefix.size()) != kPrefix) {
+    return std::nullopt;
+  }
+  const size_t open = decl.find('(');
+  const std::string_view name = decl.substr(
+      kPrefix.size(), open == std::string_view::npos ? decl.npos : open - kPrefix.size());
+  for (const auto& t : kTypes) {
+    if (name != t.name) continue;
+    int32_t typmod = -1;
+    if (open != std::string_view::npos) {
+      int p = -1, s = 0;
+      if (std::sscanf(std::string(decl.substr(open)).c_str(), "(%d,%d)", &p, &s) >= 1 && p >= 0) {
+        typmod = t.oid == pg::oid::kNumeric ? ((p << 16) | s) + 4 : p + 4;
+      }
+    }
+    return pg::WireType{t.oid, t.len, typmod};
+  }
+  return std::nullopt;
+}
+
 /// The PostgreSQL type, typmod and length wirepool sends for a declared SQLite type.
 pg::WireType wire_type(sqlite3_value* decl) {
   auto text = text_arg(decl);
+  if (text) {
+    if (auto w = pg_declared_type(*text)) return *w;
+  }
   const DeclaredType t = parse_declared_type(text ? *text : "");
   if (t.decl == Decl::blob) return {pg::oid::kBytea, -1, -1};
   // VARCHAR(n) / CHAR(n): the declared length, as PostgreSQL would show it
