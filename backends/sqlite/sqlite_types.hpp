@@ -39,7 +39,7 @@ DeclaredType parse_declared_type(std::string_view declared);
 /// its values: SMALLINT, INT2, TINYINT 2; INT, INT4, MEDIUMINT 4; 0 (int8) for
 /// any other, INTEGER included: SQLite's own 64-bit type, the rowid's
 /// (docs/sqlite.md#types). SQLite does not enforce it: a larger value stored
-/// there fails the row that carries it (22P02).
+/// there fails the row that carries it (22003).
 int8_t declared_int_bytes(std::string_view declared);
 
 /// The column kind a declaration implies; Kind::Null when the value decides.

@@ -118,7 +118,9 @@ bool PgClient::Streamer::add_row(std::span<const db::ValueView> values, std::str
   }
   if (!ok) {
     out.resize(row_start);
-    failure = make_error(native ? "0A000" : "22P02", why);
+    // A value too wide for its column's declared type is PostgreSQL's 22003.
+    const bool range = why.find("out of range") != std::string::npos;
+    failure = make_error(native ? "0A000" : range ? "22003" : "22P02", why);
     return false;
   }
   enc.end_data_row();

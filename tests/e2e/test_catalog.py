@@ -14,7 +14,7 @@ Faithful types on SQLite (FaithfulTypesTest): integer columns are described by
 their declared name (SMALLINT/TINYINT int2, INT/MEDIUMINT int4, INTEGER and
 BIGINT int8) in RowDescription, in a prepared statement's Describe and in
 pg_attribute; a value too wide for its declared width fails its row with
-22P02; expression columns (count(*), 1+1, sum) are described with their
+22003; expression columns (count(*), 1+1, sum) are described with their
 first row's type in a prepared statement's Describe (libpq's PQdescribePrepared,
 psycopg 3's server-side parameters), not as text.
 """
@@ -198,7 +198,7 @@ class FaithfulTypesTest(WirepoolTestCase):
         with psycopg2.connect(self.wp.kv()) as c, c.cursor() as cur:
             with self.assertRaises(psycopg2.Error) as ctx:
                 cur.execute("SELECT s FROM wide")
-            self.assertEqual(ctx.exception.pgcode, "22P02")
+            self.assertEqual(ctx.exception.pgcode, "22003")
             self.assertIn("out of range for type smallint", str(ctx.exception))
 
     def test_expression_columns_are_described_by_their_first_row(self):
