@@ -79,7 +79,8 @@ db::Result<db::Connection> OdbcDriver::open(const db::OpenOptions& o) const {
     e.sqlstate = "22023";  // invalid_parameter_value
     return e;
   }
-  return open_connection(full_connection_string(o.connection, o.password), parse(o, nullptr));
+  return open_connection(full_connection_string(o.connection, o.password, o.user),
+                         parse(o, nullptr));
 }
 
 std::string OdbcDriver::redact(std::string_view connection) const {
