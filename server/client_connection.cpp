@@ -559,6 +559,9 @@ awaitable<ClientConnection::BackendCheck> ClientConnection::check_on_backend(
     // 28P01, or 28000 (no such role, no pg_hba.conf entry), or no right to
     // this database (42501: PostgreSQL's CONNECT, MariaDB's 1044): a failed login.
     c.reason = "the backend refused the login (" + err->sqlstate + ")";
+  } else if (err->sqlstate == "22021") {
+    // Not UTF-8 where the driver needs it (ODBC's wide strings): a password it cannot pass.
+    c.reason = "the driver cannot pass the name or password: " + err->message;
   } else {
     // Not a verdict on the password: said as such, not counted as a failed login.
     c.verdict = Verdict::unavailable;
