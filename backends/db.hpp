@@ -368,7 +368,8 @@ struct OpenOptions {
   std::string password;    ///< from password_env / password_file, may be empty
   /// The role to log in as instead of the connection's, empty = the connection's:
   /// a postgresql database's auth_user lookups, and each user pool's role under
-  /// auth.mode passthrough (`password` is then that role's). Other drivers ignore it.
+  /// auth.mode passthrough (`password` is then that role's). Every driver but
+  /// sqlite (no logins) takes it in place of its connection's user and password.
   std::string user;
   std::map<std::string, std::string> options;  ///< driver-specific knobs (validated by the driver)
   std::string base_dir;                        ///< relative paths are relative to this (state_dir)

@@ -49,6 +49,7 @@ constexpr Entry kTable[] = {
     {3024, {Errc::busy, "57014"}},           // ER_QUERY_TIMEOUT (max_execution_time)
     {1969, {Errc::busy, "57014"}},           // MariaDB ER_STATEMENT_TIMEOUT
     {1045, {Errc::connection, "28P01"}},     // ER_ACCESS_DENIED_ERROR
+    {1698, {Errc::connection, "28P01"}},     // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
     {1049, {Errc::connection, "3D000"}},     // ER_BAD_DB_ERROR
     {1927, {Errc::connection, "08006"}},     // MariaDB ER_CONNECTION_KILLED
     {2002, {Errc::connection, "08006"}},     // CR_CONNECTION_ERROR

@@ -966,16 +966,10 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
                               "(MariaDB Connector/C exposes no peer certificate); " +
                               "verify the backend with tls.ca");
     }
-    // Passthrough logs in as the client's role: SQLite has no roles, and the
-    // other drivers do not take a per-pool role yet.
-    if (m.driver_ok && m.auth_mode && db.auth == AuthMode::passthrough &&
-        db.driver != "postgresql") {
-      problem(*m.auth_mode,
-              path + ".auth.mode: passthrough needs a driver with database roles; " +
-                  (db.driver == "sqlite" ? std::string("sqlite has none")
-                                         : "driver " + in_quotes(db.driver) +
-                                               " does not support it yet (postgresql does)") +
-                  "; use mode: fixed");
+    // Passthrough logs in as the client's role: SQLite has no roles.
+    if (m.driver_ok && m.auth_mode && db.auth == AuthMode::passthrough && db.driver == "sqlite") {
+      problem(*m.auth_mode, path + ".auth.mode: passthrough needs a driver with database roles; " +
+                                "sqlite has none; use mode: fixed");
     }
     if (db.auth == AuthMode::passthrough && m.auth_user) {
       problem(*m.auth_user, path + ".auth_user has no use with auth.mode passthrough: the " +

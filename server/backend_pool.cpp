@@ -401,6 +401,23 @@ db::Result<db::Connection> open_backend(const db::Driver& driver, const db::Open
   }
 }
 
+boost::asio::awaitable<std::optional<db::Error>> verify_login(BlockingExecutor& blocking,
+                                                              const db::Driver& driver,
+                                                              db::OpenOptions open,
+                                                              HostMonitorPtr monitor) {
+  // The job captures by reference only (this frame owns everything): GCC 12
+  // destroyed the owning captures of a temporary job twice.
+  std::optional<db::Error> failure;
+  auto job = [&driver, &open, &monitor, &failure] {
+    auto result = open_backend(driver, open, monitor);
+    if (!result.ok()) failure = result.error();
+    return 0;
+  };
+  co_await blocking.run(job);
+  OPENSSL_cleanse(open.password.data(), open.password.size());
+  co_return failure;
+}
+
 void DatabaseShared::note_open(bool ok, std::string error) {
   std::lock_guard lock(mu_);
   tried_ = true;
@@ -645,26 +662,6 @@ bool DatabasePool::credentials_match(std::string_view password) const {
   if (password_.empty()) return false;
   SHA256(reinterpret_cast<const uint8_t*>(password_.data()), password_.size(), held.data());
   return CRYPTO_memcmp(given.data(), held.data(), given.size()) == 0;
-}
-
-boost::asio::awaitable<std::optional<db::Error>> DatabasePool::verify_login(
-    const std::string& password) {
-  db::OpenOptions o = open_;
-  o.user = user_;
-  o.password = password;
-  // Kept alive by this frame; the job captures by reference only: GCC 12
-  // destroyed the owning captures of a temporary job twice (the pool's
-  // reference count fell to zero under its users: bad_weak_ptr, SIGSEGV).
-  const auto self = shared_from_this();
-  std::optional<db::Error> failure;
-  auto job = [this, &o, &failure] {
-    auto result = open_backend(driver_, o, shared_->monitor());
-    if (!result.ok()) failure = result.error();
-    return 0;
-  };
-  co_await blocking_.run(job);
-  OPENSSL_cleanse(o.password.data(), o.password.size());
-  co_return failure;
 }
 
 namespace {

@@ -232,6 +232,15 @@ db::Result<db::Connection> open_backend(const db::Driver& driver, const db::Open
                                         const HostMonitorPtr& monitor, db::HostPort* on = nullptr,
                                         std::shared_ptr<void>* lease = nullptr);
 
+/// auth.mode passthrough: logs in to the backend as `open.user` with
+/// `open.password` (wiped afterwards) on the blocking executor and closes that
+/// connection at once: the backend is the authority. Needs no pool, so a
+/// name the backend refuses leaves nothing behind. nullopt = accepted.
+boost::asio::awaitable<std::optional<db::Error>> verify_login(BlockingExecutor& blocking,
+                                                              const db::Driver& driver,
+                                                              db::OpenOptions open,
+                                                              HostMonitorPtr monitor);
+
 /// The pool of one database entry for one user: its backend connections serve
 /// only that user's clients (as PgBouncer's pools per database and user).
 class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
@@ -348,9 +357,6 @@ class DatabasePool : public std::enable_shared_from_this<DatabasePool> {
   // clients gave, held in memory only while the pool has clients.
   /// True when `password` is the one held (compared in constant time).
   bool credentials_match(std::string_view password) const;
-  /// Logs in to the backend as user() with `password`, on the blocking
-  /// executor, and closes that connection: the backend is the authority.
-  boost::asio::awaitable<std::optional<db::Error>> verify_login(const std::string& password);
   /// Holds `password` (replacing the one held) for the next backend logins
   /// until the returned hold and every other one are gone; the last one
   /// wipes it (OPENSSL_cleanse).

@@ -537,22 +537,31 @@ awaitable<ClientConnection::BackendCheck> ClientConnection::check_on_backend(
     c.reason = "the password is longer than " + std::to_string(kMaxPassthroughPassword) + " bytes";
   }
   if (!c.reason.empty()) co_return c;
-  auto pool = server.pool_for(database, user);
-  if (!pool) {
+  if (!server.has_database(database)) {
     c.verdict = Verdict::no_database;
     co_return c;
   }
+  // A pool (and the password it holds) only for a name the backend accepted:
+  // a stream of failed logins leaves nothing behind.
+  auto pool = server.find_pool(database, user);
   std::optional<db::Error> err;
-  if (!pool->credentials_match(password)) {
+  if (!pool || !pool->credentials_match(password)) {
     // A statement of its own (GCC 12: no co_await inside an if condition).
-    err = co_await pool->verify_login(password);
+    err = co_await server.verify_login(database, user, password);
+    if (!err) pool = server.pool_for(database, user);
   }
-  if (!err) {
+  if (!err && !pool) {
+    c.verdict = Verdict::no_database;  // removed by a reload meanwhile
+  } else if (!err) {
     c.verdict = Verdict::ok;
     credentials_hold_ = pool->hold_credentials(password);
-  } else if (err->sqlstate.starts_with("28")) {
-    // 28P01, or 28000 (no such role, no pg_hba.conf entry): a failed login.
+  } else if (err->sqlstate.starts_with("28") || err->sqlstate == "42501") {
+    // 28P01, or 28000 (no such role, no pg_hba.conf entry), or no right to
+    // this database (42501: PostgreSQL's CONNECT, MariaDB's 1044): a failed login.
     c.reason = "the backend refused the login (" + err->sqlstate + ")";
+  } else if (err->sqlstate == "22021") {
+    // Not UTF-8 where the driver needs it (ODBC's wide strings): a password it cannot pass.
+    c.reason = "the driver cannot pass the name or password: " + err->message;
   } else {
     // Not a verdict on the password: said as such, not counted as a failed login.
     c.verdict = Verdict::unavailable;

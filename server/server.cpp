@@ -400,6 +400,39 @@ DatabasePoolPtr Server::pool_for(std::string_view database, std::string_view use
   return made;
 }
 
+DatabasePoolPtr Server::find_pool(std::string_view database, std::string_view user) const {
+  std::lock_guard lock(state_mu_);
+  auto it = databases_.find(database);
+  if (it == databases_.end()) return nullptr;
+  auto p = it->second.pools.find(user);
+  return p == it->second.pools.end() ? nullptr : p->second;
+}
+
+boost::asio::awaitable<std::optional<db::Error>> Server::verify_login(std::string_view database,
+                                                                      const std::string& user,
+                                                                      const std::string& password) {
+  const db::Driver* driver = nullptr;
+  db::OpenOptions open;
+  HostMonitorPtr monitor;
+  {
+    std::lock_guard lock(state_mu_);
+    auto it = databases_.find(database);
+    if (it != databases_.end()) {
+      driver = it->second.driver;
+      open = it->second.open;
+      monitor = it->second.shared->monitor();
+    }
+  }
+  if (!driver) {
+    db::Error e = db::Error::connection("the database was removed by a reload");
+    e.sqlstate = "08006";
+    co_return e;
+  }
+  open.user = user;
+  open.password = password;
+  co_return co_await server::verify_login(blocking_, *driver, std::move(open), std::move(monitor));
+}
+
 bool Server::unreachable_database(std::string* name, std::string* error) const {
   std::lock_guard lock(state_mu_);
   for (const auto& [n, entry] : databases_) {
@@ -833,9 +866,12 @@ void Server::reload() {
 
 namespace {
 /// What makes two entries the same pool: everything but its sizes and timeouts.
+/// The auth mode too: a pool's backends log in as its user's role or as the
+/// connection's, never the other after a reload.
 bool same_backend(const config::Database& a, const config::Database& b) {
-  return a.driver == b.driver && a.connection == b.connection && a.password_env == b.password_env &&
-         a.hosts == b.hosts && a.health_check == b.health_check && a.replicas == b.replicas &&
+  return a.driver == b.driver && a.auth == b.auth && a.connection == b.connection &&
+         a.password_env == b.password_env && a.hosts == b.hosts &&
+         a.health_check == b.health_check && a.replicas == b.replicas &&
          a.read_only == b.read_only && a.reads_of == b.reads_of &&
          a.password_file == b.password_file && a.options == b.options &&
          a.pool.mode == b.pool.mode && a.pool.reset_query == b.pool.reset_query &&

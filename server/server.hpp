@@ -146,6 +146,14 @@ class Server {
   /// a backend connection serves the clients of one user only. nullptr for a
   /// database the configuration does not have.
   DatabasePoolPtr pool_for(std::string_view database, std::string_view user);
+  /// The pool of `database` for `user` if one exists, never made here.
+  DatabasePoolPtr find_pool(std::string_view database, std::string_view user) const;
+  /// auth.mode passthrough: a backend login to `database` as `user` with
+  /// `password`, closed at once, without a pool (a refused name leaves none).
+  /// nullopt = accepted; 08006 when the database went meanwhile.
+  boost::asio::awaitable<std::optional<db::Error>> verify_login(std::string_view database,
+                                                                const std::string& user,
+                                                                const std::string& password);
   /// Every pool of one database, one per user that used it (any thread).
   std::vector<DatabasePoolPtr> pools_of(std::string_view database) const;
   /// Every pool of every database (any thread).

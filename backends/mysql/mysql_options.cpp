@@ -136,6 +136,11 @@ std::vector<std::pair<std::string, std::string>> validate_options(const db::Open
 ConnectInfo connect_info(const db::OpenOptions& o) {
   ConnectInfo info = parse_connection(o.connection, nullptr);
   if (!o.password.empty()) info.password = o.password;
+  if (!o.user.empty()) {
+    // A user pool's own login (auth.mode passthrough): the client's name and password.
+    info.user = o.user;
+    info.password = o.password;
+  }
   info.tls_ca = o.tls_ca;
   info.max_value_size = o.max_value_size;
   // One host of several (the host monitor's choice) replaces the connection's.

@@ -327,7 +327,11 @@ Result<db::Connection> open_connection(const std::string& connection, const Opti
                          static_cast<SQLULEN>(std::max<int64_t>(options.login_timeout.count(), 1))),
                      SQL_IS_UINTEGER);
   auto wconn = to_utf16(connection);
-  if (!wconn) return Error::connection("the ODBC connection string is not valid UTF-8");
+  if (!wconn) {
+    Error e = Error::connection("the ODBC connection string is not valid UTF-8");
+    e.sqlstate = "22021";  // character_not_in_repertoire: the wide API cannot carry it
+    return e;
+  }
   if (auto st = connect_bounded(*session, std::move(*wconn), options); !st.ok()) {
     return st.take_error();
   }

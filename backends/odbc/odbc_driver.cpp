@@ -80,7 +80,8 @@ db::Result<db::Connection> OdbcDriver::open(const db::OpenOptions& o) const {
     e.sqlstate = "22023";  // invalid_parameter_value
     return e;
   }
-  auto conn = open_connection(full_connection_string(o.connection, o.password), parse(o, nullptr));
+  auto conn =
+      open_connection(full_connection_string(o.connection, o.password, o.user), parse(o, nullptr));
   if (!conn.ok()) return conn;
   // Catalog queries of PostgreSQL clients (docs/catalog.md): MariaDB and SQLite behind ODBC.
   switch (conn.value().capabilities().dialect) {

@@ -269,6 +269,8 @@ std::string_view trim(std::string_view s) {
 
 struct Attr {
   std::string_view key;
+  size_t begin;        // the key's first character, in the connection string
+  size_t end;          // past the value and its ';'
   size_t value_begin;  // in the connection string
   size_t value_end;
   std::string value;  // unbraced
@@ -287,6 +289,7 @@ std::vector<Attr> parse(std::string_view c) {
       continue;
     }
     Attr a;
+    a.begin = i;
     a.key = trim(c.substr(i, eq - i));
     size_t v = eq + 1;
     while (v < c.size() && c[v] == ' ')
@@ -314,6 +317,7 @@ std::vector<Attr> parse(std::string_view c) {
       a.value = std::string(trim(c.substr(v, a.value_end - v)));
       i = end == std::string_view::npos ? c.size() : end + 1;
     }
+    a.end = i;
     out.push_back(std::move(a));
   }
   return out;
@@ -342,17 +346,49 @@ std::string redact_connection(std::string_view conn) {
   return out;
 }
 
-std::string full_connection_string(std::string_view conn, std::string_view password) {
+namespace {
+
+/// Appends `key={value}`: in braces ';', '=' and '{' are plain characters,
+/// and '}' is written twice (the ODBC connection string grammar).
+void append_braced(std::string& out, std::string_view key, std::string_view value) {
+  if (!out.empty() && out.back() != ';') out += ';';
+  out += key;
+  out += "={";
+  for (char c : value) {
+    out += c;
+    if (c == '}') out += '}';
+  }
+  out += '}';
+}
+
+bool is_login_key(std::string_view key) {
+  return iequals(key, "uid") || iequals(key, "user") || iequals(key, "pwd") ||
+         iequals(key, "password");
+}
+
+}  // namespace
+
+std::string full_connection_string(std::string_view conn, std::string_view password,
+                                   std::string_view user) {
   std::string out(trim(conn));
   if (out.find('=') == std::string::npos) out = "DSN=" + out;
-  if (!password.empty() && !connection_value(out, "pwd") && !connection_value(out, "password")) {
-    if (!out.empty() && out.back() != ';') out += ';';
-    out += "PWD={";
-    for (char c : password) {
-      out += c;
-      if (c == '}') out += '}';
+  if (!user.empty()) {
+    // The client's own login (auth.mode passthrough): the string's is dropped whole.
+    std::string kept;
+    size_t pos = 0;
+    for (const auto& a : parse(out)) {
+      if (!is_login_key(a.key)) continue;
+      kept.append(out, pos, a.begin - pos);
+      pos = a.end;
     }
-    out += "}";
+    kept.append(out, pos);
+    out = std::string(trim(kept));
+    append_braced(out, "UID", user);
+    append_braced(out, "PWD", password);
+    return out;
+  }
+  if (!password.empty() && !connection_value(out, "pwd") && !connection_value(out, "password")) {
+    append_braced(out, "PWD", password);
   }
   return out;
 }

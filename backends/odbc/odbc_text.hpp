@@ -56,7 +56,10 @@ std::string redact_connection(std::string_view conn);
 /// What SQLDriverConnectW receives: the string as written; a bare name (no
 /// '=') is a DSN name and becomes "DSN=<name>"; a password from
 /// password_env/password_file is added as PWD={...} when the string has none.
-std::string full_connection_string(std::string_view conn, std::string_view password);
+/// With `user` (auth.mode passthrough) the string's UID, USER, PWD and PASSWORD
+/// go and UID={user};PWD={password} take their place.
+std::string full_connection_string(std::string_view conn, std::string_view password,
+                                   std::string_view user = {});
 
 // ---- the ODBC driver behind a connection ---------------------------------------
 

@@ -209,6 +209,11 @@ Options parse_options(const db::OpenOptions& o) {
     if (c == "app_name") out.app_name = v;
   }
   if (!o.password.empty()) out.password = o.password;
+  if (!o.user.empty()) {
+    // A user pool's own login (auth.mode passthrough): the client's name and password.
+    out.user = o.user;
+    out.password = o.password;
+  }
   for (const auto& [k, v] : o.options) {
     if (k == "packet_size") {
       out.packet_size = parse_uint(v, kMaxDriverPacketSize).value_or(out.packet_size);

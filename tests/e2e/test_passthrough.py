@@ -52,6 +52,32 @@ def passthrough_entry(info, name, mode, port=None):
     """
 
 
+def make_roles(info):
+    """pt_ann and pt_ben (LOGIN), pt_nologin, and their tables on the fixture's
+    PostgreSQL; the superuser's connection string."""
+    su = (f"host={info['socket_dir']} port={info['port']} "
+          f"user={info.get('superuser', 'postgres')} dbname={info['database']}")
+    for stmt in [
+        "DROP TABLE IF EXISTS pt_notes", "DROP TABLE IF EXISTS pt_secret",
+        "DROP ROLE IF EXISTS pt_ann", "DROP ROLE IF EXISTS pt_ben",
+        "DROP ROLE IF EXISTS pt_nologin",
+        f"CREATE ROLE pt_ann LOGIN PASSWORD '{ANN[1]}'",
+        f"CREATE ROLE pt_ben LOGIN PASSWORD '{BEN[1]}'",
+        "CREATE ROLE pt_nologin NOLOGIN PASSWORD 'nologin-pw-55'",
+        "CREATE TABLE pt_notes (owner name, body text)",
+        "INSERT INTO pt_notes VALUES ('pt_ann', 'ann 1'), ('pt_ann', 'ann 2'), "
+        "('pt_ben', 'ben 1')",
+        "ALTER TABLE pt_notes ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY own ON pt_notes USING (owner = current_user)",
+        "GRANT SELECT ON pt_notes TO pt_ann, pt_ben",
+        "CREATE TABLE pt_secret (v text)", "INSERT INTO pt_secret VALUES ('ann only')",
+        "GRANT SELECT ON pt_secret TO pt_ann",
+    ]:
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", su, "-c", stmt],
+                       check=True, capture_output=True, timeout=30)
+    return su
+
+
 class PassthroughTest(WirepoolTestCase):
     users = "- { name: admin, password: console, admin: true }"
     tls = "{ generate: true }"
@@ -61,26 +87,7 @@ class PassthroughTest(WirepoolTestCase):
     def setUpClass(cls):
         cls.info = pg_info()
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
-        cls.su = (f"host={cls.info['socket_dir']} port={cls.info['port']} "
-                  f"user={cls.info.get('superuser', 'postgres')} dbname={cls.info['database']}")
-        for stmt in [
-            "DROP TABLE IF EXISTS pt_notes", "DROP TABLE IF EXISTS pt_secret",
-            "DROP ROLE IF EXISTS pt_ann", "DROP ROLE IF EXISTS pt_ben",
-            "DROP ROLE IF EXISTS pt_nologin",
-            f"CREATE ROLE pt_ann LOGIN PASSWORD '{ANN[1]}'",
-            f"CREATE ROLE pt_ben LOGIN PASSWORD '{BEN[1]}'",
-            "CREATE ROLE pt_nologin NOLOGIN PASSWORD 'nologin-pw-55'",
-            "CREATE TABLE pt_notes (owner name, body text)",
-            "INSERT INTO pt_notes VALUES ('pt_ann', 'ann 1'), ('pt_ann', 'ann 2'), "
-            "('pt_ben', 'ben 1')",
-            "ALTER TABLE pt_notes ENABLE ROW LEVEL SECURITY",
-            "CREATE POLICY own ON pt_notes USING (owner = current_user)",
-            "GRANT SELECT ON pt_notes TO pt_ann, pt_ben",
-            "CREATE TABLE pt_secret (v text)", "INSERT INTO pt_secret VALUES ('ann only')",
-            "GRANT SELECT ON pt_secret TO pt_ann",
-        ]:
-            subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", cls.su, "-c", stmt],
-                           check=True, capture_output=True, timeout=30)
+        cls.su = make_roles(cls.info)
         cls.databases = (passthrough_entry(cls.info, "rls", "transaction") +
                          passthrough_entry(cls.info, "rlsession", "session") +
                          passthrough_entry(cls.info, "rlstatement", "statement") +

@@ -632,10 +632,16 @@ TEST(ConfigAuth, PassthroughNeedsRolesAndNoMin) {
 databases:
   - { name: pg, driver: postgresql, connection: host=db, auth: { mode: passthrough } }
   - { name: pf, driver: postgresql, connection: host=db }
+  - { name: my, driver: mysql, connection: host=db, auth: { mode: passthrough } }
+  - { name: od, driver: odbc, connection: "DSN=x", auth: { mode: passthrough } }
+  - { name: ms, driver: tds, connection: "host=db", auth: { mode: passthrough } }
 )",
                                testing::kFile);
   EXPECT_EQ(c.databases[0].auth, AuthMode::passthrough);
   EXPECT_EQ(c.databases[1].auth, AuthMode::fixed);
+  // Every driver with logins takes it.
+  for (size_t i = 2; i < 5; ++i)
+    EXPECT_EQ(c.databases[i].auth, AuthMode::passthrough) << c.databases[i].driver;
   // SQLite has no roles: refused at the key, with the way out.
   EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
 databases:

@@ -11,7 +11,7 @@
 // backend's watcher gone after the driver closed its descriptor leaves the
 // socket that took that descriptor's number watched (the relay's lost wake-up).
 // auth.mode passthrough: a password held from the first hold until the last
-// one goes; verify_login leaves the pool's owner count as it found it.
+// one goes; verify_login (no pool needed) leaves the pool's owner count as it found it.
 
 #include <gtest/gtest.h>
 
@@ -125,7 +125,7 @@ TEST(DatabasePool, PasswordHeldUntilTheLastHoldGoes) {
   EXPECT_FALSE(f.pool->credentials_match("pw"));  // wiped with the last hold
 }
 
-TEST(DatabasePool, VerifyLoginLeavesThePoolsCountAlone) {
+TEST(DatabasePool, VerifyLoginNeedsNoPoolAndLeavesItsCountAlone) {
   Fixture f;
   const auto before = f.pool.use_count();
   std::optional<db::Error> error{db::Error{}};
@@ -133,7 +133,11 @@ TEST(DatabasePool, VerifyLoginLeavesThePoolsCountAlone) {
   boost::asio::co_spawn(
       f.io,
       [&]() -> boost::asio::awaitable<void> {
-        error = co_await f.pool->verify_login("pw");
+        db::OpenOptions open;
+        open.connection = ":memory:";
+        open.user = "ann";
+        open.password = "pw";
+        error = co_await verify_login(f.blocking, *db::find_driver("sqlite"), open, nullptr);
         done = true;
       },
       boost::asio::detached);

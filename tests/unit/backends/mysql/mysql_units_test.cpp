@@ -214,6 +214,8 @@ TEST(MysqlErrors, ErrnoDecidesNotTheGenericSqlstate) {
 TEST(MysqlErrors, ClientNumbersAndTheDriversOwnRows) {
   EXPECT_EQ(map_error(1045, "28000", "x").sqlstate, "28P01");  // the shared table
   EXPECT_EQ(map_error(1045, "28000", "x").code, db::Errc::connection);
+  // A refused login without a password is a refused login too (auth.mode passthrough).
+  EXPECT_EQ(map_error(1698, "28000", "x").sqlstate, "28P01");
   // USE nosuchdb on a live session: not a lost connection.
   EXPECT_EQ(map_error(1049, "42000", "x").code, db::Errc::invalid_query);
   EXPECT_EQ(map_error(1049, "42000", "x").sqlstate, "3D000");

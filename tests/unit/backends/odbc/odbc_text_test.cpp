@@ -130,6 +130,23 @@ TEST(OdbcConnectionString, ValuesRedactionDsnAndPassword) {
   EXPECT_EQ(full_connection_string("DSN=x;PWD=a", "other"), "DSN=x;PWD=a");
 }
 
+TEST(OdbcConnectionString, PassthroughReplacesEveryLoginKeyAndBracesTheClients) {
+  // The string's own login goes, in every spelling and form, wherever it stands.
+  EXPECT_EQ(
+      full_connection_string("Driver={MariaDB Unicode};Uid=pool;Server=h;PWD={a;b}", "pw", "ann"),
+      "Driver={MariaDB Unicode};Server=h;UID={ann};PWD={pw}");
+  EXPECT_EQ(full_connection_string("DSN=x; user = pool ;Password=s", "pw", "ann"),
+            "DSN=x;UID={ann};PWD={pw}");
+  EXPECT_EQ(full_connection_string("mydsn", "pw", "ann"), "DSN=mydsn;UID={ann};PWD={pw}");
+  // ';', '=', '{' stay plain inside braces; '}' is doubled: nothing can add a key.
+  const std::string c = full_connection_string("DSN=x;UID=u", "a;b}c{d=e", "n};DSN=evil;x={");
+  EXPECT_EQ(c, "DSN=x;UID={n}};DSN=evil;x={};PWD={a;b}}c{d=e}");
+  EXPECT_EQ(connection_value(c, "uid"), "n};DSN=evil;x={");
+  EXPECT_EQ(connection_value(c, "pwd"), "a;b}c{d=e");
+  EXPECT_EQ(connection_value(c, "dsn"), "x");
+  EXPECT_EQ(redact_connection(c), "DSN=x;UID={n}};DSN=evil;x={};PWD=***");
+}
+
 TEST(OdbcFlavor, FromDbmsName) {
   EXPECT_EQ(flavor_of("PostgreSQL"), Flavor::postgresql);
   EXPECT_EQ(flavor_of("MariaDB"), Flavor::mariadb);
