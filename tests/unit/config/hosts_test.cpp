@@ -163,14 +163,15 @@ TEST(ConfigHosts, RouteTransactionsIsOptIn) {
   EXPECT_TRUE(has_problem(
       problems_of(head + "    pool: { mode: session }\n" +
                   "    read_only: { name: app_ro, route_transactions: true }\n" + kUsers),
-      6, 34, "only a postgresql database in transaction pool mode"));
-  EXPECT_TRUE(has_problem(problems_of("databases:\n"
-                                      "  - name: app\n"
-                                      "    driver: mysql\n"
-                                      "    connection: \"dbname=app\"\n"
-                                      "    read_only: { name: app_ro, route_transactions: yes }\n" +
-                                      kUsers),
-                          5, 34, "only a postgresql database in transaction pool mode"));
+      6, 32, "only a postgresql database in transaction pool mode"));
+  EXPECT_TRUE(
+      has_problem(problems_of("databases:\n"
+                              "  - name: app\n"
+                              "    driver: mysql\n"
+                              "    connection: \"dbname=app\"\n"
+                              "    read_only: { name: app_ro, route_transactions: true }\n" +
+                              kUsers),
+                  5, 32, "only a postgresql database in transaction pool mode"));
 }
 
 }  // namespace
