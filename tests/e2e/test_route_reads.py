@@ -18,6 +18,8 @@ RouteTest:
      default_transaction_read_only`, after which every transaction goes to the
      standby until it is set off;
   d. psql: -c "BEGIN READ ONLY" -c "SELECT pg_is_in_recovery()" -c "COMMIT";
+     node-postgres with the extended protocol (BEGIN READ ONLY as a named
+     Parse/Bind/Execute), the relay's path for the statements inside;
   e. with the option off (`plain`) every transaction, READ ONLY or not, runs
      on the primary.
 On a binary without the option the configuration is refused (a, b, c, d fail).
@@ -32,7 +34,7 @@ import unittest
 
 import psycopg2
 
-from harness import WirepoolTestCase, psql
+from harness import NODE_PATH, WirepoolTestCase, psql
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
                        "pgserver.py")
@@ -176,6 +178,32 @@ class RouteTest(WirepoolTestCase):
         r = psql(self.wp.dsn(), "-c", "BEGIN READ ONLY", "-c", "SELECT pg_is_in_recovery()",
                  "-c", "COMMIT", "-c", "SELECT pg_is_in_recovery()")
         self.assertEqual(r.stdout.split(), ["BEGIN", "t", "COMMIT", "f"], r.stdout)
+
+    def test_d_node_postgres_extended_protocol(self):
+        script = """
+          const { Client } = require('pg');
+          (async () => {
+            const c = new Client({ connectionString: process.argv[1] });
+            await c.connect();
+            const rec = async () => (await c.query(
+              { name: 'rec', text: 'SELECT pg_is_in_recovery() AS r, $1::int AS n', values: [1] }
+            )).rows[0].r;
+            const out = [];
+            await c.query({ name: 'b', text: 'BEGIN READ ONLY' });
+            out.push(await rec());
+            await c.query({ name: 'c', text: 'COMMIT' });
+            out.push(await rec());
+            await c.query({ name: 'p', text: 'BEGIN' });
+            out.push(await rec());
+            await c.query({ name: 'c', text: 'COMMIT' });
+            await c.end();
+            console.log(JSON.stringify(out));
+          })().catch(e => { console.error(e); process.exit(1); });
+        """
+        r = subprocess.run(["node", "-e", script, self.wp.dsn()], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, NODE_PATH=NODE_PATH))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), [True, False, False])
 
     def test_e_without_the_option_everything_runs_on_the_primary(self):
         c = self.connect("plain")
