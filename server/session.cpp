@@ -570,6 +570,7 @@ void Session::hand_over(Session& next) {
   (void)b->conn.set_event_sink(nullptr);
   tx_ = db::Transaction();
   backend_ = nullptr;
+  if (reads_) pool_ = primary_;  // as give_back
   if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
   spdlog::trace("session {}: hands backend {} to session {}", id_, b->id, next.id_);
   b->applied_session = next.id_;

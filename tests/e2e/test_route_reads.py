@@ -22,6 +22,9 @@ RouteTest:
      Parse/Bind/Execute), the relay's path for the statements inside;
   e. with the option off (`plain`) every transaction, READ ONLY or not, runs
      on the primary.
+  f. four clients at once (pool max 2: they wait and pipeline), each mixing
+     read-only transactions, writes and single SELECTs 60 times: every
+     read-only transaction ran on the standby, everything else on the primary.
 On a binary without the option the configuration is refused (a, b, c, d fail).
 """
 
@@ -30,6 +33,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 import psycopg2
@@ -214,6 +218,37 @@ class RouteTest(WirepoolTestCase):
         cur.execute("SELECT pg_is_in_recovery()")
         self.assertFalse(cur.fetchone()[0])
         c.close()
+
+    def test_f_concurrent_clients_mixing_reads_and_writes(self):
+        wrong = []
+        done = []
+        lock = threading.Lock()
+
+        def client(i):
+            c = self.connect()
+            cur = c.cursor()
+            for n in range(60):
+                got = []
+                got.append(("ro", self.on_standby(cur, "BEGIN READ ONLY")))
+                cur.execute("INSERT INTO t VALUES (%s) RETURNING pg_is_in_recovery()", (n,))
+                got.append(("write", cur.fetchone()[0]))
+                cur.execute("SELECT pg_is_in_recovery()")
+                got.append(("select", cur.fetchone()[0]))
+                bad = [k for k, v in got if v != (k == "ro")]
+                if bad:
+                    with lock:
+                        wrong.append((i, n, bad))
+            c.close()
+            with lock:
+                done.append(i)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        self.assertEqual(wrong, [])
+        self.assertEqual(sorted(done), [0, 1, 2, 3], "a client failed")
 
 
 if __name__ == "__main__":
