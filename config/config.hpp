@@ -202,6 +202,10 @@ struct ReadOnly {
   Fallback fallback = Fallback::primary;
   enum class Balance : uint8_t { least_connections, round_robin };
   Balance balance = Balance::least_connections;
+  /// postgresql in transaction mode: the read-write database's transactions
+  /// begun READ ONLY (or under default_transaction_read_only) lease from this
+  /// database's pool of the same user.
+  bool route_transactions = false;
   bool operator==(const ReadOnly&) const = default;
 };
 

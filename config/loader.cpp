@@ -143,6 +143,7 @@ struct DatabaseMarks {
   std::optional<Location> hosts_key;
   std::optional<Location> replicas_key;
   std::optional<Location> read_only_key;
+  std::optional<Location> route_key;  ///< read_only.route_transactions, when written
   /// An entry made from read_only: the path its messages name ("databases[0].read_only").
   std::string path;
 };
@@ -679,6 +680,11 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
                                    x, {{"least_connections", ReadOnly::Balance::least_connections},
                                        {"round_robin", ReadOnly::Balance::round_robin}}));
               }},
+             {"route_transactions",
+              [&](const Entry& x) {
+                m.route_key = location_of(x.key);
+                set(r.route_transactions, read_bool(x));
+              }},
          };
          if (!read_map(v, ro_fields)) return;
          if (r.readmit_lag > r.max_replica_lag) {
@@ -936,6 +942,7 @@ void Loader::add_read_only_entries(Config& c) {
     m.name = m.read_only_key.value_or(m.name);
     m.replicas_key.reset();
     m.read_only_key.reset();
+    m.route_key.reset();
     m.path = indexed("databases", i) + ".read_only";
     c.databases.push_back(std::move(ro));
     databases_.push_back(std::move(m));
@@ -991,6 +998,12 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
     if (m.driver_ok && m.read_only_key && !multi) {
       problem(*m.read_only_key,
               path + ".read_only: only the postgresql and mysql drivers have read replicas");
+    }
+    if (m.driver_ok && m.route_key && db.read_only.route_transactions &&
+        (db.driver != "postgresql" || db.pool.mode != PoolMode::transaction)) {
+      problem(*m.route_key, path +
+                                ".read_only.route_transactions: only a postgresql database in "
+                                "transaction pool mode routes its read-only transactions");
     }
     if (m.replicas_key && !db.replicas.empty() && db.read_only.name.empty()) {
       problem(*m.replicas_key, path +

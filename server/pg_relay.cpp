@@ -20,6 +20,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -117,6 +118,11 @@ std::shared_ptr<PgClient::Prepared> PgClient::register_parse(const relay::ParseM
 PgRelay::Check PgRelay::check() {
   if (!c_.session_ || c_.skip_until_sync_ || c_.in_.empty()) return Check::no;
   if (!c_.session_->pool().pg_native() || c_.session_->mode() != config::PoolMode::transaction) {
+    return Check::no;
+  }
+  // read_only.route_transactions: a read-only transaction's lease is taken on
+  // the ordinary path, where the session picks the read-only database's pool.
+  if (c_.session_->routes_reads() && !c_.session_->backend() && read_only_ahead()) {
     return Check::no;
   }
   // Open portals, or an implicit transaction of messages before this batch
@@ -946,6 +952,33 @@ bool PgRelay::send_behind(Backend& b, bool known) {
   RelayPath::of(c_.loop_).joined(c_, b, sent_all);
   c_.session_->pool().metrics().pipelined.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+bool PgRelay::read_only_ahead() {
+  if (c_.session_->default_read_only()) return true;
+  // The first message decides: a Query or a Parse that opens a read-only transaction.
+  const auto buf = c_.in_.view();
+  if (buf.size() < 5 || (buf[0] != 'Q' && buf[0] != 'P')) return false;
+  const size_t len = size_t{buf[1]} << 24 | size_t{buf[2]} << 16 | size_t{buf[3]} << 8 | buf[4];
+  if (len < 4 || buf.size() - 1 < len) return false;
+  const std::string_view body(reinterpret_cast<const char*>(buf.data()) + 5, len - 4);
+  std::string_view text;
+  if (buf[0] == 'Q') {
+    text = body.substr(0, body.find('\0'));
+  } else {
+    relay::ParseMsg parse;
+    if (!relay::parse_parse(body, parse)) return false;
+    text = parse.sql;
+  }
+  // The lexer only for a text that may begin a transaction (a comment may come first).
+  size_t b = 0;
+  while (b < text.size() && std::isspace(static_cast<unsigned char>(text[b])))
+    ++b;
+  const char first = b < text.size() ? static_cast<char>(std::toupper(text[b])) : '\0';
+  const bool ro = (first == 'B' || first == 'S' || first == '/' || first == '-') &&
+                  begins_read_only(text, c_.session_->settings().backslash_quotes());
+  c_.session_->lease_read_only(ro);
+  return ro;
 }
 
 bool PgRelay::join() {

@@ -70,6 +70,10 @@ class PgRelay {
   /// nothing was sent). The client then waits in the backend's train until
   /// finish of the batch before it hands the lease over.
   bool join();
+  /// read_only.route_transactions: the batch at in_'s front begins a read-only
+  /// transaction (noted in the session), or every transaction is one
+  /// (default_transaction_read_only).
+  bool read_only_ahead();
   /// The batch at in_'s front uses only statements `b`'s server has.
   bool known_on(Backend& b);
   /// start(&b), sent, and the client in `b`'s train (false: nothing sent).

@@ -24,7 +24,8 @@ std::atomic<uint64_t> next_session_id{1};
 
 Session::Session(DatabasePoolPtr pool, const UserRecord& user, BlockingExecutor& blocking,
                  config::Duration query_timeout)
-    : pool_(std::move(pool)),
+    : pool_(pool),
+      primary_(std::move(pool)),
       user_(user),
       blocking_(blocking),
       query_timeout_(query_timeout),
@@ -36,12 +37,13 @@ Session::~Session() {
   // finish() is the orderly path; this only runs when the event loop is torn
   // down under a session (shutdown). The pool is told the backend is unusable.
   give_back(false);
-  pool_->metrics().clients.fetch_sub(1, std::memory_order_relaxed);
+  primary_->metrics().clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Session::adopt(Backend* b, std::chrono::steady_clock::duration waited) {
   pool_->metrics().acquire_wait.observe(waited);
   queued_ = false;
+  read_only_next_ = false;
   backend_ = b;
   if (client_metrics_) client_metrics_->active.fetch_add(1, std::memory_order_relaxed);
   spdlog::trace("session {}: holds backend {} of database {}", id_, backend_->id,
@@ -71,6 +73,17 @@ db::Error Session::acquire_error(const AcquireError& e) {
       break;
   }
   return err;
+}
+
+bool Session::default_read_only() const {
+  auto v = settings_.get("default_transaction_read_only");
+  return v && (*v == "on" || *v == "true" || *v == "1" || *v == "yes");
+}
+
+void Session::choose_pool() {
+  if (!reads_ || backend_ || waiting_ || queued_) return;
+  const bool reads = read_only_next_ || default_read_only();
+  pool_ = reads ? reads_ : primary_;
 }
 
 bool Session::can_wait_now() const {
@@ -107,6 +120,7 @@ void Session::wait_begin() {
 
 void Session::wait_backend(asio::any_io_executor executor, DatabasePool::AcquireHandler done,
                            bool pipelined) {
+  choose_pool();
   wait_begin();
   waiter_ = pool_->acquire_async(std::move(executor), std::move(done), pipelined);
 }
@@ -140,6 +154,7 @@ Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got,
 
 bool Session::try_backend_now() {
   if (backend_) return !settings_pending_;
+  choose_pool();
   if (cancel_reason_ != CancelReason::none || pool_->paused()) return false;
   Backend* b = pool_->try_acquire();
   return b && settle(b, {}, true) == Granted::ready;
@@ -148,6 +163,7 @@ bool Session::try_backend_now() {
 asio::awaitable<std::optional<db::Error>> Session::ensure_backend(bool pipelined) {
   if (!backend_ && try_backend_now()) co_return std::nullopt;
   for (int tries = 0; !backend_; ++tries) {
+    choose_pool();
     wait_begin();
     // PAUSE: wait for RESUME. Polled (a paused pool is a maintenance window, not
     // the hot path); a cancel, the drain's termination or the pool's shutdown
@@ -207,6 +223,7 @@ void Session::give_back(bool healthy) {
   implicit_ = false;
   pool_->release(backend_, healthy);
   backend_ = nullptr;
+  if (reads_) pool_ = primary_;  // a routed read-only transaction's lease is over
   if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -553,6 +570,7 @@ void Session::hand_over(Session& next) {
   (void)b->conn.set_event_sink(nullptr);
   tx_ = db::Transaction();
   backend_ = nullptr;
+  if (reads_) pool_ = primary_;  // as give_back
   if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
   spdlog::trace("session {}: hands backend {} to session {}", id_, b->id, next.id_);
   b->applied_session = next.id_;

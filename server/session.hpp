@@ -38,6 +38,8 @@ class Session : public db::EventSink {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  /// The pool of the lease held or being taken: the read-write database's, or
+  /// the read-only one's for a routed read-only transaction.
   DatabasePool& pool() { return *pool_; }
   const DatabasePoolPtr& pool_ptr() const { return pool_; }
   const UserRecord& user() const { return user_; }
@@ -54,6 +56,16 @@ class Session : public db::EventSink {
   std::chrono::system_clock::time_point request_time() const { return request_time_; }
 
   // ---- the backend lease
+
+  /// read_only.route_transactions: read-only transactions lease from `reads`
+  /// (the read-only database's pool of this user), everything else from the
+  /// session's own pool.
+  void set_read_pool(DatabasePoolPtr reads) { reads_ = std::move(reads); }
+  bool routes_reads() const { return reads_ != nullptr; }
+  /// The next lease (the client's next transaction) is a read-only one.
+  void lease_read_only(bool on) { read_only_next_ = on; }
+  /// default_transaction_read_only is on: every transaction leases from `reads`.
+  bool default_read_only() const;
 
   /// Acquires a backend if the session holds none. On failure, an error for the
   /// client (53300 pool timeout; a failed open's own SQLSTATE, else 08006;
@@ -248,7 +260,9 @@ class Session : public db::EventSink {
       const std::string& key, const std::string& sql, const std::vector<db::ParamInfo>& hints);
 
  private:
-  DatabasePoolPtr pool_;
+  DatabasePoolPtr pool_;     ///< the lease's pool (primary_ or reads_)
+  DatabasePoolPtr primary_;  ///< the client's database's pool
+  DatabasePoolPtr reads_;    ///< set_read_pool's, or none
   const UserRecord& user_;
   BlockingExecutor& blocking_;
   config::Duration query_timeout_;
@@ -265,6 +279,8 @@ class Session : public db::EventSink {
   boost::asio::awaitable<void> wait_fd(Backend& b, int fd, bool write);
 
   void give_back(bool healthy);
+  /// Before a lease: pool_ becomes the pool the next transaction reads from.
+  void choose_pool();
   /// The client's error for a failed acquire (53300; the open's SQLSTATE or
   /// 08006; 57P01).
   db::Error acquire_error(const AcquireError& e);
@@ -302,6 +318,7 @@ class Session : public db::EventSink {
   /// to that statement once it runs (statement_begin keeps it).
   bool cancelled_waiting_ = false;
   bool settings_pending_ = false;  ///< try_backend_now took a backend sync_settings must finish
+  bool read_only_next_ = false;    ///< lease_read_only's, until a lease is taken
 };
 
 }  // namespace wirepool::server

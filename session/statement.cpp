@@ -1,7 +1,11 @@
 // Statement routing for the session layer (statement.hpp).
 #include "session/statement.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <utility>
+
+#include "sql/lexer.hpp"
 
 namespace wirepool::server {
 
@@ -48,6 +52,38 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
   c.block = info.block;
   c.block_name = info.block_name;
   return c;
+}
+
+bool begins_read_only(std::string_view text, bool backslash_quotes) {
+  auto stmts = sql::split_statements(text, sql::Dialect::postgres, backslash_quotes);
+  if (stmts.empty()) return false;
+  const auto verb = sql::leading_words(stmts[0], sql::Dialect::postgres, 2);
+  if (verb.empty()) return false;
+  if (verb[0] != "BEGIN" && !(verb[0] == "START" && verb.size() == 2 && verb[1] == "TRANSACTION")) {
+    return false;
+  }
+  // The modes are keywords separated by spaces or commas: look for READ ONLY.
+  std::string_view rest = stmts[0];
+  bool after_read = false;
+  while (!rest.empty()) {
+    size_t b = 0;
+    while (b < rest.size() && !std::isalpha(static_cast<unsigned char>(rest[b])))
+      ++b;
+    size_t e = b;
+    while (e < rest.size() && std::isalnum(static_cast<unsigned char>(rest[e])))
+      ++e;
+    const std::string_view w = rest.substr(b, e - b);
+    rest.remove_prefix(e);
+    auto is = [&w](std::string_view kw) {
+      return w.size() == kw.size() &&
+             std::equal(w.begin(), w.end(), kw.begin(), [](char x, char y) {
+               return std::toupper(static_cast<unsigned char>(x)) == y;
+             });
+    };
+    if (after_read && is("ONLY")) return true;
+    after_read = is("READ");
+  }
+  return false;
 }
 
 }  // namespace wirepool::server

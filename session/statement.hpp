@@ -38,6 +38,10 @@ struct Classified {
 /// SET/SHOW/DISCARD/LISTEN themselves.
 Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings);
 
+/// The first statement of `text` is a BEGIN / START TRANSACTION whose modes
+/// make the transaction READ ONLY (`BEGIN ISOLATION LEVEL ... , READ ONLY`).
+bool begins_read_only(std::string_view text, bool backslash_quotes = false);
+
 /// Why a statement was cancelled (57014's message says which).
 enum class CancelReason : uint8_t { none, user, timeout, client_gone };
 

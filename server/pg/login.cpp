@@ -333,7 +333,13 @@ awaitable<bool> PgClient::login() {
   }
   if (facts.admin_console) co_return co_await admin_login(*record);
   if (!co_await open_session(*record, user, database, params, options)) co_return false;
-  co_return co_await finish_login(user, database);
+  if (!co_await finish_login(user, database)) co_return false;
+  // After the login's own lease, whose parameters the client's database reports.
+  const auto& ro = session_->pool().config().read_only;
+  if (ro.route_transactions && !ro.name.empty() && session_->pool().config().reads_of.empty()) {
+    if (auto reads = server_.pool_for(ro.name, user)) session_->set_read_pool(std::move(reads));
+  }
+  co_return true;
 }
 
 awaitable<bool> PgClient::open_session(const UserRecord& record, const std::string& user,

@@ -11,7 +11,9 @@
 //  - read_only.readmit_lag loads (0 = 4/5 of max_replica_lag by default);
 //  - refused: read_only without a name, a name already taken, an unknown
 //    fallback or balance, a readmit_lag above max_replica_lag, replicas without read_only,
-//    read_only for sqlite.
+//    read_only for sqlite;
+//  - read_only.route_transactions is off by default and loads when on;
+//    refused for mysql and for a postgresql entry not in transaction mode.
 
 #include <gtest/gtest.h>
 
@@ -145,6 +147,31 @@ TEST(ConfigHosts, BadReadOnlySettingsAreRefused) {
                                       "    read_only: { name: app_ro }\n" +
                                       kUsers),
                           5, 5, "only the postgresql and mysql drivers have read replicas"));
+}
+
+TEST(ConfigHosts, RouteTransactionsIsOptIn) {
+  const std::string head =
+      "databases:\n"
+      "  - name: app\n"
+      "    driver: postgresql\n"
+      "    connection: \"dbname=app\"\n";
+  const Config off = load_string(head + "    read_only: { name: app_ro }\n" + kUsers, kFile);
+  EXPECT_FALSE(off.databases[0].read_only.route_transactions);
+  const Config on = load_string(
+      head + "    read_only: { name: app_ro, route_transactions: true }\n" + kUsers, kFile);
+  EXPECT_TRUE(on.databases[0].read_only.route_transactions);
+  EXPECT_TRUE(has_problem(
+      problems_of(head + "    pool: { mode: session }\n" +
+                  "    read_only: { name: app_ro, route_transactions: true }\n" + kUsers),
+      6, 32, "only a postgresql database in transaction pool mode"));
+  EXPECT_TRUE(
+      has_problem(problems_of("databases:\n"
+                              "  - name: app\n"
+                              "    driver: mysql\n"
+                              "    connection: \"dbname=app\"\n"
+                              "    read_only: { name: app_ro, route_transactions: true }\n" +
+                              kUsers),
+                  5, 32, "only a postgresql database in transaction pool mode"));
 }
 
 }  // namespace

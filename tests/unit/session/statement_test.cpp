@@ -6,6 +6,10 @@
 // the session for backends without settings, passed through for those with
 // them, except DEALLOCATE and DISCARD ALL, which are always the session's; MySQL's SHOW goes to
 // MySQL; comments before the statement; the verb for the command tag.
+// begins_read_only: BEGIN / START TRANSACTION with READ ONLY among its modes
+// (with an isolation level, commas or not, any case, first of several
+// statements); not READ WRITE, a plain BEGIN, SET TRANSACTION READ ONLY, or a
+// later statement's READ ONLY.
 
 #include <gtest/gtest.h>
 
@@ -103,6 +107,24 @@ TEST(Classify, BlockRulesAreTheOnesPostgreSQLApplies) {
   }
   // Other dialects have no such rules here.
   EXPECT_EQ(classify("SAVEPOINT a", sql::Dialect::sqlite, false).block, R::any);
+}
+
+TEST(Statement, BeginsReadOnly) {
+  EXPECT_TRUE(begins_read_only("BEGIN READ ONLY"));
+  EXPECT_TRUE(begins_read_only("begin transaction read only;"));
+  EXPECT_TRUE(begins_read_only("START TRANSACTION READ ONLY"));
+  EXPECT_TRUE(begins_read_only("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+  EXPECT_TRUE(begins_read_only("BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE"));
+  EXPECT_TRUE(begins_read_only("  /* c */ BEGIN READ ONLY; SELECT 1; COMMIT"));
+  EXPECT_FALSE(begins_read_only("BEGIN"));
+  EXPECT_FALSE(begins_read_only("BEGIN READ WRITE"));
+  EXPECT_FALSE(begins_read_only("BEGIN ISOLATION LEVEL READ COMMITTED"));
+  EXPECT_FALSE(begins_read_only("BEGIN ISOLATION LEVEL REPEATABLE READ"));
+  EXPECT_FALSE(begins_read_only("START TRANSACTION"));
+  EXPECT_FALSE(begins_read_only("SET TRANSACTION READ ONLY"));
+  EXPECT_FALSE(begins_read_only("SELECT 'READ ONLY'"));
+  EXPECT_FALSE(begins_read_only("BEGIN; SET TRANSACTION READ ONLY"));
+  EXPECT_FALSE(begins_read_only(""));
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ TEST(SessionEffects, TransactionScopedAndQuotedTextHaveNone) {
   EXPECT_TRUE(mentions_session_functions("set_config"));
   EXPECT_TRUE(mentions_session_functions("SELECT a_b, pg_try_ADVISORY_LOCK_shared(1)"));
   EXPECT_TRUE(mentions_session_functions("SELECT x FROM t_ WHERE f(set_config('a','b',false))"));
-  for (std::string_view text : {"", "_", "set_confi", "et_config", "advisory_loc", "SELECT _config_"}) {
+  for (std::string_view text :
+       {"", "_", "set_confi", "et_config", "advisory_loc", "SELECT _config_"}) {
     EXPECT_FALSE(mentions_session_functions(text)) << text;
   }
 }

@@ -1,0 +1,255 @@
+"""Read-only transactions of a read-write database routed to a standby
+(read_only.route_transactions, docs/high-availability.md#routing-read-only-transactions),
+against a PostgreSQL 15 primary and a streaming standby that this module
+starts itself (tests/fixtures/pgserver.py). `app` routes (its read-only
+database `app_ro`, fallback: refuse); `plain` has a read-only database but
+does not route. Which server answers is `pg_is_in_recovery()`.
+
+RouteTest:
+  a. `BEGIN READ ONLY` / `START TRANSACTION READ ONLY` / `BEGIN ISOLATION LEVEL
+     REPEATABLE READ, READ ONLY` (also in one Query with the SELECT) run on the
+     standby; a plain transaction and a single statement on the primary, before
+     and after;
+  b. an INSERT inside BEGIN READ ONLY fails with PostgreSQL's own 25006 and
+     message (compared with the primary's answer directly), then ROLLBACK, and
+     the session goes on on the primary;
+  c. psycopg2's set_session(readonly=True): outside autocommit it sends
+     `BEGIN READ ONLY` (standby); in autocommit it sends `SET
+     default_transaction_read_only`, after which every transaction goes to the
+     standby until it is set off;
+  d. psql: -c "BEGIN READ ONLY" -c "SELECT pg_is_in_recovery()" -c "COMMIT";
+     node-postgres with the extended protocol (BEGIN READ ONLY as a named
+     Parse/Bind/Execute), the relay's path for the statements inside;
+  e. with the option off (`plain`) every transaction, READ ONLY or not, runs
+     on the primary.
+  f. four clients at once (pool max 2: they wait and pipeline), each mixing
+     read-only transactions, writes and single SELECTs 60 times: every
+     read-only transaction ran on the standby, everything else on the primary.
+On a binary without the option the configuration is refused (a, b, c, d fail).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import psycopg2
+
+from harness import NODE_PATH, WirepoolTestCase, psql
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                       "pgserver.py")
+
+
+def fixture(*args):
+    subprocess.run([sys.executable, FIXTURE, *args], check=True, capture_output=True)
+
+
+class RouteTest(WirepoolTestCase):
+    users = """
+      - { name: alice, password: wonderland }
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="route-reads-")
+        fixture("start", cls.dir)
+        fixture("standby", cls.dir, "--name=standby")
+        with open(os.path.join(cls.dir, "info.json")) as f:
+            cls.info = json.load(f)
+        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
+        nodes = cls.info["nodes"]
+        n = nodes["primary"]
+        c = psycopg2.connect(host=n["socket_dir"], port=n["port"], user="postgres",
+                             dbname=cls.info["database"], connect_timeout=5)
+        c.autocommit = True
+        c.cursor().execute("CREATE TABLE IF NOT EXISTS t (x int); GRANT ALL ON t TO wirepool")
+        c.close()
+        hosts = "\n".join(f"              - {{ host: 127.0.0.1, port: {nodes[x]['port']} }}"
+                          for x in ("primary", "standby"))
+        entry = """
+          - name: {name}
+            driver: postgresql
+            connection: "user=wirepool dbname=wirepool connect_timeout=2"
+            password_env: WIREPOOL_TEST_PG_PASSWORD
+            hosts:
+{hosts}
+            read_only: {{ name: {name}_ro, fallback: refuse{route} }}
+            health_check: {{ interval: 200ms, failover_interval: 100ms, failover_timeout: 5s }}
+            pool: {{ mode: transaction, max: 2, acquire_timeout: 10s }}
+        """
+        cls.databases = (entry.format(name="app", hosts=hosts, route=", route_transactions: true")
+                         + entry.format(name="plain", hosts=hosts, route=""))
+        try:
+            super().setUpClass()
+        except Exception:
+            fixture("stop", cls.dir)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            fixture("stop", cls.dir)
+
+    def connect(self, database="app"):
+        c = psycopg2.connect(self.wp.kv(database=database))
+        c.autocommit = True  # psycopg2 sends no BEGIN of its own
+        return c
+
+    def on_standby(self, cur, begin):
+        """Runs `begin`, then SELECT pg_is_in_recovery(), then COMMIT."""
+        cur.execute(begin)
+        cur.execute("SELECT pg_is_in_recovery()")
+        r = cur.fetchone()[0]
+        cur.execute("COMMIT")
+        return r
+
+    def test_a_read_only_transactions_run_on_the_standby(self):
+        c = self.connect()
+        cur = c.cursor()
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0], "a single statement runs on the primary")
+        for begin in ("BEGIN READ ONLY", "begin transaction read only",
+                      "START TRANSACTION READ ONLY",
+                      "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"):
+            self.assertTrue(self.on_standby(cur, begin), begin)
+            self.assertFalse(self.on_standby(cur, "BEGIN"), "a plain BEGIN after " + begin)
+        cur.execute("BEGIN READ ONLY; SELECT pg_is_in_recovery()")
+        self.assertTrue(cur.fetchone()[0], "BEGIN READ ONLY and SELECT in one Query")
+        cur.execute("COMMIT")
+        self.assertFalse(self.on_standby(cur, "BEGIN READ WRITE"))
+        cur.execute("INSERT INTO t VALUES (1)")  # and writes go on
+        c.close()
+
+    def test_b_a_write_inside_begin_read_only_fails_as_postgresql_says(self):
+        n = self.info["nodes"]["primary"]
+        d = psycopg2.connect(host=n["socket_dir"], port=n["port"], user="postgres",
+                             dbname=self.info["database"], connect_timeout=5)
+        d.autocommit = True
+        dc = d.cursor()
+        dc.execute("BEGIN READ ONLY")
+        with self.assertRaises(psycopg2.Error) as direct:
+            dc.execute("INSERT INTO t VALUES (2)")
+        d.close()
+        c = self.connect()
+        cur = c.cursor()
+        cur.execute("BEGIN READ ONLY")
+        with self.assertRaises(psycopg2.Error) as cm:
+            cur.execute("INSERT INTO t VALUES (2)")
+        self.assertEqual(cm.exception.pgcode, "25006")
+        self.assertEqual(cm.exception.pgcode, direct.exception.pgcode)
+        self.assertEqual(cm.exception.pgerror, direct.exception.pgerror)
+        cur.execute("ROLLBACK")
+        cur.execute("INSERT INTO t VALUES (3)")
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0])
+        c.close()
+
+    def test_c_psycopg2_read_only_sessions(self):
+        c = psycopg2.connect(self.wp.kv())
+        c.set_session(readonly=True)  # outside autocommit: BEGIN READ ONLY
+        cur = c.cursor()
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertTrue(cur.fetchone()[0])
+        c.commit()
+        c.set_session(readonly=False)
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0])
+        c.commit()
+        c.autocommit = True
+        c.set_session(readonly=True)  # in autocommit: SET default_transaction_read_only
+        cur.execute("SHOW default_transaction_read_only")
+        self.assertEqual(cur.fetchone()[0], "on")
+        for _ in range(3):
+            cur.execute("SELECT pg_is_in_recovery()")
+            self.assertTrue(cur.fetchone()[0], "default_transaction_read_only on")
+        self.assertTrue(self.on_standby(cur, "BEGIN"))
+        with self.assertRaises(psycopg2.Error) as cm:
+            cur.execute("INSERT INTO t VALUES (4)")
+        self.assertEqual(cm.exception.pgcode, "25006")
+        c.set_session(readonly=False)
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0], "default_transaction_read_only off again")
+        cur.execute("INSERT INTO t VALUES (4)")
+        c.close()
+
+    def test_d_psql(self):
+        r = psql(self.wp.dsn(), "-c", "BEGIN READ ONLY", "-c", "SELECT pg_is_in_recovery()",
+                 "-c", "COMMIT", "-c", "SELECT pg_is_in_recovery()")
+        self.assertEqual(r.stdout.split(), ["BEGIN", "t", "COMMIT", "f"], r.stdout)
+
+    def test_d_node_postgres_extended_protocol(self):
+        script = """
+          const { Client } = require('pg');
+          (async () => {
+            const c = new Client({ connectionString: process.argv[1] });
+            await c.connect();
+            const rec = async () => (await c.query(
+              { name: 'rec', text: 'SELECT pg_is_in_recovery() AS r, $1::int AS n', values: [1] }
+            )).rows[0].r;
+            const out = [];
+            await c.query({ name: 'b', text: 'BEGIN READ ONLY' });
+            out.push(await rec());
+            await c.query({ name: 'c', text: 'COMMIT' });
+            out.push(await rec());
+            await c.query({ name: 'p', text: 'BEGIN' });
+            out.push(await rec());
+            await c.query({ name: 'c', text: 'COMMIT' });
+            await c.end();
+            console.log(JSON.stringify(out));
+          })().catch(e => { console.error(e); process.exit(1); });
+        """
+        r = subprocess.run(["node", "-e", script, self.wp.dsn()], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, NODE_PATH=NODE_PATH))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), [True, False, False])
+
+    def test_e_without_the_option_everything_runs_on_the_primary(self):
+        c = self.connect("plain")
+        cur = c.cursor()
+        for begin in ("BEGIN READ ONLY", "START TRANSACTION READ ONLY", "BEGIN"):
+            self.assertFalse(self.on_standby(cur, begin), begin)
+        cur.execute("SET default_transaction_read_only = on")
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0])
+        c.close()
+
+    def test_f_concurrent_clients_mixing_reads_and_writes(self):
+        wrong = []
+        done = []
+        lock = threading.Lock()
+
+        def client(i):
+            c = self.connect()
+            cur = c.cursor()
+            for n in range(60):
+                got = []
+                got.append(("ro", self.on_standby(cur, "BEGIN READ ONLY")))
+                cur.execute("INSERT INTO t VALUES (%s) RETURNING pg_is_in_recovery()", (n,))
+                got.append(("write", cur.fetchone()[0]))
+                cur.execute("SELECT pg_is_in_recovery()")
+                got.append(("select", cur.fetchone()[0]))
+                bad = [k for k, v in got if v != (k == "ro")]
+                if bad:
+                    with lock:
+                        wrong.append((i, n, bad))
+            c.close()
+            with lock:
+                done.append(i)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        self.assertEqual(wrong, [])
+        self.assertEqual(sorted(done), [0, 1, 2, 3], "a client failed")
+
+
+if __name__ == "__main__":
+    unittest.main()
