@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sql/lexer.hpp"
+#include "sql/pg_tokens.hpp"
 
 namespace wirepool::server {
 
@@ -62,26 +63,20 @@ bool begins_read_only(std::string_view text, bool backslash_quotes) {
   if (verb[0] != "BEGIN" && !(verb[0] == "START" && verb.size() == 2 && verb[1] == "TRANSACTION")) {
     return false;
   }
-  // The modes are keywords separated by spaces or commas: look for READ ONLY.
-  std::string_view rest = stmts[0];
+  // The modes are keywords separated by commas: READ ONLY among them. The
+  // tokens skip comments, so a comment cannot route a transaction.
   bool after_read = false;
-  while (!rest.empty()) {
-    size_t b = 0;
-    while (b < rest.size() && !std::isalpha(static_cast<unsigned char>(rest[b])))
-      ++b;
-    size_t e = b;
-    while (e < rest.size() && std::isalnum(static_cast<unsigned char>(rest[e])))
-      ++e;
-    const std::string_view w = rest.substr(b, e - b);
-    rest.remove_prefix(e);
+  for (const auto& t : sql::pg_client_tokens(stmts[0], sql::Dialect::postgres)) {
+    const std::string_view w = std::string_view(stmts[0]).substr(t.begin, t.end - t.begin);
     auto is = [&w](std::string_view kw) {
       return w.size() == kw.size() &&
              std::equal(w.begin(), w.end(), kw.begin(), [](char x, char y) {
                return std::toupper(static_cast<unsigned char>(x)) == y;
              });
     };
-    if (after_read && is("ONLY")) return true;
-    after_read = is("READ");
+    const bool word = t.kind == sql::PgToken::Kind::word;
+    if (word && after_read && is("ONLY")) return true;
+    after_read = word && is("READ");
   }
   return false;
 }

@@ -118,6 +118,10 @@ TEST(Statement, BeginsReadOnly) {
   EXPECT_TRUE(begins_read_only("  /* c */ BEGIN READ ONLY; SELECT 1; COMMIT"));
   EXPECT_FALSE(begins_read_only("BEGIN"));
   EXPECT_FALSE(begins_read_only("BEGIN READ WRITE"));
+  // Comments are not modes.
+  EXPECT_FALSE(begins_read_only("BEGIN /* READ ONLY */"));
+  EXPECT_FALSE(begins_read_only("BEGIN -- READ ONLY\n"));
+  EXPECT_TRUE(begins_read_only("BEGIN /* x */ READ /* y */ ONLY"));
   EXPECT_FALSE(begins_read_only("BEGIN ISOLATION LEVEL READ COMMITTED"));
   EXPECT_FALSE(begins_read_only("BEGIN ISOLATION LEVEL REPEATABLE READ"));
   EXPECT_FALSE(begins_read_only("START TRANSACTION"));
