@@ -4,6 +4,7 @@
 #include "sql/rewrite.hpp"
 #include "sql/pg_tokens.hpp"
 #include "sql/rewrite_mysql.hpp"
+#include "sql/text_edits.hpp"
 #include "sql/tokenizer.hpp"
 #include "sql/utf8.hpp"
 
@@ -206,33 +207,11 @@ class PgRewriter {
     for (size_t i = 0; i < toks_.size(); ++i)
       i = step(i);
     if (edits_.empty()) return std::nullopt;
-    std::stable_sort(edits_.begin(), edits_.end(), [](const Edit& a, const Edit& b) {
-      if (a.pos != b.pos) return a.pos < b.pos;
-      if ((a.len > 0) != (b.len > 0)) return a.len == 0;
-      return a.len == 0 && a.seq > b.seq;  // insertions: the outer (later) one first
-    });
-    std::string out;
-    out.reserve(t_.size() + 64);
-    size_t copied = 0;
-    for (const Edit& e : edits_) {
-      if (e.pos < copied) continue;  // inside a span already replaced
-      out.append(t_.substr(copied, e.pos - copied));
-      out.append(e.text);
-      copied = e.pos + e.len;
-    }
-    out.append(t_.substr(copied));
-    return out;
+    return edits_.apply(t_);
   }
 
  private:
   static constexpr size_t kNone = std::string_view::npos;
-
-  struct Edit {
-    size_t pos;
-    size_t len;  // bytes replaced; 0 inserts
-    std::string text;
-    int seq;
-  };
 
   std::string_view txt(size_t i) const { return text_of(t_, toks_[i]); }
   bool ch(size_t i, char c) const {
@@ -271,9 +250,9 @@ class PgRewriter {
   }
 
   void replace(size_t from, size_t to, std::string text) {
-    edits_.push_back({from, to - from, std::move(text), seq_++});
+    edits_.replace(from, to, std::move(text));
   }
-  void insert(size_t at, std::string text) { edits_.push_back({at, 0, std::move(text), seq_++}); }
+  void insert(size_t at, std::string text) { edits_.insert(at, std::move(text)); }
   void replace_tokens(size_t first, size_t last, std::string text) {
     replace(toks_[first].begin, toks_[last].end, std::move(text));
   }
@@ -627,11 +606,10 @@ class PgRewriter {
   std::vector<Token> toks_;
   std::vector<size_t> match_;   // the index of the matching ( ) or [ ]
   std::vector<size_t> pstart_;  // where the operand ending at a token starts
-  std::vector<Edit> edits_;
+  TextEdits edits_;
   std::vector<std::pair<std::pair<size_t, std::string>, std::string>> srf_;
   std::vector<std::string> series_;  // aliases of generate_series() in FROM
   std::vector<size_t> series_at_;    // where they are declared
-  int seq_ = 0;
 };
 
 }  // namespace

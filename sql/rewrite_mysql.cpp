@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sql/pg_tokens.hpp"
+#include "sql/text_edits.hpp"
 
 namespace wirepool::sql {
 
@@ -149,39 +150,17 @@ class MysqlRewriter : Tokens {
     for (size_t i = 0; i < toks_.size(); ++i)
       i = step(i);
     if (edits_.empty()) return std::nullopt;
-    std::stable_sort(edits_.begin(), edits_.end(), [](const Edit& a, const Edit& b) {
-      if (a.pos != b.pos) return a.pos < b.pos;
-      if ((a.len > 0) != (b.len > 0)) return a.len == 0;
-      return a.len == 0 && a.seq > b.seq;  // insertions: the outer (later) one first
-    });
-    std::string out;
-    out.reserve(t_.size() + 32);
-    size_t copied = 0;
-    for (const Edit& e : edits_) {
-      if (e.pos < copied) continue;
-      out.append(t_.substr(copied, e.pos - copied));
-      out.append(e.text);
-      copied = e.pos + e.len;
-    }
-    out.append(t_.substr(copied));
-    return out;
+    return edits_.apply(t_);
   }
 
  private:
-  struct Edit {
-    size_t pos;
-    size_t len;  // bytes replaced; 0 inserts
-    std::string text;
-    int seq;
-  };
-
   void replace(size_t from, size_t to, std::string text) {
-    edits_.push_back({from, to - from, std::move(text), seq_++});
+    edits_.replace(from, to, std::move(text));
   }
   void replace_tokens(size_t first, size_t last, std::string text) {
     replace(toks_[first].begin, toks_[last].end, std::move(text));
   }
-  void insert(size_t at, std::string text) { edits_.push_back({at, 0, std::move(text), seq_++}); }
+  void insert(size_t at, std::string text) { edits_.insert(at, std::move(text)); }
 
   /// Where a qualified name ending at token i starts (a.b.c).
   size_t qualified_start(size_t i) const {
@@ -359,8 +338,7 @@ class MysqlRewriter : Tokens {
   const RewriteOptions& o_;
   std::vector<size_t> match_;   // the index of the matching ( )
   std::vector<size_t> pstart_;  // where the operand ending at a token starts
-  std::vector<Edit> edits_;
-  int seq_ = 0;
+  detail::TextEdits edits_;
 };
 
 bool ident_char(char c) {
