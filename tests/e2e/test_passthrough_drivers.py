@@ -13,7 +13,7 @@ with the backend's SQLSTATE in the log; the backend down gets 08006; bad
 input (a user name or password with a newline, invalid UTF-8, 10,000
 bytes; a password with NUL) gets a clear error and no secret reaches the
 log; a refused name with a newline and ESC leaves neither in the log. On the
-fixture `pg` (postgresql passthrough): 10,000 failed logins with distinct
+fixture `pg` (postgresql passthrough): 3,000 failed logins with distinct
 names leave no pool (SHOW POOLS, watched while they run) and bounded memory
 (RSS before and after); a reload that switches a database from fixed to
 passthrough and back: clients logged in before keep their session and role,
@@ -121,7 +121,7 @@ class MariaPassthroughTest(WirepoolTestCase):
     users = "- { name: admin, password: console, admin: true }"
     tls = "{ generate: true }"
     tds = True
-    # The 10,000 failed logins run at full speed.
+    # The 3,000 failed logins run at full speed.
     server = "login_failure_burst: 1000000"
 
     _login_answer = tp.PassthroughTest.login_answer
@@ -315,7 +315,7 @@ class FailedLoginsLeaveNothingTest(WirepoolTestCase):
 
         watcher = threading.Thread(target=watch)
         watcher.start()
-        n, workers = 10000, 96
+        n, workers = 3000, 96
         got = []  # list.append is atomic across threads
 
         def worker(k):
