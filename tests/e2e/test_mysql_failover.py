@@ -15,12 +15,10 @@ SET GLOBAL read_only = 0):
     none of the writes made afterwards lands on it.
 """
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -28,20 +26,7 @@ import unittest
 import psycopg2
 
 from harness import WirepoolTestCase, admin_rows
-
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
-                       "mariadbserver.py")
-
-
-def fixture(*args):
-    subprocess.run([sys.executable, FIXTURE, *args], check=True, capture_output=True)
-
-
-def root(socket_path, sql, columns=False):
-    r = subprocess.run(["mariadb", "--no-defaults", "-uroot", "--socket=" + socket_path,
-                        "-E" if columns else "-N", "-e", sql],
-                       check=True, capture_output=True, text=True, timeout=30)
-    return r.stdout
+from test_mysql_replicas import fixture, root, start_pair
 
 
 def slave_status(socket_path):
@@ -74,12 +59,8 @@ class MysqlFailoverTest(WirepoolTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="fo-maria-")
-        fixture("start", cls.dir, "--binlog")
+        cls.dir, cls.info = start_pair("fo-maria-")
         try:
-            fixture("replica", cls.dir)
-            with open(os.path.join(cls.dir, "info.json")) as f:
-                cls.info = json.load(f)
             primary_sock, replica_sock = cls.info["socket"], cls.info["replica"]["socket"]
             # Semi-synchronous: a commit is acknowledged once the replica has it.
             root(primary_sock, "SET GLOBAL rpl_semi_sync_master_enabled = ON; "

@@ -36,9 +36,27 @@ def fixture(*args):
     subprocess.run([sys.executable, FIXTURE, *args], check=True, capture_output=True)
 
 
-def root(socket_path, sql):
-    subprocess.run(["mariadb", "--no-defaults", "-uroot", "--socket=" + socket_path, "-e", sql],
-                   check=True, capture_output=True, timeout=30)
+def root(socket_path, sql, columns=False):
+    """Runs `sql` as MariaDB's root on `socket_path`; its output (-E with
+    columns, else -N). test_mysql_failover uses it too."""
+    r = subprocess.run(["mariadb", "--no-defaults", "-uroot", "--socket=" + socket_path,
+                        "-E" if columns else "-N", "-e", sql],
+                       check=True, capture_output=True, text=True, timeout=30)
+    return r.stdout
+
+
+def start_pair(prefix):
+    """A binlog primary and its replica in a new folder: (folder, info.json's
+    content). The caller stops them with fixture("stop", folder)."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    fixture("start", folder, "--binlog")
+    try:
+        fixture("replica", folder)
+        with open(os.path.join(folder, "info.json")) as f:
+            return folder, json.load(f)
+    except Exception:
+        fixture("stop", folder)
+        raise
 
 
 class MysqlReplicaTest(WirepoolTestCase):
@@ -49,12 +67,8 @@ class MysqlReplicaTest(WirepoolTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="ro-maria-")
-        fixture("start", cls.dir, "--binlog")
+        cls.dir, cls.info = start_pair("ro-maria-")
         try:
-            fixture("replica", cls.dir)
-            with open(os.path.join(cls.dir, "info.json")) as f:
-                cls.info = json.load(f)
             os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = cls.info["password"]
             cls.primary, cls.replica = cls.info["port"], cls.info["replica"]["port"]
             cls.databases = f"""
