@@ -23,7 +23,7 @@ REPO = os.path.abspath(os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from harness import Wirepool  # noqa: E402
 from test_failover import USERS, FailoverTest, cluster, failover_under_load, fixture  # noqa: E402
-from test_failover import direct  # noqa: E402
+from test_failover import make_counter_tables  # noqa: E402
 
 
 def one_run(binary, n):
@@ -31,13 +31,7 @@ def one_run(binary, n):
     wp = None
     try:
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = info["password"]
-        c = direct(info, "primary")
-        c.autocommit = True
-        c.cursor().execute("CREATE TABLE counter (id int PRIMARY KEY, n bigint NOT NULL);"
-                           "INSERT INTO counter VALUES (1, 0);"
-                           "CREATE TABLE log (client int, seq int, PRIMARY KEY (client, seq));"
-                           "GRANT ALL ON counter, log TO wirepool")
-        c.close()
+        make_counter_tables(info)
         FailoverTest.info = info
         wp = Wirepool(FailoverTest.entry(), USERS, "log: { level: info }", name="failover",
                       binary=binary).start()

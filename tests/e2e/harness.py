@@ -17,6 +17,7 @@ import struct
 import subprocess
 import tempfile
 import textwrap
+import threading
 import time
 import unittest
 
@@ -334,6 +335,69 @@ def admin_rows(wp, command, user="ops", password="secret"):
         return []
     header = lines[0].split("|")
     return [dict(zip(header, line.split("|"))) for line in lines[1:]]
+
+
+class CounterWriters:
+    """The failover tests' load: `writers` psycopg2 clients on `dsn` (libpq
+    key=value), each incrementing `counter` row 1 and logging (client, seq) in
+    `log` in one transaction, from `with` until its end. `acked`: the pairs
+    whose COMMIT succeeded; `ambiguous`: those whose COMMIT failed (outcome
+    unknown); `commit_times`: time.monotonic() of each acknowledged commit."""
+
+    def __init__(self, dsn, writers=4):
+        self.dsn = dsn
+        self.acked, self.ambiguous, self.commit_times = set(), set(), []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._writer, args=(c,)) for c in range(writers)]
+
+    def _writer(self, client):
+        import psycopg2
+        seq, conn = 0, None
+        while not self._stop.is_set():
+            seq += 1
+            try:
+                if conn is None:
+                    conn = psycopg2.connect(self.dsn, connect_timeout=20)
+                cur = conn.cursor()
+                cur.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+                cur.execute("INSERT INTO log VALUES (%s, %s)", (client, seq))
+            except psycopg2.Error:
+                conn = None  # failed before COMMIT: rolled back
+                time.sleep(0.02)
+                continue
+            try:
+                conn.commit()
+                with self._lock:
+                    self.acked.add((client, seq))
+                    self.commit_times.append(time.monotonic())
+            except psycopg2.Error:
+                with self._lock:
+                    self.ambiguous.add((client, seq))  # the COMMIT's outcome is unknown
+                conn = None
+
+    def __enter__(self):
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+        return False
+
+    def first_commit_after(self, t):
+        """Seconds from `t` to the first acknowledged commit after it, None if none."""
+        later = [c for c in self.commit_times if c > t]
+        return min(later) - t if later else None
+
+    def assert_exactly_once(self, test, counter, logged):
+        """On `test`: the counter read back equals the logged rows, every
+        acknowledged commit is logged, and every logged row is one a writer made."""
+        test.assertEqual(counter, len(logged), "a transaction applied in part or twice")
+        test.assertEqual(self.acked - logged, set(), "acknowledged commits lost")
+        test.assertEqual(logged - self.acked - self.ambiguous, set(), "commits no client made")
 
 
 class WirepoolTestCase(unittest.TestCase):

@@ -19,13 +19,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import unittest
 
 import psycopg2
 
-from harness import WirepoolTestCase, admin_rows
+from harness import CounterWriters, WirepoolTestCase, admin_rows
 from test_mysql_replicas import fixture, root, start_pair
 
 
@@ -119,39 +118,7 @@ class MysqlFailoverTest(WirepoolTestCase):
     def test_failover_loses_nothing_and_keeps_the_old_primary_out(self):
         self.wait_role(self.primary, "primary")
         self.wait_role(self.replica, "standby")
-        stop = threading.Event()
-        acked, ambiguous, commit_times = set(), set(), []
-        lock = threading.Lock()
-
-        def writer(client):
-            seq, conn = 0, None
-            while not stop.is_set():
-                seq += 1
-                try:
-                    if conn is None:
-                        conn = psycopg2.connect(self.wp.kv(), connect_timeout=20)
-                    cur = conn.cursor()
-                    cur.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
-                    cur.execute("INSERT INTO log VALUES (%s, %s)", (client, seq))
-                except psycopg2.Error:
-                    conn = None  # failed before COMMIT: rolled back
-                    time.sleep(0.02)
-                    continue
-                try:
-                    conn.commit()
-                    with lock:
-                        acked.add((client, seq))
-                        commit_times.append(time.monotonic())
-                except psycopg2.Error:
-                    with lock:
-                        ambiguous.add((client, seq))  # the COMMIT's outcome is unknown
-                    conn = None
-
-        threads = [threading.Thread(target=writer, args=(c,)) for c in range(4)]
-        for t in threads:
-            t.start()
-        promoted = None
-        try:
+        with CounterWriters(self.wp.kv()) as load:
             time.sleep(1.0)
             with open(os.path.join(self.dir, "pid")) as f:
                 os.kill(int(f.read().strip()), signal.SIGKILL)
@@ -159,23 +126,17 @@ class MysqlFailoverTest(WirepoolTestCase):
             promoted = time.monotonic()  # before the promotion starts: an upper bound
             promote(self.info["replica"]["socket"])
             time.sleep(2.5)
-        finally:
-            stop.set()
-            for t in threads:
-                t.join(timeout=30)
-        later = sorted(t for t in commit_times if t > promoted)
-        self.assertTrue(later, "no commit after the promotion")
-        failover_s = later[0] - promoted
+        failover_s = load.first_commit_after(promoted)
+        self.assertIsNotNone(failover_s, "no commit after the promotion")
         print(f"\nMariaDB failover: first commit {failover_s:.3f} s after the promotion began; "
-              f"{len(acked)} commits, {len(ambiguous)} of unknown outcome", file=sys.stderr)
+              f"{len(load.acked)} commits, {len(load.ambiguous)} of unknown outcome",
+              file=sys.stderr)
         self.assertLess(failover_s, 2.0, "first commit after the promotion")
         rsock = self.info["replica"]["socket"]
         counter = int(self.query(rsock, "SELECT n FROM wirepool.counter WHERE id = 1"))
         logged = {tuple(int(x) for x in line.split())
                   for line in root(rsock, "SELECT client, seq FROM wirepool.log").splitlines()}
-        self.assertEqual(counter, len(logged), "a transaction applied in part or twice")
-        self.assertEqual(acked - logged, set(), "acknowledged commits lost")
-        self.assertEqual(logged - acked - ambiguous, set(), "commits no client made")
+        load.assert_exactly_once(self, counter, logged)
 
         # The old primary comes back read-write: a second writable host.
         self.wait_role(self.replica, "primary")
