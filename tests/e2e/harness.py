@@ -8,11 +8,13 @@ Run with Debian's /usr/bin/python3 (psycopg2 lives there).
 import base64
 import hashlib
 import hmac
+import json
 import os
 import re
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -313,6 +315,58 @@ def raw_login(port, user="alice", password="wonderland", database="app", timeout
             return s
 
 
+def tls_login_answer(port, cafile, user, password, database, timeout=20):
+    """A login by hand over TLS (trusting `cafile`), `user` and `password` as
+    raw bytes, the password sent in cleartext when asked for (passthrough): the
+    SQLSTATE and message of the refusal, "closed" if the server closes without
+    a word, or "ok" after ReadyForQuery."""
+    from wire import Reader, fields
+    ctx = ssl.create_default_context(cafile=cafile)
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        raw.sendall(struct.pack("!II", 8, 80877103))
+        if raw.recv(1) != b"S":
+            raise AssertionError("the server refused TLS")
+        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(startup_packet(user, database))
+            r = Reader(s)
+            try:
+                t, body = r.one()
+            except AssertionError:
+                return "closed"
+            if t == "E":
+                f = fields(body)
+                return f.get("C"), f.get("M")
+            if (t, struct.unpack("!I", body[:4])[0]) != ("R", 3):  # AuthenticationCleartextPassword
+                raise AssertionError(f"expected a cleartext password request, got {t!r} {body!r}")
+            s.sendall(b"p" + struct.pack("!I", len(password) + 5) + password + b"\0")
+            while True:
+                t, body = r.one()
+                if t == "E":
+                    f = fields(body)
+                    return f.get("C"), f.get("M")
+                if t == "Z":
+                    return "ok"
+
+
+def tedious_query(port, cafile, user, password, database, sql, backend):
+    """(kind, value) of one query by tedious (Node 22, strict TDS 8.0) through
+    tests/e2e/node/tds.js: ("rows", rows) or ("error", error)."""
+    node = os.path.join(NODE_PATH, ".bin", "node")
+    if not os.path.isdir(os.path.join(NODE_PATH, "tedious")):
+        raise AssertionError(f"tedious is not installed in {NODE_PATH} (make test installs it)")
+    cfg = dict(port=port, ca=cafile, user=user, password=password, database=database,
+               lib="tedious", encrypt="strict", backend=backend, sql=sql)
+    script = os.path.join(REPO, "tests", "e2e", "node", "tds.js")
+    r = subprocess.run([node, script, "query", json.dumps(cfg)], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, NODE_PATH=NODE_PATH))
+    if "tds query: ok" not in r.stdout:
+        raise AssertionError(f"{r.stdout}\n{r.stderr}")
+    line = next(line for line in r.stdout.splitlines() if line.startswith("tds query: ") and
+                not line.endswith(": ok"))
+    kind, _, rest = line[len("tds query: "):].partition(" ")
+    return kind, json.loads(rest)
+
+
 def psql(dsn, *args, input=None, check=True, timeout=60, env=None):
     """psql -X -At with ON_ERROR_STOP; returns the CompletedProcess."""
     e = dict(os.environ, PGCONNECT_TIMEOUT="10", LC_ALL="C.UTF-8")
@@ -410,6 +464,8 @@ class WirepoolTestCase(unittest.TestCase):
     listener = ""
     tds = False
     http = False
+    # Passwords that must never reach wirepool's log: checked after each test.
+    secrets = ()
 
     @classmethod
     def setUpClass(cls):
@@ -430,3 +486,24 @@ class WirepoolTestCase(unittest.TestCase):
         for bad in ("AddressSanitizer", "runtime error:", "critical"):
             if bad in log:
                 raise AssertionError(f"wirepool log has '{bad}':\n{log[-4000:]}")
+
+    def tearDown(self):
+        log = self.wp.log() if self.secrets else ""
+        for secret in self.secrets:
+            self.assertNotIn(secret, log, "a password reached the log")
+
+    def connect_tls(self, user, password, database):
+        """A psycopg2 connection over TLS (sslmode=require), autocommit, closed
+        at the end of the test."""
+        import psycopg2
+        c = psycopg2.connect(host="127.0.0.1", port=self.wp.port, user=user, password=password,
+                             dbname=database, sslmode="require", connect_timeout=20)
+        c.autocommit = True
+        self.addCleanup(c.close)
+        return c
+
+    def rows(self, conn, sql):
+        """All rows of `sql` on a psycopg2 connection."""
+        cur = conn.cursor()
+        cur.execute(sql)
+        return cur.fetchall()

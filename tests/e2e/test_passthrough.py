@@ -16,24 +16,15 @@ with a newline, not UTF-8, of 10,000 characters) gets a clear error, no
 password in the log, and wirepool keeps serving.
 """
 
-import json
 import os
-import socket
-import ssl
-import struct
 import subprocess
 import unittest
 
 import psycopg2
 
-from harness import NODE_PATH, WirepoolTestCase, free_port, psql, startup_packet
+from harness import WirepoolTestCase, free_port, psql, tedious_query, tls_login_answer
 from test_isolation import backend_pids
 from test_postgresql import pg_info
-from wire import Reader, fields
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TDS_SCRIPT = os.path.join(HERE, "node", "tds.js")
-NODE22 = os.path.join(NODE_PATH, ".bin", "node")
 
 ANN = ("pt_ann", "ann-pw-4f1c")
 BEN = ("pt_ben", "ben-pw-9d2e")
@@ -82,6 +73,7 @@ class PassthroughTest(WirepoolTestCase):
     users = "- { name: admin, password: console, admin: true }"
     tls = "{ generate: true }"
     tds = True
+    secrets = SECRETS
 
     @classmethod
     def setUpClass(cls):
@@ -94,67 +86,19 @@ class PassthroughTest(WirepoolTestCase):
                          passthrough_entry(cls.info, "down", "transaction", port=free_port()))
         super().setUpClass()
 
-    def tearDown(self):
-        log = self.wp.log()
-        for secret in SECRETS:
-            self.assertNotIn(secret, log, "a password reached the log")
-
     def connect(self, user, password, database="rls"):
-        c = psycopg2.connect(host="127.0.0.1", port=self.wp.port, user=user, password=password,
-                             dbname=database, sslmode="require", connect_timeout=20)
-        c.autocommit = True
-        self.addCleanup(c.close)
-        return c
-
-    def rows(self, conn, sql):
-        cur = conn.cursor()
-        cur.execute(sql)
-        return cur.fetchall()
+        return self.connect_tls(user, password, database)
 
     def login_answer(self, user, password, database="rls"):
-        """A login by hand over TLS, `user` and `password` as raw bytes: the
-        SQLSTATE and message of the refusal, or "ok" after ReadyForQuery.
-        Before the password: the refusal wirepool answers the startup with."""
-        ctx = ssl.create_default_context(cafile=self.wp.certificate())
-        with socket.create_connection(("127.0.0.1", self.wp.port), timeout=20) as raw:
-            raw.sendall(struct.pack("!II", 8, 80877103))
-            self.assertEqual(raw.recv(1), b"S")
-            with ctx.wrap_socket(raw, server_hostname="localhost") as s:
-                s.sendall(startup_packet(user, database))
-                r = Reader(s)
-                try:
-                    t, body = r.one()
-                except AssertionError:
-                    return "closed"
-                if t == "E":
-                    f = fields(body)
-                    return f.get("C"), f.get("M")
-                self.assertEqual((t, struct.unpack("!I", body[:4])[0]), ("R", 3))  # cleartext
-                s.sendall(b"p" + struct.pack("!I", len(password) + 5) + password + b"\0")
-                while True:
-                    t, body = r.one()
-                    if t == "E":
-                        f = fields(body)
-                        return f.get("C"), f.get("M")
-                    if t == "Z":
-                        return "ok"
+        """The answer to a login by hand (harness.tls_login_answer)."""
+        return tls_login_answer(self.wp.port, self.wp.certificate(), user, password, database)
 
     def assert_still_serving(self):
         self.assertEqual(self.rows(self.connect(*ANN), "SELECT current_user"), [("pt_ann",)])
 
     def tds(self, user, password, sql, database="rls"):
-        if not os.path.isdir(os.path.join(NODE_PATH, "tedious")):
-            self.fail(f"tedious is not installed in {NODE_PATH} (make test installs it)")
-        cfg = dict(port=self.wp.tds_port, ca=self.wp.certificate(), user=user,
-                   password=password, database=database, lib="tedious", encrypt="strict",
-                   backend="postgresql", sql=sql)
-        r = subprocess.run([NODE22, TDS_SCRIPT, "query", json.dumps(cfg)], capture_output=True,
-                           text=True, timeout=120, env=dict(os.environ, NODE_PATH=NODE_PATH))
-        self.assertIn("tds query: ok", r.stdout, f"{r.stdout}\n{r.stderr}")
-        line = next(l for l in r.stdout.splitlines() if l.startswith("tds query: ") and
-                    not l.endswith(": ok"))
-        kind, _, rest = line[len("tds query: "):].partition(" ")
-        return kind, json.loads(rest)
+        return tedious_query(self.wp.tds_port, self.wp.certificate(), user, password, database,
+                             sql, "postgresql")
 
     def test_each_role_sees_its_own_rows_in_every_mode(self):
         for database in ("rls", "rlsession", "rlstatement"):

@@ -23,7 +23,6 @@ driver chained: psycopg2 -> wirepool (tds driver, passthrough) -> wirepool
 under row-level security.
 """
 
-import json
 import os
 import re
 import signal
@@ -35,12 +34,9 @@ import unittest
 import psycopg2
 
 import test_passthrough as tp
-from harness import NODE_PATH, Wirepool, WirepoolTestCase, admin_rows, free_port, sanitized
+from harness import (Wirepool, WirepoolTestCase, admin_rows, free_port, sanitized, tedious_query,
+                     tls_login_answer)
 from test_mysql import mariadb_info
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TDS_SCRIPT = os.path.join(HERE, "node", "tds.js")
-NODE22 = os.path.join(NODE_PATH, ".bin", "node")
 
 ANN = ("mpt_ann", "ann-Maria-4f1c")
 BEN = ("mpt_ben", "ben-Maria-9d2e")
@@ -102,19 +98,7 @@ def odbc_entry(info, name):
 
 
 def tds_query(port, ca, user, password, database, sql):
-    """(kind, value) of one tedious query: ("rows", rows) or ("error", error)."""
-    if not os.path.isdir(os.path.join(NODE_PATH, "tedious")):
-        raise AssertionError(f"tedious is not installed in {NODE_PATH} (make test installs it)")
-    cfg = dict(port=port, ca=ca, user=user, password=password, database=database,
-               lib="tedious", encrypt="strict", backend="mysql", sql=sql)
-    r = subprocess.run([NODE22, TDS_SCRIPT, "query", json.dumps(cfg)], capture_output=True,
-                       text=True, timeout=120, env=dict(os.environ, NODE_PATH=NODE_PATH))
-    if "tds query: ok" not in r.stdout:
-        raise AssertionError(f"{r.stdout}\n{r.stderr}")
-    line = next(l for l in r.stdout.splitlines() if l.startswith("tds query: ") and
-                not l.endswith(": ok"))
-    kind, _, rest = line[len("tds query: "):].partition(" ")
-    return kind, json.loads(rest)
+    return tedious_query(port, ca, user, password, database, sql, "mysql")
 
 
 class MariaPassthroughTest(WirepoolTestCase):
@@ -124,10 +108,10 @@ class MariaPassthroughTest(WirepoolTestCase):
     # The 3,000 failed logins run at full speed.
     server = "login_failure_burst: 1000000"
 
-    _login_answer = tp.PassthroughTest.login_answer
+    secrets = SECRETS
 
     def login_answer(self, user, password, database="mpt"):
-        return self._login_answer(user, password, database)
+        return tls_login_answer(self.wp.port, self.wp.certificate(), user, password, database)
 
     @classmethod
     def setUpClass(cls):
@@ -140,22 +124,8 @@ class MariaPassthroughTest(WirepoolTestCase):
                          odbc_entry(cls.info, "mptodbc"))
         super().setUpClass()
 
-    def tearDown(self):
-        log = self.wp.log()
-        for secret in SECRETS:
-            self.assertNotIn(secret, log, "a password reached the log")
-
     def connect(self, user, password, database="mpt"):
-        c = psycopg2.connect(host="127.0.0.1", port=self.wp.port, user=user, password=password,
-                             dbname=database, sslmode="require", connect_timeout=20)
-        c.autocommit = True
-        self.addCleanup(c.close)
-        return c
-
-    def rows(self, conn, sql):
-        cur = conn.cursor()
-        cur.execute(sql)
-        return [tuple(r) for r in cur.fetchall()]
+        return self.connect_tls(user, password, database)
 
     def assert_still_serving(self, database="mpt"):
         self.assertEqual(self.rows(self.connect(*ANN, database), "SELECT body FROM mpt_notes "
@@ -271,10 +241,8 @@ class FailedLoginsLeaveNothingTest(WirepoolTestCase):
     # The failed logins run at full speed.
     server = "login_failure_burst: 1000000"
 
-    _login_answer = tp.PassthroughTest.login_answer
-
     def login_answer(self, user, password, database="rls"):
-        return self._login_answer(user, password, database)
+        return tls_login_answer(self.wp.port, self.wp.certificate(), user, password, database)
 
     @classmethod
     def setUpClass(cls):
