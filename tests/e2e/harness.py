@@ -468,17 +468,35 @@ class WirepoolTestCase(unittest.TestCase):
     secrets = ()
 
     @classmethod
+    def start_backends(cls):
+        """What the class needs before wirepool starts (servers, files; it may
+        set `databases` from them): none here."""
+
+    @classmethod
+    def stop_backends(cls):
+        """Undoes start_backends, also a part of it that failed: after wirepool
+        stops, or when setting up failed."""
+
+    @classmethod
     def setUpClass(cls):
-        cls.wp = Wirepool(cls.databases, cls.users, cls.server, name=cls.__name__, tls=cls.tls,
-                          listener=cls.listener, tds=cls.tds, http=cls.http)
-        cls.wp.start()
+        try:
+            cls.start_backends()
+            cls.wp = Wirepool(cls.databases, cls.users, cls.server, name=cls.__name__,
+                              tls=cls.tls, listener=cls.listener, tds=cls.tds, http=cls.http)
+            cls.wp.start()
+        except BaseException:
+            cls.stop_backends()
+            raise
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.wp.stop()
-        log = cls.wp.log()
-        report = cls.wp.stop_report
-        cls.wp.cleanup()
+        try:
+            code = cls.wp.stop()
+            log = cls.wp.log()
+            report = cls.wp.stop_report
+            cls.wp.cleanup()
+        finally:
+            cls.stop_backends()
         # Every run must end in an orderly drain, never a crash.
         if code not in (0, None):
             why = f"\n{report}" if report else ""

@@ -116,28 +116,22 @@ USERS = """
 class ClusterTestCase(WirepoolTestCase):
     users = USERS
     http = True
+    dir = None
 
     @classmethod
     def entry(cls):
         raise NotImplementedError
 
     @classmethod
-    def setUpClass(cls):
+    def start_backends(cls):
         cls.dir, cls.info = cluster(cls.__name__)
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
         make_counter_tables(cls.info)
         cls.databases = cls.entry()
-        try:
-            super().setUpClass()
-        except Exception:
-            fixture("stop", cls.dir)
-            raise
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
+    def stop_backends(cls):
+        if cls.dir:
             fixture("stop", cls.dir)
 
     def wait_role(self, host_port, role, timeout=5):

@@ -24,8 +24,8 @@ import unittest
 
 import psycopg2
 
-from harness import CounterWriters, WirepoolTestCase, admin_rows
-from test_mysql_replicas import fixture, root, start_pair
+from harness import CounterWriters, admin_rows
+from test_mysql_replicas import MariaPairTestCase, fixture, root
 
 
 def slave_status(socket_path):
@@ -50,51 +50,37 @@ def promote(socket_path):
     root(socket_path, "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0")
 
 
-class MysqlFailoverTest(WirepoolTestCase):
-    users = """
-      - { name: alice, password: wonderland }
-      - { name: ops, password: secret, admin: true }
-    """
+class MysqlFailoverTest(MariaPairTestCase):
+    prefix = "fo-maria-"
 
     @classmethod
-    def setUpClass(cls):
-        cls.dir, cls.info = start_pair("fo-maria-")
-        try:
-            primary_sock, replica_sock = cls.info["socket"], cls.info["replica"]["socket"]
-            # Semi-synchronous: a commit is acknowledged once the replica has it.
-            root(primary_sock, "SET GLOBAL rpl_semi_sync_master_enabled = ON; "
-                               "SET GLOBAL rpl_semi_sync_master_timeout = 30000")
-            root(replica_sock, "SET GLOBAL rpl_semi_sync_slave_enabled = ON; "
-                               "STOP SLAVE IO_THREAD; START SLAVE IO_THREAD")
-            root(primary_sock, "CREATE TABLE wirepool.counter (id int PRIMARY KEY, n bigint NOT "
-                               "NULL); INSERT INTO wirepool.counter VALUES (1, 0); "
-                               "CREATE TABLE wirepool.log (client int, seq int, "
-                               "PRIMARY KEY (client, seq))")
-            os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = cls.info["password"]
-            cls.primary, cls.replica = cls.info["port"], cls.info["replica"]["port"]
-            cls.databases = f"""
-              - name: app
-                driver: mysql
-                connection: "user=wirepool dbname=wirepool connect_timeout=2"
-                password_env: WIREPOOL_TEST_MARIADB_PASSWORD
-                hosts:
-                  - {{ host: 127.0.0.1, port: {cls.primary} }}
-                  - {{ host: 127.0.0.1, port: {cls.replica} }}
-                health_check: {{ interval: 500ms, failover_interval: 100ms, ban_time: 500ms,
-                                ban_time_max: 2s, failover_timeout: 10s }}
-                pool: {{ mode: transaction, max: 4, acquire_timeout: 15s }}
-            """
-            super().setUpClass()
-        except Exception:
-            fixture("stop", cls.dir)
-            raise
+    def start_backends(cls):
+        super().start_backends()
+        primary_sock, replica_sock = cls.info["socket"], cls.info["replica"]["socket"]
+        # Semi-synchronous: a commit is acknowledged once the replica has it.
+        root(primary_sock, "SET GLOBAL rpl_semi_sync_master_enabled = ON; "
+                           "SET GLOBAL rpl_semi_sync_master_timeout = 30000")
+        root(replica_sock, "SET GLOBAL rpl_semi_sync_slave_enabled = ON; "
+                           "STOP SLAVE IO_THREAD; START SLAVE IO_THREAD")
+        root(primary_sock, "CREATE TABLE wirepool.counter (id int PRIMARY KEY, n bigint NOT "
+                           "NULL); INSERT INTO wirepool.counter VALUES (1, 0); "
+                           "CREATE TABLE wirepool.log (client int, seq int, "
+                           "PRIMARY KEY (client, seq))")
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            fixture("stop", cls.dir)
+    def entry(cls):
+        return f"""
+          - name: app
+            driver: mysql
+            connection: "user=wirepool dbname=wirepool connect_timeout=2"
+            password_env: WIREPOOL_TEST_MARIADB_PASSWORD
+            hosts:
+              - {{ host: 127.0.0.1, port: {cls.primary} }}
+              - {{ host: 127.0.0.1, port: {cls.replica} }}
+            health_check: {{ interval: 500ms, failover_interval: 100ms, ban_time: 500ms,
+                            ban_time_max: 2s, failover_timeout: 10s }}
+            pool: {{ mode: transaction, max: 4, acquire_timeout: 15s }}
+        """
 
     def wait_role(self, port, role, timeout=10):
         deadline = time.monotonic() + timeout

@@ -59,42 +59,53 @@ def start_pair(prefix):
         raise
 
 
-class MysqlReplicaTest(WirepoolTestCase):
+class MariaPairTestCase(WirepoolTestCase):
+    """A wirepool in front of a MariaDB primary and its replica that the class
+    starts (start_pair; `info`, `primary` and `replica`, their ports) and
+    stops; `entry()` is the databases' YAML."""
+
     users = """
       - { name: alice, password: wonderland }
       - { name: ops, password: secret, admin: true }
     """
+    prefix = "maria-"
+    dir = None
 
     @classmethod
-    def setUpClass(cls):
-        cls.dir, cls.info = start_pair("ro-maria-")
-        try:
-            os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = cls.info["password"]
-            cls.primary, cls.replica = cls.info["port"], cls.info["replica"]["port"]
-            cls.databases = f"""
-              - name: shop
-                driver: mysql
-                connection: "user=wirepool dbname=wirepool connect_timeout=2"
-                password_env: WIREPOOL_TEST_MARIADB_PASSWORD
-                hosts:
-                  - {{ host: 127.0.0.1, port: {cls.replica} }}
-                  - {{ host: 127.0.0.1, port: {cls.primary} }}
-                read_only: {{ name: shop_ro, max_replica_lag: 5s }}
-                health_check: {{ interval: 200ms, failover_interval: 100ms, ban_time: 500ms,
-                                ban_time_max: 2s, failover_timeout: 3s }}
-                pool: {{ mode: transaction, max: 2 }}
-            """
-            super().setUpClass()
-        except Exception:
-            fixture("stop", cls.dir)
-            raise
+    def entry(cls):
+        raise NotImplementedError
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
+    def start_backends(cls):
+        cls.dir, cls.info = start_pair(cls.prefix)
+        os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = cls.info["password"]
+        cls.primary, cls.replica = cls.info["port"], cls.info["replica"]["port"]
+        cls.databases = cls.entry()
+
+    @classmethod
+    def stop_backends(cls):
+        if cls.dir:
             fixture("stop", cls.dir)
+
+
+class MysqlReplicaTest(MariaPairTestCase):
+    prefix = "ro-maria-"
+
+    @classmethod
+    def entry(cls):
+        return f"""
+          - name: shop
+            driver: mysql
+            connection: "user=wirepool dbname=wirepool connect_timeout=2"
+            password_env: WIREPOOL_TEST_MARIADB_PASSWORD
+            hosts:
+              - {{ host: 127.0.0.1, port: {cls.replica} }}
+              - {{ host: 127.0.0.1, port: {cls.primary} }}
+            read_only: {{ name: shop_ro, max_replica_lag: 5s }}
+            health_check: {{ interval: 200ms, failover_interval: 100ms, ban_time: 500ms,
+                            ban_time_max: 2s, failover_timeout: 3s }}
+            pool: {{ mode: transaction, max: 2 }}
+        """
 
     def hosts(self, database):
         rows = admin_rows(self.wp, "SHOW HOSTS")

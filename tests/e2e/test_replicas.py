@@ -76,9 +76,10 @@ class ReplicaTest(WirepoolTestCase):
       - { name: ops, password: secret, admin: true }
     """
     http = True
+    dir = None
 
     @classmethod
-    def setUpClass(cls):
+    def start_backends(cls):
         cls.dir, cls.info = replicas_cluster(cls.__name__)
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
         superuser(cls.info, "primary",
@@ -116,17 +117,10 @@ class ReplicaTest(WirepoolTestCase):
             health_check: {{ interval: 300s, failover_timeout: 3s }}
             pool: {{ mode: transaction, max: 1 }}
         """)
-        try:
-            super().setUpClass()
-        except Exception:
-            fixture("stop", cls.dir)
-            raise
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
+    def stop_backends(cls):
+        if cls.dir:
             fixture("stop", cls.dir)
 
     # ---- helpers

@@ -52,9 +52,10 @@ class RouteTest(WirepoolTestCase):
     users = """
       - { name: alice, password: wonderland }
     """
+    dir = None
 
     @classmethod
-    def setUpClass(cls):
+    def start_backends(cls):
         cls.dir = tempfile.mkdtemp(prefix="route-reads-")
         fixture("start", cls.dir)
         fixture("standby", cls.dir, "--name=standby")
@@ -83,17 +84,10 @@ class RouteTest(WirepoolTestCase):
         """
         cls.databases = (entry.format(name="app", hosts=hosts, route=", route_transactions: true")
                          + entry.format(name="plain", hosts=hosts, route=""))
-        try:
-            super().setUpClass()
-        except Exception:
-            fixture("stop", cls.dir)
-            raise
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
+    def stop_backends(cls):
+        if cls.dir:
             fixture("stop", cls.dir)
 
     def connect(self, database="app"):
