@@ -44,6 +44,49 @@ def free_port():
         return s.getsockname()[1]
 
 
+def fixture_info(env, what):
+    """The info.json of the CTest fixture server (tests/fixtures/) that the
+    environment variable `env` names; without one the test is skipped."""
+    path = os.environ.get(env)
+    if not path or not os.path.exists(path):
+        raise unittest.SkipTest(f"no {what} fixture (run through ctest, which starts one)")
+    with open(path) as f:
+        return json.load(f)
+
+
+def pg_info():
+    return fixture_info("WIREPOOL_PG_INFO", "PostgreSQL")
+
+
+def mariadb_info():
+    return fixture_info("WIREPOOL_MARIADB_INFO", "MariaDB")
+
+
+def mariadb_odbc_entry(name, info, password_env, max_conns=2, more=""):
+    """A `databases:` entry (six spaces deep) for the MariaDB fixture `info`
+    through MariaDB Connector/ODBC; `more`: one more line of keys."""
+    more = f"\n        {more}" if more else ""
+    return f"""
+      - name: {name}
+        driver: odbc
+        connection: "Driver={{MariaDB Unicode}};Server={info['host']};Port={info['port']};Database={info['database']};Uid={info['user']}"
+        password_env: {password_env}{more}
+        pool: {{ mode: transaction, max: {max_conns} }}
+    """
+
+
+def sqlite_odbc_entry(name, path, max_conns=2):
+    """A `databases:` entry (six spaces deep) for the SQLite file `path`
+    (absolute: SQLite ODBC opens a relative one against the process's working
+    directory) through SQLite ODBC."""
+    return f"""
+      - name: {name}
+        driver: odbc
+        connection: "Driver={{SQLite3}};Database={path}"
+        pool: {{ mode: transaction, max: {max_conns} }}
+    """
+
+
 class Wirepool:
     """One wirepool process with its own state directory.
 

@@ -31,18 +31,10 @@ import unittest
 import psycopg
 import psycopg2
 
-from harness import NODE_PATH, PSQL, Wirepool, psql, raw_login, startup_packet
+from harness import NODE_PATH, PSQL, Wirepool, pg_info, psql, raw_login, startup_packet
 
-INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
 LOOKUP = "aq_lookup"
 LOOKUP_PASSWORD = secrets.token_hex(12)
-
-
-def pg_info():
-    if not INFO_PATH or not os.path.exists(INFO_PATH):
-        raise unittest.SkipTest("no PostgreSQL fixture (run through ctest, which starts one)")
-    with open(INFO_PATH) as f:
-        return json.load(f)
 
 
 def entry(info, name, more=""):

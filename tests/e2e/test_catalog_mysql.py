@@ -24,9 +24,10 @@ import unittest
 
 import psycopg2
 
-from harness import PSQL, WirepoolTestCase, psql
+from harness import (PSQL, WirepoolTestCase, mariadb_info, mariadb_odbc_entry, psql,
+                     sqlite_odbc_entry)
+from test_mysql import database_entry
 
-INFO_PATH = os.environ.get("WIREPOOL_MARIADB_INFO")
 
 SCHEMA = [
     "DROP TABLE IF EXISTS cat_books",
@@ -45,13 +46,6 @@ CREATE TABLE cat_items (id INTEGER PRIMARY KEY, label VARCHAR(20) NOT NULL UNIQU
 """
 
 
-def mariadb_info():
-    if not INFO_PATH or not os.path.exists(INFO_PATH):
-        raise unittest.SkipTest("no MariaDB fixture (run through ctest, which starts one)")
-    with open(INFO_PATH) as f:
-        return json.load(f)
-
-
 def describe(dsn, command):
     """psql's own output of a meta-command (aligned, with headers and footers)."""
     r = subprocess.run([PSQL, "-X", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", command],
@@ -64,34 +58,26 @@ def describe(dsn, command):
 
 class MysqlCatalogTest(WirepoolTestCase):
     users = "- { name: alice, password: wonderland }"
+    sqlite_dir = None
 
     @classmethod
-    def setUpClass(cls):
+    def start_backends(cls):
         info = mariadb_info()
         os.environ["WIREPOOL_TEST_MARIADB_PASSWORD"] = info["password"]
         cls.sqlite_dir = tempfile.mkdtemp(prefix="wp-catalog-mysql-")
-        sqlite_file = os.path.join(cls.sqlite_dir, "items.db")
-        cls.databases = f"""
-      - name: my
-        driver: mysql
-        connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
-        password_env: WIREPOOL_TEST_MARIADB_PASSWORD
-        pool: {{ mode: transaction, max: 2 }}
-      - name: my1
-        driver: mysql
-        connection: "host={info['host']} port={info['port']} user={info['user']} dbname={info['database']}"
-        password_env: WIREPOOL_TEST_MARIADB_PASSWORD
-        pool: {{ mode: transaction, max: 1 }}
-      - name: odbc_maria
-        driver: odbc
-        connection: "Driver={{MariaDB Unicode}};Server={info['host']};Port={info['port']};Database={info['database']};Uid={info['user']}"
-        password_env: WIREPOOL_TEST_MARIADB_PASSWORD
-        pool: {{ mode: transaction, max: 2 }}
-      - name: odbc_sqlite
-        driver: odbc
-        connection: "Driver={{SQLite3}};Database={sqlite_file}"
-        pool: {{ mode: transaction, max: 2 }}
-    """
+        cls.databases = (database_entry(info, "my", "transaction", 2) +
+                         database_entry(info, "my1", "transaction", 1) +
+                         mariadb_odbc_entry("odbc_maria", info, "WIREPOOL_TEST_MARIADB_PASSWORD") +
+                         sqlite_odbc_entry("odbc_sqlite",
+                                           os.path.join(cls.sqlite_dir, "items.db")))
+
+    @classmethod
+    def stop_backends(cls):
+        if cls.sqlite_dir:
+            shutil.rmtree(cls.sqlite_dir, ignore_errors=True)
+
+    @classmethod
+    def setUpClass(cls):
         super().setUpClass()
         args = []
         for s in SCHEMA:
@@ -100,13 +86,6 @@ class MysqlCatalogTest(WirepoolTestCase):
         for s in SQLITE_SCHEMA.strip().split(";"):
             if s.strip():
                 psql(cls.wp.dsn(database="odbc_sqlite"), "-c", s)
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            shutil.rmtree(cls.sqlite_dir, ignore_errors=True)
 
     def q(self, sql, database="my"):
         return psql(self.wp.dsn(database=database), "-c", sql).stdout.strip()

@@ -35,16 +35,7 @@ import unittest
 import psycopg2
 import psycopg2.errors
 
-from harness import NODE_PATH, PGBENCH, WirepoolTestCase, psql
-
-INFO_PATH = os.environ.get("WIREPOOL_MARIADB_INFO")
-
-
-def mariadb_info():
-    if not INFO_PATH or not os.path.exists(INFO_PATH):
-        raise unittest.SkipTest("no MariaDB fixture (run through ctest, which starts one)")
-    with open(INFO_PATH) as f:
-        return json.load(f)
+from harness import NODE_PATH, PGBENCH, WirepoolTestCase, mariadb_info, psql
 
 
 def database_entry(info, name, mode, max_conns):

@@ -26,7 +26,6 @@ pgbench -M prepared with a \\startpipeline script of 20 INSERTs, a real
 client whose pipelines are batched.
 """
 
-import json
 import os
 import re
 import shutil
@@ -39,17 +38,10 @@ import psycopg2
 import psycopg2.errors
 
 import test_protocol as proto
-from harness import NODE_PATH, PGBENCH, WirepoolTestCase, psql, raw_login
+from harness import (NODE_PATH, PGBENCH, WirepoolTestCase, mariadb_info, mariadb_odbc_entry,
+                     pg_info, psql, raw_login, sqlite_odbc_entry)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def fixture_info(env, what):
-    path = os.environ.get(env)
-    if not path or not os.path.exists(path):
-        raise unittest.SkipTest(f"no {what} fixture (run through ctest, which starts one)")
-    with open(path) as f:
-        return json.load(f)
 
 
 BACKENDS = ("odbc_pg", "odbc_maria", "odbc_sqlite")
@@ -62,41 +54,27 @@ def tags(messages):
 class OdbcTest(WirepoolTestCase):
     users = "- { name: alice, password: wonderland }"
     http = True
+    sqlite_dir = None
 
     @classmethod
-    def setUpClass(cls):
-        pg = fixture_info("WIREPOOL_PG_INFO", "PostgreSQL")
-        maria = fixture_info("WIREPOOL_MARIADB_INFO", "MariaDB")
+    def start_backends(cls):
+        pg = pg_info()
+        maria = mariadb_info()
         os.environ["WIREPOOL_TEST_ODBC_PG_PASSWORD"] = pg["password"]
         os.environ["WIREPOOL_TEST_ODBC_MARIA_PASSWORD"] = maria["password"]
-        # The ODBC connection string is passed as written: SQLite ODBC opens a
-        # relative path against the process's working directory, so give it an
-        # absolute one.
         cls.sqlite_dir = tempfile.mkdtemp(prefix="wp-odbc-e2e-")
-        sqlite_file = os.path.join(cls.sqlite_dir, "odbc_e2e.db")
         cls.databases = f"""
-          - name: odbc_pg
-            driver: odbc
-            connection: "Driver={{PostgreSQL Unicode}};Server={pg['host']};Port={pg['port']};Database={pg['database']};Uid={pg['user']};BoolsAsChar=0"
-            password_env: WIREPOOL_TEST_ODBC_PG_PASSWORD
-            pool: {{ mode: transaction, max: 4 }}
-          - name: odbc_maria
-            driver: odbc
-            connection: "Driver={{MariaDB Unicode}};Server={maria['host']};Port={maria['port']};Database={maria['database']};Uid={maria['user']}"
-            password_env: WIREPOOL_TEST_ODBC_MARIA_PASSWORD
-            pool: {{ mode: transaction, max: 4 }}
-          - name: odbc_sqlite
-            driver: odbc
-            connection: "Driver={{SQLite3}};Database={sqlite_file}"
-            pool: {{ mode: transaction, max: 4 }}
-        """
-        super().setUpClass()
+      - name: odbc_pg
+        driver: odbc
+        connection: "Driver={{PostgreSQL Unicode}};Server={pg['host']};Port={pg['port']};Database={pg['database']};Uid={pg['user']};BoolsAsChar=0"
+        password_env: WIREPOOL_TEST_ODBC_PG_PASSWORD
+        pool: {{ mode: transaction, max: 4 }}
+    """ + mariadb_odbc_entry("odbc_maria", maria, "WIREPOOL_TEST_ODBC_MARIA_PASSWORD", 4) + \
+            sqlite_odbc_entry("odbc_sqlite", os.path.join(cls.sqlite_dir, "odbc_e2e.db"), 4)
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
+    def stop_backends(cls):
+        if cls.sqlite_dir:
             shutil.rmtree(cls.sqlite_dir, ignore_errors=True)
 
     def conn(self, database):

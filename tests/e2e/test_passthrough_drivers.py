@@ -34,8 +34,8 @@ import unittest
 import psycopg2
 
 import test_passthrough as tp
-from harness import (Wirepool, WirepoolTestCase, admin_rows, free_port, sanitized, tedious_query,
-                     tls_login_answer)
+from harness import (Wirepool, WirepoolTestCase, admin_rows, free_port, mariadb_odbc_entry,
+                     sanitized, tedious_query, tls_login_answer)
 from test_mysql import mariadb_info
 
 ANN = ("mpt_ann", "ann-Maria-4f1c")
@@ -87,14 +87,8 @@ def mysql_entry(info, name, mode, port=None):
 
 
 def odbc_entry(info, name):
-    return f"""
-      - name: {name}
-        driver: odbc
-        connection: "Driver={{MariaDB Unicode}};Server={info['host']};Port={info['port']};Database={info['database']};Uid={info['user']}"
-        password_env: WIREPOOL_TEST_MARIADB_PASSWORD
-        auth: {{ mode: passthrough }}
-        pool: {{ mode: transaction, max: 2 }}
-    """
+    return mariadb_odbc_entry(name, info, "WIREPOOL_TEST_MARIADB_PASSWORD",
+                              more="auth: { mode: passthrough }")
 
 
 def tds_query(port, ca, user, password, database, sql):

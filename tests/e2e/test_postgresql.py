@@ -33,17 +33,10 @@ import psycopg2
 import psycopg2.errors
 import psycopg2.extensions
 
-from harness import NODE_PATH, PGBENCH, Wirepool, WirepoolTestCase, psql, raw_login
+from harness import NODE_PATH, PGBENCH, Wirepool, WirepoolTestCase, pg_info, psql, raw_login
 from wire import SYNC, Reader, bind, execute, parse, query
 
 INFO_PATH = os.environ.get("WIREPOOL_PG_INFO")
-
-
-def pg_info():
-    if not INFO_PATH or not os.path.exists(INFO_PATH):
-        raise unittest.SkipTest("no PostgreSQL fixture (run through ctest, which starts one)")
-    with open(INFO_PATH) as f:
-        return json.load(f)
 
 
 def database_entry(info, name, mode, max_conns, pool=""):

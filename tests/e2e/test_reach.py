@@ -37,7 +37,7 @@ import unittest
 import psycopg2
 import psycopg2.errors
 
-from harness import NODE_PATH, PSQL, Wirepool
+from harness import NODE_PATH, PSQL, Wirepool, fixture_info
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JDBC_JAR = "/usr/share/java/postgresql.jar"
@@ -80,14 +80,6 @@ EXPECTED = {
     ("pgjdbc", "odbc_sqlite"): ("select", "SQLite ODBC describes count(*) as text before a "
                                 "row (Describe answers text)"),
 }
-
-
-def fixture_info(env, what):
-    path = os.environ.get(env)
-    if not path or not os.path.exists(path):
-        raise unittest.SkipTest(f"no {what} fixture (run through ctest, which starts one)")
-    with open(path) as f:
-        return json.load(f)
 
 
 class StepFailed(Exception):
