@@ -81,6 +81,14 @@ bool has_event(const std::vector<HostEvent>& ev, HostEvent::Kind k, size_t host)
                      [&](const HostEvent& e) { return e.kind == k && e.host == host; });
 }
 
+// Takes the first probes due at `now` (every host's) and answers host i with answers[i].
+void answer_first_probes(HostSet& s, T now, std::initializer_list<ProbeResult> answers) {
+  s.take_due(now);
+  size_t host = 0;
+  for (const ProbeResult& answer : answers)
+    s.handle_probe(host++, answer, now);
+}
+
 TEST(HostSet, FirstReadWriteHostIsThePrimaryAndReadOnlyOnesAreStandbys) {
   T now{};
   HostSet s(2, cfg(), now);
@@ -125,9 +133,7 @@ TEST(HostSet, UnreachableHostIsBannedWithDoublingCappedBackoffAndUnbannedOnAnswe
 TEST(HostSet, PromotedStandbyBecomesPrimaryAfterThePrimaryFails) {
   T now{};
   HostSet s(2, cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, ro(), now);
+  answer_first_probes(s, now, {rw(1), ro()});
   ASSERT_EQ(s.primary(), 0u);
   now += 300ms;
   s.handle_open_failed(0, now);  // killed
@@ -148,9 +154,7 @@ TEST(HostSet, PromotedStandbyBecomesPrimaryAfterThePrimaryFails) {
 TEST(HostSet, DivergedOldPrimaryComingBackReadWriteIsNeverThePrimary) {
   T now{};
   HostSet s(2, cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, ro(), now);
+  answer_first_probes(s, now, {rw(1), ro()});
   s.handle_open_failed(0, now);
   now += 200ms;
   s.take_due(now);
@@ -171,8 +175,7 @@ TEST(HostSet, DivergedOldPrimaryComingBackReadWriteIsNeverThePrimary) {
 TEST(HostSet, DivergedServerSeenFirstIsFencedOnceTheNewerTimelineAnswers) {
   T now{};
   HostSet s(2, cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);  // the diverged one answered first
+  answer_first_probes(s, now, {rw(1)});  // the diverged one answered first
   ASSERT_EQ(s.primary(), 0u);
   s.handle_probe(1, rw(2), now);
   EXPECT_EQ(s.primary(), 1u);
@@ -185,9 +188,7 @@ TEST(HostSet, DivergedServerSeenFirstIsFencedOnceTheNewerTimelineAnswers) {
 TEST(HostSet, SecondReadWriteHostOnThePrimarysTimelineDoesNotTakeOver) {
   T now{};
   HostSet s(2, cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(3), now);
-  s.handle_probe(1, rw(3), now);
+  answer_first_probes(s, now, {rw(3), rw(3)});
   EXPECT_EQ(s.primary(), 0u);
   EXPECT_EQ(s.state(1).role, HostRole::diverged);
 }
@@ -195,9 +196,7 @@ TEST(HostSet, SecondReadWriteHostOnThePrimarysTimelineDoesNotTakeOver) {
 TEST(HostSet, OpenFailureOfAHostThatIsNotThePrimaryChangesNothing) {
   T now{};
   HostSet s(2, cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, ro(), now);
+  answer_first_probes(s, now, {rw(1), ro()});
   s.handle_open_failed(1, now);
   EXPECT_EQ(s.state(1).role, HostRole::standby);
   EXPECT_EQ(s.primary(), 0u);
@@ -284,10 +283,8 @@ TEST(HostSetProperty, RandomSequencesKeepTheInvariants) {
 TEST(HostSet, StandbyTakesReadsOnlyWithinTheLagBound) {
   T now{};
   HostSet s(3, lag_cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, standby_lag(0ms), now);
-  s.handle_probe(2, standby_lag(std::nullopt), now);  // not replicating: unknown
+  // Host 2 is not replicating: its lag is unknown.
+  answer_first_probes(s, now, {rw(1), standby_lag(0ms), standby_lag(std::nullopt)});
   EXPECT_FALSE(s.readable(0));
   EXPECT_TRUE(s.readable(1));
   EXPECT_FALSE(s.readable(2));
@@ -313,9 +310,7 @@ TEST(HostSet, StandbyTakesReadsOnlyWithinTheLagBound) {
 TEST(HostSet, LagHoveringAtTheBoundDoesNotFlapReads) {
   T now{};
   HostSet s(2, lag_cfg(), now);  // max_lag 1 s, readmit_lag 800 ms
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, standby_lag(500ms), now);
+  answer_first_probes(s, now, {rw(1), standby_lag(500ms)});
   ASSERT_TRUE(s.readable(1));
   s.take_events();
   // The lag oscillates around the bound: one reads_off, then no reads_on
@@ -347,9 +342,7 @@ TEST(HostSet, LagHoveringAtTheBoundDoesNotFlapReads) {
 TEST(HostSet, HealthyHostIsBannedOnlyAfterTwoFailedProbesInARow) {
   T now{};
   HostSet s(2, lag_cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, standby_lag(0ms), now);
+  answer_first_probes(s, now, {rw(1), standby_lag(0ms)});
   s.take_events();
   // One slow probe of each: both keep their role and are asked again within
   // failover_interval.
@@ -389,8 +382,7 @@ TEST(HostSet, HealthyHostIsBannedOnlyAfterTwoFailedProbesInARow) {
   HostsConfig c = cfg();
   c.failures_to_ban = 1;
   HostSet t(1, c, now);
-  t.take_due(now);
-  t.handle_probe(0, rw(1), now);
+  answer_first_probes(t, now, {rw(1)});
   t.take_due(now + 1s);
   t.handle_probe(0, down(), now + 1s);
   EXPECT_EQ(t.state(0).role, HostRole::banned);
@@ -399,9 +391,7 @@ TEST(HostSet, HealthyHostIsBannedOnlyAfterTwoFailedProbesInARow) {
 TEST(HostSet, NoLagBoundLetsEveryStandbyRead) {
   T now{};
   HostSet s(2, cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, standby_lag(std::nullopt), now);
-  s.handle_probe(1, standby_lag(60000ms), now);
+  answer_first_probes(s, now, {standby_lag(std::nullopt), standby_lag(60000ms)});
   EXPECT_TRUE(s.readable(0));
   EXPECT_TRUE(s.readable(1));
 }
@@ -409,10 +399,7 @@ TEST(HostSet, NoLagBoundLetsEveryStandbyRead) {
 TEST(HostSet, LeastConnectionsPicksTheEmptiestReplica) {
   T now{};
   HostSet s(3, lag_cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, standby_lag(0ms), now);
-  s.handle_probe(2, standby_lag(0ms), now);
+  answer_first_probes(s, now, {rw(1), standby_lag(0ms), standby_lag(0ms)});
   std::vector<size_t> picks;
   for (int i = 0; i < 6; ++i) {
     auto h = s.pick_reader(Balance::least_connections);
@@ -437,10 +424,7 @@ TEST(HostSet, LeastConnectionsPicksTheEmptiestReplica) {
 TEST(HostSet, RoundRobinTakesTheReplicasInTurnWhateverTheirConnections) {
   T now{};
   HostSet s(3, lag_cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, standby_lag(0ms), now);
-  s.handle_probe(1, rw(1), now);
-  s.handle_probe(2, standby_lag(0ms), now);
+  answer_first_probes(s, now, {standby_lag(0ms), rw(1), standby_lag(0ms)});
   for (int i = 0; i < 5; ++i)
     s.connection_opened(0);
   std::vector<size_t> picks;
@@ -452,9 +436,7 @@ TEST(HostSet, RoundRobinTakesTheReplicasInTurnWhateverTheirConnections) {
 TEST(HostSet, FailedReadOpenBansTheStandbyAndTakesItOutOfReads) {
   T now{};
   HostSet s(2, lag_cfg(), now);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, standby_lag(0ms), now);
+  answer_first_probes(s, now, {rw(1), standby_lag(0ms)});
   s.take_events();
   s.handle_open_failed(1, now);  // a read-write open's failure leaves a standby alone
   EXPECT_EQ(s.state(1).role, HostRole::standby);
@@ -471,9 +453,7 @@ TEST(HostSet, WritableReplicaIsKeptOutAndFencesNobody) {
   T now{};
   HostSet s(2, lag_cfg(), now);
   s.set_replica_only(1);
-  s.take_due(now);
-  s.handle_probe(0, rw(1), now);
-  s.handle_probe(1, rw(2), now);  // a replica promoted on its own
+  answer_first_probes(s, now, {rw(1), rw(2)});  // host 1: a replica promoted on its own
   EXPECT_EQ(s.primary(), std::optional<size_t>(0));
   EXPECT_EQ(s.max_timeline(), 1u);
   EXPECT_EQ(s.state(1).role, HostRole::diverged);
