@@ -68,6 +68,17 @@ class PoolTest : public ::testing::Test {
   }
   Pool& pool() { return *pool_; }
 
+  /// A pool of at most `max` with reset_on_release, whose c1 served w1 and is
+  /// now resetting after its release.
+  void start_with_c1_resetting(size_t max) {
+    Config c = limits(0, max);
+    c.reset_on_release = true;
+    start(c);
+    acquire(1);
+    opened(1);
+    EXPECT_EQ(release(1), Actions{"reset c1"});
+  }
+
   Actions acquire(WaiterId w) {
     return act([&] { pool_->handle_acquire(w, now_); });
   }
@@ -194,12 +205,7 @@ TEST_F(PoolTest, AcquireNeverOpensAboveMax) {
 }
 
 TEST_F(PoolTest, AcquireWaitsForResettingConnectionInsteadOfOpening) {
-  Config c = limits(0, 4);
-  c.reset_on_release = true;
-  start(c);
-  acquire(1);
-  opened(1);
-  EXPECT_EQ(release(1), Actions{"reset c1"});
+  start_with_c1_resetting(4);
   EXPECT_EQ(acquire(2), Actions{});
   EXPECT_EQ(reset_done(1, true), Actions{"grant w2 c1"});
 }
@@ -343,12 +349,7 @@ TEST_F(PoolTest, IdleConnectionPastMaxLifetimeIsNeverGranted) {
 // ---- reset on release ----------------------------------------------------------
 
 TEST_F(PoolTest, ResetOnReleaseMakesConnectionIdleOnlyAfterResetSucceeds) {
-  Config c = limits(0, 4);
-  c.reset_on_release = true;
-  start(c);
-  acquire(1);
-  opened(1);
-  EXPECT_EQ(release(1), Actions{"reset c1"});
+  start_with_c1_resetting(4);
   EXPECT_EQ(pool().stats(now_).resetting, 1u);
   EXPECT_EQ(pool().stats(now_).idle, 0u);
   EXPECT_EQ(reset_done(1, true), Actions{});
@@ -357,12 +358,7 @@ TEST_F(PoolTest, ResetOnReleaseMakesConnectionIdleOnlyAfterResetSucceeds) {
 }
 
 TEST_F(PoolTest, ResetFailureClosesResetFailedAndOpensForWaiter) {
-  Config c = limits(0, 2);
-  c.reset_on_release = true;
-  start(c);
-  acquire(1);
-  opened(1);
-  EXPECT_EQ(release(1), Actions{"reset c1"});
+  start_with_c1_resetting(2);
   EXPECT_EQ(acquire(2), Actions{});
   EXPECT_EQ(reset_done(1, false), (Actions{"close c1 reset_failed", "open c2"}));
 }
@@ -630,12 +626,7 @@ TEST_F(PoolTest, ShutdownRejectsWaitersClosesOpeningOnesOnceOpenedAndOpensNothin
 }
 
 TEST_F(PoolTest, ShutdownClosesResettingConnectionWhenResetEnds) {
-  Config c = limits(0, 1);
-  c.reset_on_release = true;
-  start(c);
-  acquire(1);
-  opened(1);
-  EXPECT_EQ(release(1), Actions{"reset c1"});
+  start_with_c1_resetting(1);
   EXPECT_EQ(shutdown(), Actions{});
   EXPECT_EQ(reset_done(1, true), Actions{"close c1 shutdown"});
 }
