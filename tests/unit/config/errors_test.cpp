@@ -39,6 +39,13 @@ using testing::kTail;
 using testing::one_problem;
 using testing::problems_of;
 
+// Loading "server: {key: value}" reports one problem, at the value, containing `text`.
+::testing::AssertionResult server_value_problem(const std::string& key, const std::string& value,
+                                                std::string_view text) {
+  const std::string head = "server: {" + key + ": ";
+  return one_problem(head + value + "}\n" + kTail, 1, static_cast<int>(head.size()) + 1, text);
+}
+
 // ---- YAML ---------------------------------------------------------------------------
 
 TEST(ConfigErrors, YamlSyntaxErrorIsReportedAtTheParserPosition) {
@@ -149,25 +156,23 @@ TEST(ConfigErrors, IntegersOutsideTheirRangeAreRefused) {
                           "listeners[0].port must be between 0 and 65535, got 65536"));
   EXPECT_TRUE(one_problem("listeners: [{port: -1}]\n" + kTail, 1, 20,
                           "listeners[0].port must be between 0 and 65535, got -1"));
-  EXPECT_TRUE(one_problem("server: {threads: 1025}\n" + kTail, 1, 19,
-                          "server.threads must be between 0 and 1024"));
-  EXPECT_TRUE(one_problem("server: {max_clients: 0}\n" + kTail, 1, 23,
-                          "server.max_clients must be between 1 and"));
-  EXPECT_TRUE(one_problem("server: {max_clients: 99999999999999999999}\n" + kTail, 1, 23,
-                          "server.max_clients must be between 1 and 9223372036854775807"));
+  EXPECT_TRUE(server_value_problem("threads", "1025", "server.threads must be between 0 and 1024"));
+  EXPECT_TRUE(server_value_problem("max_clients", "0", "server.max_clients must be between 1 and"));
+  EXPECT_TRUE(server_value_problem("max_clients", "99999999999999999999",
+                                   "server.max_clients must be between 1 and 9223372036854775807"));
 }
 
 TEST(ConfigErrors, PreAuthenticationLimitsAreChecked) {
-  EXPECT_TRUE(one_problem("server: {max_pending_logins: 0}\n" + kTail, 1, 30,
-                          "server.max_pending_logins must be between 1 and 1000000000"));
-  EXPECT_TRUE(one_problem("server: {admin_reserved_clients: -1}\n" + kTail, 1, 34,
-                          "server.admin_reserved_clients must be between 0 and"));
-  EXPECT_TRUE(one_problem("server: {login_throttle_entries: 15}\n" + kTail, 1, 34,
-                          "server.login_throttle_entries must be between 16 and"));
-  EXPECT_TRUE(one_problem("server: {login_failure_burst: 0}\n" + kTail, 1, 31,
-                          "server.login_failure_burst must be between 1 and"));
-  EXPECT_TRUE(one_problem("server: {login_failure_interval: 0}\n" + kTail, 1, 34,
-                          "server.login_failure_interval must be greater than 0"));
+  EXPECT_TRUE(server_value_problem("max_pending_logins", "0",
+                                   "server.max_pending_logins must be between 1 and 1000000000"));
+  EXPECT_TRUE(server_value_problem("admin_reserved_clients", "-1",
+                                   "server.admin_reserved_clients must be between 0 and"));
+  EXPECT_TRUE(server_value_problem("login_throttle_entries", "15",
+                                   "server.login_throttle_entries must be between 16 and"));
+  EXPECT_TRUE(server_value_problem("login_failure_burst", "0",
+                                   "server.login_failure_burst must be between 1 and"));
+  EXPECT_TRUE(server_value_problem("login_failure_interval", "0",
+                                   "server.login_failure_interval must be greater than 0"));
   // The per-address cap cannot exceed the global one.
   EXPECT_TRUE(one_problem(
       "server:\n  max_pending_logins: 10\n  max_pending_logins_per_address: 11\n" + kTail, 3, 35,
@@ -383,22 +388,22 @@ databases:
 }
 
 TEST(ConfigErrors, ZeroIsRefusedWhereAWaitMustBeBounded) {
-  EXPECT_TRUE(one_problem("server: {login_timeout: 0}\n" + kTail, 1, 25,
-                          "server.login_timeout must be greater than 0"));
+  EXPECT_TRUE(
+      server_value_problem("login_timeout", "0", "server.login_timeout must be greater than 0"));
   EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
 databases:
   - { name: demo, driver: sqlite, connection: demo.db, pool: { acquire_timeout: 0s } }
 )",
                           3, 81, "databases[0].pool.acquire_timeout must be greater than 0"));
-  EXPECT_TRUE(one_problem("server: {max_message_size: 0}\n" + kTail, 1, 28,
-                          "server.max_message_size must be greater than 0"));
+  EXPECT_TRUE(server_value_problem("max_message_size", "0",
+                                   "server.max_message_size must be greater than 0"));
 }
 
 TEST(ConfigErrors, MaxValueSizeIsBetweenOneByteAndOneGib) {
-  EXPECT_TRUE(one_problem("server: {max_value_size: 0}\n" + kTail, 1, 26,
-                          "server.max_value_size must be between 1 and 1GiB"));
-  EXPECT_TRUE(one_problem("server: {max_value_size: 2GiB}\n" + kTail, 1, 26,
-                          "server.max_value_size must be between 1 and 1GiB"));
+  EXPECT_TRUE(server_value_problem("max_value_size", "0",
+                                   "server.max_value_size must be between 1 and 1GiB"));
+  EXPECT_TRUE(server_value_problem("max_value_size", "2GiB",
+                                   "server.max_value_size must be between 1 and 1GiB"));
 }
 
 TEST(ConfigErrors, MalformedSizeIsReportedAtTheValue) {
