@@ -323,13 +323,8 @@ void Loader::read_server(const Entry& e, Server& s) {
        [&](const Entry& v) { set(s.login_failure_burst, read_int(v, 1, kMaxCount)); }},
       {"login_failure_interval",
        [&](const Entry& v) {
-         auto d = read_duration(v);
-         if (d && d->count() == 0) {
-           problem(location_of(v.value),
-                   v.path + " must be greater than 0: failed logins are always throttled");
-         } else {
-           set(s.login_failure_interval, d);
-         }
+         set(s.login_failure_interval,
+             read_nonzero_duration(v, "failed logins are always throttled"));
        }},
       {"login_throttle_entries",
        [&](const Entry& v) { set(s.login_throttle_entries, read_int(v, 16, kMaxCount)); }},
@@ -353,13 +348,7 @@ void Loader::read_server(const Entry& e, Server& s) {
        }},
       {"login_timeout",
        [&](const Entry& v) {
-         auto d = read_duration(v);
-         if (d && d->count() == 0) {
-           problem(location_of(v.value),
-                   v.path + " must be greater than 0: a login is always bounded");
-         } else {
-           set(s.login_timeout, d);
-         }
+         set(s.login_timeout, read_nonzero_duration(v, "a login is always bounded"));
        }},
       {"client_idle_timeout",
        [&](const Entry& v) { set(s.client_idle_timeout, read_duration(v)); }},
@@ -809,13 +798,8 @@ void Loader::read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m) {
       {"max", [&](const Entry& v) { set(p.max, read_int(v, 1, std::numeric_limits<int>::max())); }},
       {"acquire_timeout",
        [&](const Entry& v) {
-         auto d = read_duration(v);
-         if (d && d->count() == 0) {
-           problem(location_of(v.value),
-                   v.path + " must be greater than 0: waiting for a connection is always bounded");
-         } else {
-           set(p.acquire_timeout, d);
-         }
+         set(p.acquire_timeout,
+             read_nonzero_duration(v, "waiting for a connection is always bounded"));
        }},
       {"idle_timeout", [&](const Entry& v) { set(p.idle_timeout, read_duration(v)); }},
       {"max_lifetime", [&](const Entry& v) { set(p.max_lifetime, read_duration(v)); }},

@@ -217,6 +217,15 @@ std::optional<Duration> Reader::read_duration(const Entry& e) {
   return d;
 }
 
+std::optional<Duration> Reader::read_nonzero_duration(const Entry& e, std::string_view why) {
+  auto d = read_duration(e);
+  if (d && d->count() == 0) {
+    problem(location_of(e.value), e.path + " must be greater than 0: " + std::string(why));
+    return std::nullopt;
+  }
+  return d;
+}
+
 std::optional<uint64_t> Reader::read_size(const Entry& e) {
   if (!expect_scalar(e, "a size")) return std::nullopt;
   const std::string& s = e.value.Scalar();

@@ -66,6 +66,8 @@ class Reader {
   /// Exactly `true` or `false`, unquoted.
   std::optional<bool> read_bool(const Entry& e);
   std::optional<Duration> read_duration(const Entry& e);
+  /// A duration other than 0, which is a problem: "must be greater than 0: `why`".
+  std::optional<Duration> read_nonzero_duration(const Entry& e, std::string_view why);
   std::optional<uint64_t> read_size(const Entry& e);
   /// One of a fixed set of names.
   template <typename E>
