@@ -358,6 +358,22 @@ def raw_login(port, user="alice", password="wonderland", database="app", timeout
             return s
 
 
+def tls_connect(port, user, password, database, timeout=20):
+    """A psycopg2 connection to 127.0.0.1:`port` over TLS (sslmode=require), autocommit."""
+    import psycopg2
+    c = psycopg2.connect(host="127.0.0.1", port=port, user=user, password=password,
+                         dbname=database, sslmode="require", connect_timeout=timeout)
+    c.autocommit = True
+    return c
+
+
+def fetch_rows(conn, sql):
+    """All rows of `sql` on a psycopg2 connection."""
+    cur = conn.cursor()
+    cur.execute(sql)
+    return cur.fetchall()
+
+
 def tls_login_answer(port, cafile, user, password, database, timeout=20):
     """A login by hand over TLS (trusting `cafile`), `user` and `password` as
     raw bytes, the password sent in cleartext when asked for (passthrough): the
@@ -554,17 +570,10 @@ class WirepoolTestCase(unittest.TestCase):
             self.assertNotIn(secret, log, "a password reached the log")
 
     def connect_tls(self, user, password, database):
-        """A psycopg2 connection over TLS (sslmode=require), autocommit, closed
-        at the end of the test."""
-        import psycopg2
-        c = psycopg2.connect(host="127.0.0.1", port=self.wp.port, user=user, password=password,
-                             dbname=database, sslmode="require", connect_timeout=20)
-        c.autocommit = True
+        """tls_connect to this wirepool, closed at the end of the test."""
+        c = tls_connect(self.wp.port, user, password, database)
         self.addCleanup(c.close)
         return c
 
     def rows(self, conn, sql):
-        """All rows of `sql` on a psycopg2 connection."""
-        cur = conn.cursor()
-        cur.execute(sql)
-        return cur.fetchall()
+        return fetch_rows(conn, sql)

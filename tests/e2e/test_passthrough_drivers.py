@@ -34,8 +34,8 @@ import unittest
 import psycopg2
 
 import test_passthrough as tp
-from harness import (Wirepool, WirepoolTestCase, admin_rows, free_port, mariadb_odbc_entry,
-                     sanitized, tedious_query, tls_login_answer)
+from harness import (Wirepool, WirepoolTestCase, admin_rows, fetch_rows, free_port,
+                     mariadb_odbc_entry, sanitized, tedious_query, tls_connect, tls_login_answer)
 from test_mysql import mariadb_info
 
 ANN = ("mpt_ann", "ann-Maria-4f1c")
@@ -247,13 +247,9 @@ class FailedLoginsLeaveNothingTest(WirepoolTestCase):
         super().setUpClass()
 
     def assert_still_serving(self):
-        c = psycopg2.connect(host="127.0.0.1", port=self.wp.port, user=tp.ANN[0],
-                             password=tp.ANN[1], dbname="rls", sslmode="require",
-                             connect_timeout=20)
+        c = tls_connect(self.wp.port, *tp.ANN, "rls")
         try:
-            cur = c.cursor()
-            cur.execute("SELECT current_user")
-            self.assertEqual(cur.fetchone()[0], tp.ANN[0])
+            self.assertEqual(fetch_rows(c, "SELECT current_user"), [(tp.ANN[0],)])
         finally:
             c.close()
 
@@ -418,17 +414,12 @@ class TdsDriverChainTest(unittest.TestCase):
         cls.back.cleanup()
 
     def connect(self, user, password, database="app"):
-        c = psycopg2.connect(host="127.0.0.1", port=self.front.port, user=user,
-                             password=password, dbname=database, sslmode="require",
-                             connect_timeout=30)
-        c.autocommit = True
+        c = tls_connect(self.front.port, user, password, database, timeout=30)
         self.addCleanup(c.close)
         return c
 
     def rows(self, conn, sql):
-        cur = conn.cursor()
-        cur.execute(sql)
-        return [tuple(r) for r in cur.fetchall()]
+        return fetch_rows(conn, sql)
 
     def test_each_role_sees_its_own_rows_through_two_wirepools(self):
         ann = self.connect(*tp.ANN)
