@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "protocol/pg/bytea.hpp"
 #include "protocol/pg/convert.hpp"
@@ -32,6 +33,19 @@ db::Error syntax_error(uint32_t type_oid, std::string_view text) {
 db::Error range_error(uint32_t type_oid, std::string_view text) {
   return make_error("22003",
                     "value " + quote(text) + " is out of range for type " + type_label(type_oid));
+}
+
+// The error of a number that did not parse (syntax_error or range_error), none if it did.
+std::optional<db::Error> parse_error(Parse result, uint32_t type_oid, std::string_view text) {
+  switch (result) {
+    case Parse::syntax:
+      return syntax_error(type_oid, text);
+    case Parse::range:
+      return range_error(type_oid, text);
+    case Parse::ok:
+      break;
+  }
+  return std::nullopt;
 }
 
 db::Error binary_error(uint32_t type_oid, std::string_view why) {
@@ -74,41 +88,20 @@ db::Result<DecodedParam> decode_text_param(std::string_view s, uint32_t type_oid
     case Target::int8:
     case Target::oid: {
       int64_t v = 0;
-      switch (parse_int64(s, v)) {
-        case Parse::syntax:
-          return syntax_error(type_oid, s);
-        case Parse::range:
-          return range_error(type_oid, s);
-        case Parse::ok:
-          break;
-      }
+      if (auto e = parse_error(parse_int64(s, v), type_oid, s)) return std::move(*e);
       if (!int_range(t, v)) return range_error(type_oid, s);
       p.value = db::Value::int64(v);
       return p;
     }
     case Target::float4: {
       float f = 0;
-      switch (parse_float(s, f)) {
-        case Parse::syntax:
-          return syntax_error(type_oid, s);
-        case Parse::range:
-          return range_error(type_oid, s);
-        case Parse::ok:
-          break;
-      }
+      if (auto e = parse_error(parse_float(s, f), type_oid, s)) return std::move(*e);
       p.value = db::Value::float64(double(f));
       return p;
     }
     case Target::float8: {
       double d = 0;
-      switch (parse_float(s, d)) {
-        case Parse::syntax:
-          return syntax_error(type_oid, s);
-        case Parse::range:
-          return range_error(type_oid, s);
-        case Parse::ok:
-          break;
-      }
+      if (auto e = parse_error(parse_float(s, d), type_oid, s)) return std::move(*e);
       p.value = db::Value::float64(d);
       return p;
     }
