@@ -426,17 +426,23 @@ def tedious_query(port, cafile, user, password, database, sql, backend):
     return kind, json.loads(rest)
 
 
-def psql(dsn, *args, input=None, check=True, timeout=60, env=None):
-    """psql -X -At with ON_ERROR_STOP; returns the CompletedProcess."""
+def psql(dsn, *args, input=None, check=True, timeout=60, env=None, aligned=False):
+    """psql -X -At (without -At when `aligned`) with ON_ERROR_STOP; returns the
+    CompletedProcess."""
     e = dict(os.environ, PGCONNECT_TIMEOUT="10", LC_ALL="C.UTF-8")
     if env:
         e.update(env)
-    cmd = [PSQL, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", dsn, *args]
+    cmd = [PSQL, "-X", *([] if aligned else ["-At"]), "-v", "ON_ERROR_STOP=1", "-d", dsn, *args]
     r = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, env=e)
     if check and r.returncode != 0:
         raise AssertionError(f"psql failed ({r.returncode}): {r.stderr}\n{r.stdout}")
     return r
 
+
+
+def describe(dsn, command):
+    """psql's own output of a meta-command (aligned, with headers and footers)."""
+    return psql(dsn, "-c", command, aligned=True).stdout
 
 def admin_rows(wp, command, user="ops", password="secret"):
     """Rows of an admin console command on `wp` as dicts by column (NULL as "NULL")."""

@@ -19,13 +19,12 @@ first row's type in a prepared statement's Describe (libpq's PQdescribePrepared,
 psycopg 3's server-side parameters), not as text.
 """
 
-import os
 import subprocess
 import unittest
 
 import psycopg2
 
-from harness import PSQL, WirepoolTestCase, psql
+from harness import WirepoolTestCase, describe, psql
 
 SCHEMA = """
 CREATE TABLE languages (id INTEGER PRIMARY KEY, name VARCHAR(40) NOT NULL UNIQUE,
@@ -35,16 +34,6 @@ CREATE TABLE books (id INTEGER PRIMARY KEY, language_id INTEGER REFERENCES langu
 CREATE INDEX books_title ON books (title);
 CREATE VIEW book_titles AS SELECT title FROM books;
 """
-
-
-def describe(dsn, command):
-    """psql's own output of a meta-command (aligned, with headers and footers)."""
-    r = subprocess.run([PSQL, "-X", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", command],
-                       capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PGCONNECT_TIMEOUT="10", LC_ALL="C.UTF-8"))
-    if r.returncode != 0:
-        raise AssertionError(f"psql {command} failed ({r.returncode}): {r.stderr}")
-    return r.stdout
 
 
 class CatalogTest(WirepoolTestCase):

@@ -24,7 +24,7 @@ import unittest
 
 import psycopg2
 
-from harness import (PSQL, WirepoolTestCase, mariadb_info, mariadb_odbc_entry, psql,
+from harness import (WirepoolTestCase, describe, mariadb_info, mariadb_odbc_entry, psql,
                      sqlite_odbc_entry)
 from test_mysql import database_entry
 
@@ -44,16 +44,6 @@ SCHEMA = [
 SQLITE_SCHEMA = """
 CREATE TABLE cat_items (id INTEGER PRIMARY KEY, label VARCHAR(20) NOT NULL UNIQUE);
 """
-
-
-def describe(dsn, command):
-    """psql's own output of a meta-command (aligned, with headers and footers)."""
-    r = subprocess.run([PSQL, "-X", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", command],
-                       capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PGCONNECT_TIMEOUT="10", LC_ALL="C.UTF-8"))
-    if r.returncode != 0:
-        raise AssertionError(f"psql {command} failed ({r.returncode}): {r.stderr}")
-    return r.stdout
 
 
 class MysqlCatalogTest(WirepoolTestCase):
