@@ -32,12 +32,15 @@ BEN = ("pt_ben", "ben-pw-9d2e")
 SECRETS = ("ann-pw-4f1c", "ben-pw-9d2e", "Wrong-7731", "nologin-pw-55")
 
 
-def passthrough_entry(info, name, mode, port=None):
+def passthrough_entry(info, name, mode, port=None, driver="postgresql",
+                      password_env="WIREPOOL_TEST_PG_PASSWORD"):
+    """A passthrough entry for the fixture server `info` (the mysql driver's
+    too); `port`: another port than the server's."""
     return f"""
       - name: {name}
-        driver: postgresql
+        driver: {driver}
         connection: "host={info['host']} port={port or info['port']} user={info['user']} dbname={info['database']}"
-        password_env: WIREPOOL_TEST_PG_PASSWORD
+        password_env: {password_env}
         auth: {{ mode: passthrough }}
         pool: {{ mode: {mode}, max: 2 }}
     """

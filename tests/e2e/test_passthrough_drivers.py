@@ -76,14 +76,7 @@ def make_users(info):
 
 
 def mysql_entry(info, name, mode, port=None):
-    return f"""
-      - name: {name}
-        driver: mysql
-        connection: "host={info['host']} port={port or info['port']} user={info['user']} dbname={info['database']}"
-        password_env: WIREPOOL_TEST_MARIADB_PASSWORD
-        auth: {{ mode: passthrough }}
-        pool: {{ mode: {mode}, max: 2 }}
-    """
+    return tp.passthrough_entry(info, name, mode, port, "mysql", "WIREPOOL_TEST_MARIADB_PASSWORD")
 
 
 def odbc_entry(info, name):
