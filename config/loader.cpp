@@ -178,6 +178,8 @@ class Loader : Reader {
   void read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m);
   /// A `hosts:` or `replicas:` list of {host, port}.
   void read_hosts(const Entry& v, std::vector<Host>& out, std::string_view if_empty);
+  /// A `*password_env` value: an environment variable name, or empty for none.
+  std::optional<std::string> read_env_name(const Entry& e);
 
   // Checks over the whole file.
   void resolve_paths(Config& c);
@@ -568,18 +570,7 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
          set(d.connection, read_nonempty(v));
          m.connection_ok = !d.connection.empty();
        }},
-      {"password_env",
-       [&](const Entry& v) {
-         auto s = read_string(v);
-         if (s && !s->empty() && !is_env_name(*s)) {
-           problem(location_of(v.value), v.path +
-                                             " must be an environment variable name "
-                                             "([A-Za-z_][A-Za-z0-9_]*), got " +
-                                             in_quotes(*s));
-           return;
-         }
-         set(d.password_env, s);
-       }},
+      {"password_env", [&](const Entry& v) { set(d.password_env, read_env_name(v)); }},
       {"password_file", [&](const Entry& v) { set(d.password_file, read_string(v)); }},
       {"options", [&](const Entry& v) { read_options(v, d, m); }},
       {"auth_user",
@@ -588,17 +579,7 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
          set(d.auth_query.user, read_nonempty(v));
        }},
       {"auth_password_env",
-       [&](const Entry& v) {
-         auto s = read_string(v);
-         if (s && !s->empty() && !is_env_name(*s)) {
-           problem(location_of(v.value), v.path +
-                                             " must be an environment variable name "
-                                             "([A-Za-z_][A-Za-z0-9_]*), got " +
-                                             in_quotes(*s));
-           return;
-         }
-         set(d.auth_query.password_env, s);
-       }},
+       [&](const Entry& v) { set(d.auth_query.password_env, read_env_name(v)); }},
       {"auth_password_file",
        [&](const Entry& v) { set(d.auth_query.password_file, read_string(v)); }},
       {"auth_query", [&](const Entry& v) { set(d.auth_query.query, read_nonempty(v)); }},
@@ -779,6 +760,17 @@ void Loader::read_hosts(const Entry& v, std::vector<Host>& out, std::string_view
   });
   if (ok && out.empty())
     problem(location_of(v.value), v.path + " is an empty list; " + std::string(if_empty));
+}
+
+std::optional<std::string> Loader::read_env_name(const Entry& e) {
+  auto s = read_string(e);
+  if (s && !s->empty() && !is_env_name(*s)) {
+    problem(location_of(e.value),
+            e.path + " must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got " +
+                in_quotes(*s));
+    return std::nullopt;
+  }
+  return s;
 }
 
 void Loader::read_pool(const Entry& e, PoolSettings& p, DatabaseMarks& m) {

@@ -13,8 +13,9 @@
 //    address:port (port 0 exempt), a user's databases naming an unknown one;
 //  - values: pool min > max and max < 1, unknown pool mode/log level/log
 //    format/protocol/tls mode/driver, malformed duration/size/CIDR/pin/SCRAM,
-//    zero where a bound is mandatory, listener address, password_env name,
-//    password_env with password_file, non-scalar options, cipher suites;
+//    zero where a bound is mandatory, listener address,
+//    password_env with password_file, password_env and auth_password_env names,
+//    non-scalar options, cipher suites;
 //  - TLS: certificate without key, client_ca or listener TLS without a
 //    certificate, the TDS listener without a certificate;
 //  - the HTTP listener is accepted beside the others;
@@ -462,6 +463,16 @@ databases:
     password_env: PG-SECRET
 )",
                           6, 19, "databases[0].password_env must be an environment variable name"));
+  EXPECT_TRUE(one_problem(R"(users: [{name: demo, password: demo}]
+databases:
+  - name: pg
+    driver: postgresql
+    connection: host=db user=app
+    auth_user: lookup
+    auth_password_env: LOOKUP-SECRET
+)",
+                          7, 24,
+                          "databases[0].auth_password_env must be an environment variable name"));
 }
 
 TEST(ConfigErrors, OptionValuesMustBeScalars) {
