@@ -88,20 +88,20 @@ db::Result<DecodedParam> decode_text_param(std::string_view s, uint32_t type_oid
     case Target::int8:
     case Target::oid: {
       int64_t v = 0;
-      if (auto e = parse_error(parse_int64(s, v), type_oid, s)) return std::move(*e);
+      if (auto e = parse_error(parse_int64(s, v), type_oid, s)) return *e;
       if (!int_range(t, v)) return range_error(type_oid, s);
       p.value = db::Value::int64(v);
       return p;
     }
     case Target::float4: {
       float f = 0;
-      if (auto e = parse_error(parse_float(s, f), type_oid, s)) return std::move(*e);
+      if (auto e = parse_error(parse_float(s, f), type_oid, s)) return *e;
       p.value = db::Value::float64(double(f));
       return p;
     }
     case Target::float8: {
       double d = 0;
-      if (auto e = parse_error(parse_float(s, d), type_oid, s)) return std::move(*e);
+      if (auto e = parse_error(parse_float(s, d), type_oid, s)) return *e;
       p.value = db::Value::float64(d);
       return p;
     }
