@@ -27,23 +27,15 @@
 #include <vector>
 
 #include "pool/pipeline.hpp"
+#include "tests/unit/pool/pipeline_orders.hpp"
 
 namespace wirepool::pool {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::vector<TrainId> join_list(const Pipeline& p, PoolKey pool, const PoolView& v, TimePoint now) {
-  std::vector<TrainId> out{99};  // not empty: join_order clears it
-  p.join_order(pool, v, now, out);
-  return out;
-}
-
-std::vector<BatchId> pull_list(const Pipeline& p, TrainId t, const PoolView& v, TimePoint now) {
-  std::vector<BatchId> out{99};
-  p.pull_order(t, v, now, out);
-  return out;
-}
+using test::join_list;
+using test::pull_list;
 
 struct MTrain {
   PoolKey pool = 0;

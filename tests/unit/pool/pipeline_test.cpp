@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "pool/pipeline.hpp"
+#include "tests/unit/pool/pipeline_orders.hpp"
 
 namespace wirepool::pool {
 namespace {
@@ -34,17 +35,8 @@ using namespace std::chrono_literals;
 constexpr PoolKey kPool = 7;
 constexpr PoolKey kOther = 8;
 
-std::vector<TrainId> join_list(const Pipeline& p, PoolKey pool, const PoolView& v, TimePoint now) {
-  std::vector<TrainId> out{99};  // not empty: join_order clears it
-  p.join_order(pool, v, now, out);
-  return out;
-}
-
-std::vector<BatchId> pull_list(const Pipeline& p, TrainId t, const PoolView& v, TimePoint now) {
-  std::vector<BatchId> out{99};
-  p.pull_order(t, v, now, out);
-  return out;
-}
+using test::join_list;
+using test::pull_list;
 
 TimePoint at(Duration d) {
   return TimePoint{} + 1h + d;
