@@ -270,8 +270,8 @@ void Session::trace_line() {
   if (tab == std::string_view::npos) return;
   std::string_view message = line.substr(tab + 1);
   message = message.substr(0, message.find('\t'));
-  if (message == "ParseComplete" || message == "NoticeResponse" ||
-      message == "ParameterStatus" || message == "NotificationResponse") {
+  if (message == "ParseComplete" || message == "NoticeResponse" || message == "ParameterStatus" ||
+      message == "NotificationResponse") {
     return;
   }
   bind_seen_ = message == "BindComplete" ? BindSeen::bound : BindSeen::refused;

@@ -530,8 +530,8 @@ awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int6
   const auto mark = std::exchange(bind_mark_, std::nullopt);
   Fetch f = co_await pump_result(s, s, out_, limit, err, first);
   if (f == Fetch::error) {
-    if (mark && mark->portal == &portal && s.sent == 0 && !s.suspended &&
-        err.before_bind && out_.size() >= mark->at + 5 && out_[mark->at] == '2') {
+    if (mark && mark->portal == &portal && s.sent == 0 && !s.suspended && err.before_bind &&
+        out_.size() >= mark->at + 5 && out_[mark->at] == '2') {
       out_.resize(mark->at);  // BindComplete and what Describe answered: not sent
     }
     portal.open.reset();
