@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The relay's cost per transaction counted, not timed: each wirepool binary
 given runs under `valgrind --tool=callgrind` (threads: 1, transaction mode,
-pool `--pool`) in front of a throwaway PostgreSQL while pgbench -S runs a fixed
-number of transactions in each protocol mode.
+pool `--pool`; `--pool-mode session` counts the ordinary path instead) in
+front of a throwaway PostgreSQL while pgbench -S runs a fixed number of
+transactions in each protocol mode.
 
 Per binary and mode: the counters are zeroed after a warm-up, pgbench runs
 `-t 1` (its logins) and then `-t TX`, each followed by a dump; the difference
@@ -15,6 +16,7 @@ a train depends on timing, so single runs differ by a few per cent.
 
 Usage: bench/relay_instructions.py BIN [BIN ...] [--tx 2000] [--clients 8]
                                    [--runs 1] [--pool 10] [--out DIR]
+                                   [--pool-mode transaction|session]
 Run with /usr/bin/python3; needs valgrind and postgresql-15. About a minute per
 binary and run on a 2-core machine (docs/performance-notes.md has figures).
 """
@@ -69,7 +71,7 @@ databases:
     driver: postgresql
     connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
     password_env: WIREPOOL_BENCH_PG_PASSWORD
-    pool: {{ mode: transaction, max: {args.pool} }}
+    pool: {{ mode: {args.pool_mode}, max: {args.pool} }}
 """)
     env = dict(os.environ, WIREPOOL_BENCH_PG_PASSWORD=pg["password"])
     log = open(os.path.join(out, "wirepool.log"), "w")
@@ -137,6 +139,8 @@ def main():
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--pool", type=int, default=10)
+    ap.add_argument("--pool-mode", default="transaction", choices=("transaction", "session"),
+                    help="session: the ordinary path (libpq), not the relay")
     ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--out", help="where the callgrind dumps stay (default: a temporary folder)")
     args = ap.parse_args()

@@ -44,6 +44,9 @@ struct Error {
   /// column, type, constraint, source), encoded as on the wire: a code byte
   /// and a NUL-terminated text each. Passed on to the client as they are.
   std::string fields;
+  /// The server refused the Bind of an extended-protocol command (a parameter
+  /// it could not convert, an error while planning): no BindComplete was sent.
+  bool before_bind = false;
 
   /// Errc::closed, SQLSTATE 08003, "connection is closed".
   static Error closed();

@@ -111,12 +111,14 @@ class PgRows final : public db::RowsImpl {
       PGresult* r = nullptr;
       if (auto e = session_->poll_result(r)) return e;
       started_ = true;
+      const bool bound = session_->bound();
       if (r == nullptr) {
         phase_ = Phase::done;
         session_->command_done();
         return std::nullopt;
       }
       begin_statement(r);
+      if (pending_ && !bound) pending_->before_bind = true;
     }
     if (phase_ == Phase::draining) return finish_failure();
     if (phase_ == Phase::ended) return lookahead();
@@ -389,8 +391,9 @@ struct QueryOp : PendingOp {
   std::unique_ptr<PgRows> rows;
 };
 
-/// The shared part of Connection::query and Statement::query. `send(conn)`
-/// encodes the parameters and sends the command (or answers an error).
+/// The shared part of Connection::query and Statement::query. `send(conn, key,
+/// extended)` encodes the parameters and sends the command (or answers an
+/// error), setting `extended` when it sent Bind and Execute.
 template <class Send>
 Result<std::unique_ptr<db::RowsImpl>> run_query(const SessionPtr& sp, OpKind kind,
                                                 std::string_view key, bool native, Send&& send) {
@@ -402,8 +405,10 @@ Result<std::unique_ptr<db::RowsImpl>> run_query(const SessionPtr& sp, OpKind kin
     op.stage = QueryOp::Stage::send;
   }
   if (op.stage == QueryOp::Stage::send) {
-    if (auto e = send(s.conn(), op.key)) return end_call(s, *e);
+    bool extended = false;  // Bind and Execute went out: watch for BindComplete
+    if (auto e = send(s.conn(), op.key, extended)) return end_call(s, *e);
     s.sent();
+    if (extended) s.watch_bind();
     (void)select_row_mode(s.conn(), s.extras());
     op.rows = std::make_unique<PgRows>(sp, native);
     op.stage = QueryOp::Stage::start;
@@ -513,7 +518,7 @@ class PgStatement final : public db::StatementImpl {
     if (queued_) return Error::closed("statement");
     const int format = result_format_for(options);
     return run_query(session_, OpKind::statement_query, name_, options.native,
-                     [&](PGconn* conn, const std::string& name) -> Step {
+                     [&](PGconn* conn, const std::string& name, bool& extended) -> Step {
                        if (auto e = refuse_named(params)) return e;
                        ParamBuffer& buf = ParamBuffer::reused();
                        for (size_t i = 0; i < params.size(); ++i) {
@@ -525,6 +530,7 @@ class PgStatement final : public db::StatementImpl {
                                                buf.lengths(), buf.formats(), format) == 0) {
                          return session_->send_failed();
                        }
+                       extended = true;
                        return std::nullopt;
                      });
   }
@@ -721,7 +727,7 @@ class PgConnection final : public db::ConnectionImpl {
     const int format = result_format_for(options);
     return run_query(
         session_, OpKind::query, text, options.native,
-        [&](PGconn* conn, const std::string& sql) -> Step {
+        [&](PGconn* conn, const std::string& sql, bool& extended) -> Step {
           if (auto e = refuse_named(params)) return e;
           if (params.empty() && several_statements(sql)) {
             // The simple protocol: several statements, text results.
@@ -737,6 +743,7 @@ class PgConnection final : public db::ConnectionImpl {
                                 buf.lengths(), buf.formats(), format) == 0) {
             return session_->send_failed();
           }
+          extended = true;
           return std::nullopt;
         });
   }

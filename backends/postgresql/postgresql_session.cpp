@@ -61,6 +61,9 @@ Session::~Session() {
 void Session::close() {
   std::lock_guard lock(cancel_mu_);
   if (closed_) return;
+  if (bind_seen_ != BindSeen::off) (void)bound();
+  if (trace_ != nullptr) fclose(trace_);
+  trace_ = nullptr;
   closed_ = true;
   holder_ = nullptr;
   op.reset();
@@ -222,6 +225,56 @@ std::optional<db::Error> Session::settle() {
     if (ok == 0) return send_failed();
     sent();
   }
+}
+
+void Session::watch_bind() {
+  if (trace_ == nullptr) {
+    static const cookie_io_functions_t io{nullptr, &Session::trace_write, nullptr, nullptr};
+    trace_ = fopencookie(this, "w", io);
+    if (trace_ == nullptr) return;  // no watch: bound() answers true, as before
+    setvbuf(trace_, nullptr, _IONBF, 0);
+  }
+  bind_seen_ = BindSeen::watching;
+  line_len_ = 0;
+  PQtrace(conn_, trace_);
+  PQsetTraceFlags(conn_, PQTRACE_SUPPRESS_TIMESTAMPS);
+}
+
+bool Session::bound() {
+  if (bind_seen_ == BindSeen::off) return true;
+  PQuntrace(conn_);
+  const bool refused = bind_seen_ == BindSeen::refused;
+  bind_seen_ = BindSeen::off;
+  return !refused;
+}
+
+ssize_t Session::trace_write(void* self, const char* data, size_t size) {
+  auto* s = static_cast<Session*>(self);
+  for (size_t i = 0; i < size && s->bind_seen_ == BindSeen::watching; ++i) {
+    if (data[i] == '\n') {
+      s->trace_line();
+      s->line_len_ = 0;
+    } else if (s->line_len_ < s->line_.size()) {
+      s->line_[s->line_len_++] = data[i];
+    }
+  }
+  return static_cast<ssize_t>(size);
+}
+
+void Session::trace_line() {
+  // "B\t<length>\t<message>…": the first answer from the server other than
+  // ParseComplete or an asynchronous message decides.
+  const std::string_view line(line_.data(), line_len_);
+  if (!line.starts_with("B\t")) return;
+  const size_t tab = line.find('\t', 2);
+  if (tab == std::string_view::npos) return;
+  std::string_view message = line.substr(tab + 1);
+  message = message.substr(0, message.find('\t'));
+  if (message == "ParseComplete" || message == "NoticeResponse" || message == "ParameterStatus" ||
+      message == "NotificationResponse") {
+    return;
+  }
+  bind_seen_ = message == "BindComplete" ? BindSeen::bound : BindSeen::refused;
 }
 
 void Session::command_done() {

@@ -290,9 +290,9 @@ class PgClient final : public ClientConnection,
   /// until Sync, so a bad row costs one failed batch, not one per row.
   bool batch_refused_ = false;
   /// Where the last Bind's BindComplete sits in out_ while only Describe and
-  /// Execute of its portal follow (handle() drops it at any other message): a
-  /// parameter the server could not convert fails at Bind in PostgreSQL, which
-  /// then sends no BindComplete, so the Execute's error takes it back.
+  /// Execute of its portal follow (handle() drops it at any other message):
+  /// when the server refused the Bind (a parameter, the plan; the driver says
+  /// so, Error::before_bind) it sent no BindComplete, so the error takes it back.
   struct BindMark {
     const Portal* portal = nullptr;
     size_t at = 0;

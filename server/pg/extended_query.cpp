@@ -62,21 +62,6 @@ std::string quote_ident(std::string_view name) {
   return "\"" + std::string(name) + "\"";
 }
 
-/// An error PostgreSQL raised while Bind converted a parameter: its context
-/// names the parameter ("unnamed portal parameter $1 = '…'"; libpq binds the
-/// unnamed portal).
-bool bind_parameter_error(const db::Error& e) {
-  std::string_view f = e.fields;
-  while (!f.empty()) {
-    const char code = f[0];
-    const size_t end = f.find('\0');
-    if (end == std::string_view::npos) break;
-    if (code == 'W') return f.substr(1, end - 1).starts_with("unnamed portal parameter $");
-    f.remove_prefix(end + 1);
-  }
-  return false;
-}
-
 }  // namespace
 
 bool PgClient::cursor_portal(const Prepared& p, std::string_view portal) const {
@@ -545,8 +530,8 @@ awaitable<void> PgClient::finish_execute(Portal& portal, const Prepared& p, int6
   const auto mark = std::exchange(bind_mark_, std::nullopt);
   Fetch f = co_await pump_result(s, s, out_, limit, err, first);
   if (f == Fetch::error) {
-    if (mark && mark->portal == &portal && s.sent == 0 && !s.suspended &&
-        bind_parameter_error(err) && out_.size() >= mark->at + 5 && out_[mark->at] == '2') {
+    if (mark && mark->portal == &portal && s.sent == 0 && !s.suspended && err.before_bind &&
+        out_.size() >= mark->at + 5 && out_[mark->at] == '2') {
       out_.resize(mark->at);  // BindComplete and what Describe answered: not sent
     }
     portal.open.reset();
