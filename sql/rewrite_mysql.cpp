@@ -1,6 +1,7 @@
 // PostgreSQL SQL for MariaDB/MySQL (docs/catalog.md#rewrites-mariadb), on the
-// tokens of pg_tokens.hpp: only where MariaDB has a construct of the same
-// meaning; everything else reaches the backend as the client wrote it.
+// token walk of token_walk.hpp: only where MariaDB has a construct of the same
+// meaning; everything else reaches the backend as the client wrote it. And the
+// catalog-query test (reads_pg_catalog), on the tokens of pg_tokens.hpp.
 
 #include "sql/rewrite_mysql.hpp"
 
@@ -50,7 +51,7 @@ std::string mysql_literal(std::string_view value) {
   return out;
 }
 
-/// pg_ functions the MariaDB rewrites answer: no catalog query for their sake.
+/// pg_ functions the MariaDB and T-SQL rewrites answer: no catalog query for their sake.
 bool rewritten_function(std::string_view w) {
   return w == "pg_backend_pid" || w == "version" || w == "current_database" ||
          w == "current_schema" || w == "now";
