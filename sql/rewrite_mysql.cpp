@@ -57,6 +57,15 @@ bool rewritten_function(std::string_view w) {
          w == "current_schema" || w == "now";
 }
 
+/// pg_ functions that act on the session or on values, not on the catalog:
+/// sent to the backend, which runs them (PostgreSQL behind a TDS front end)
+/// or refuses them as its own unknown function.
+bool session_function(std::string_view w) {
+  return w.rfind("pg_sleep", 0) == 0 || w == "pg_typeof" || w == "pg_notify" ||
+         w.find("advisory") != std::string_view::npos || w == "pg_cancel_backend" ||
+         w == "pg_terminate_backend" || w == "pg_column_size";
+}
+
 /// Functions that only make sense over pg_catalog.
 bool catalog_function(std::string_view w) {
   static constexpr std::array<std::string_view, 8> kNames = {
@@ -98,13 +107,15 @@ class CatalogDetector : Tokens {
       const bool call = is(i + 1, K::lparen);
       if (w == "pg_catalog") {
         if (ch(i + 1, ".") && is(i + 2, K::word) && is(i + 3, K::lparen) &&
-            rewritten_function(lower(txt(i + 2)))) {
+            (rewritten_function(lower(txt(i + 2))) || session_function(lower(txt(i + 2))))) {
           i += 2;
           continue;
         }
         return true;
       }
-      if (w.rfind("pg_", 0) == 0 && !(call && rewritten_function(w))) return true;
+      if (w.rfind("pg_", 0) == 0 && !(call && (rewritten_function(w) || session_function(w)))) {
+        return true;
+      }
       if (call && catalog_function(w)) return true;
     }
     return false;

@@ -12,7 +12,8 @@
 //    ILIKE -> LIKE, E'' and $$ strings as T-SQL literals
 //  - never inside '...', N'...', "...", [...], -- and /* */ comments; $N
 //    markers keep their numbers; a qualified name's part (t.now) is a column
-//  - catalog queries are left as written (the catalog takes them)
+//  - catalog queries are left as written (the catalog takes them); pg_sleep()
+//    and other functions on the session are not catalog queries
 //  - the plain path: nothing changes for statements without PostgreSQL syntax
 
 #include <gtest/gtest.h>
@@ -107,6 +108,11 @@ TEST(RewritePgSqlForTsql, CatalogQueriesAreLeftToTheCatalog) {
   EXPECT_TRUE(reads_pg_catalog("SELECT [pg_class].oid FROM [pg_class]", Dialect::tsql));
   EXPECT_TRUE(reads_pg_catalog("SELECT 1::pg_catalog.int8", Dialect::tsql));
   EXPECT_FALSE(reads_pg_catalog("SELECT pg_backend_pid(), pg_catalog.version()", Dialect::tsql));
+  // Functions on the session, not the catalog: the backend's to run or refuse.
+  EXPECT_FALSE(reads_pg_catalog("SELECT pg_sleep(30)", Dialect::tsql));
+  EXPECT_FALSE(
+      reads_pg_catalog("SELECT pg_catalog.pg_advisory_lock(1), pg_typeof(1)", Dialect::tsql));
+  EXPECT_TRUE(reads_pg_catalog("SELECT pg_get_indexdef(1)", Dialect::tsql));
   EXPECT_FALSE(reads_pg_catalog("SELECT 'pg_class' -- pg_type", Dialect::tsql));
   EXPECT_FALSE(reads_pg_catalog("SELECT * FROM INFORMATION_SCHEMA.COLUMNS", Dialect::tsql));
   const std::string q =
