@@ -212,6 +212,14 @@ Mirror build_mirror(Schema& s) {
   std::set<std::string> names;
   for (const auto& [key, i] : s.indexes) {
     std::string name = key.second;
+    if (lower_ascii(name).rfind("sqlite_", 0) == 0) {
+      // SQLite refuses such names (a SQLite server's own, read through another server's
+      // INFORMATION_SCHEMA): PostgreSQL's name for a unique constraint instead.
+      name = key.first;
+      for (const auto& c : i.cols)
+        name += "_" + c;
+      name += "_key";
+    }
     if (!names.insert(name).second) names.insert(name = key.first + "_" + key.second);
     m.indexes.push_back(std::string("CREATE ") + (i.unique ? "UNIQUE " : "") + "INDEX " +
                         ident(name) + " ON " + ident(i.table) + " (" + list(i.cols) + ")");
