@@ -1,6 +1,6 @@
 #pragma once
 // The tokens of a PostgreSQL client's text as the rewrites read them, for the
-// rewrites outside rewrite.cpp (rewrite_mysql.cpp).
+// catalog-query test (reads_pg_catalog, rewrite_mysql.cpp).
 
 #include <cstddef>
 #include <cstdint>

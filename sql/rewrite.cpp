@@ -4,8 +4,8 @@
 #include "sql/rewrite.hpp"
 #include "sql/pg_tokens.hpp"
 #include "sql/rewrite_mysql.hpp"
-#include "sql/text_edits.hpp"
-#include "sql/tokenizer.hpp"
+#include "sql/rewrite_tsql.hpp"
+#include "sql/token_walk.hpp"
 #include "sql/utf8.hpp"
 
 #include <algorithm>
@@ -18,14 +18,6 @@ namespace wirepool::sql {
 using namespace detail;
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
-}
 
 /// 'text' as a SQLite literal.
 std::string sql_literal(std::string_view text) {
@@ -175,56 +167,14 @@ std::optional<std::string> regex_operator(std::string_view op) {
   return std::nullopt;
 }
 
-class PgRewriter {
+class PgRewriter final : public TokenWalk {
  public:
-  PgRewriter(std::string_view text, const RewriteOptions& options) : t_(text), o_(options) {
-    Lexer lex(text, Dialect::sqlite);
-    lex.set_pg_client();
-    for (;;) {
-      const Token tk = lex.next();
-      if (tk.type == Tok::end) break;
-      toks_.push_back(tk);
-    }
-    const size_t n = toks_.size();
-    match_.assign(n, kNone);
-    pstart_.assign(n, kNone);
-    std::vector<size_t> open;
-    for (size_t i = 0; i < n; ++i) {
-      if (toks_[i].type == Tok::lparen || ch(i, '[')) {
-        open.push_back(i);
-      } else if ((toks_[i].type == Tok::rparen || ch(i, ']')) && !open.empty()) {
-        const size_t o = open.back();
-        if ((toks_[i].type == Tok::rparen) == (toks_[o].type == Tok::lparen)) {
-          match_[i] = o;
-          match_[o] = i;
-          open.pop_back();
-        }
-      }
-    }
-  }
-
-  std::optional<std::string> run() {
-    for (size_t i = 0; i < toks_.size(); ++i)
-      i = step(i);
-    if (edits_.empty()) return std::nullopt;
-    return edits_.apply(t_);
-  }
+  PgRewriter(std::string_view text, const RewriteOptions& options)
+      : TokenWalk(text, Dialect::sqlite, true), o_(options) {}
 
  private:
-  static constexpr size_t kNone = std::string_view::npos;
+  std::string literal(std::string_view value) const override { return sql_literal(value); }
 
-  std::string_view txt(size_t i) const { return text_of(t_, toks_[i]); }
-  bool ch(size_t i, char c) const {
-    return i < toks_.size() && toks_[i].type == Tok::other && toks_[i].end == toks_[i].begin + 1 &&
-           t_[toks_[i].begin] == c;
-  }
-  bool word(size_t i, std::string_view w) const {
-    return i < toks_.size() && toks_[i].type == Tok::word && iequals(txt(i), w);
-  }
-  bool is(size_t i, Tok type) const { return i < toks_.size() && toks_[i].type == type; }
-  bool adjacent(size_t i) const {
-    return i + 1 < toks_.size() && toks_[i].end == toks_[i + 1].begin;
-  }
   /// Whether token i ends an operand (so a following '~' or '[' is binary).
   bool ends_operand(size_t i) const {
     if (i >= toks_.size()) return false;
@@ -241,78 +191,10 @@ class PgRewriter {
         return ch(i, ']');
     }
   }
-  /// An identifier's name: unquoted and lower-cased.
-  std::string name_of(size_t i) const {
-    std::string_view s = txt(i);
-    if (toks_[i].type == Tok::quoted && s.size() >= 2)
-      return std::string(s.substr(1, s.size() - 2));
-    return lower(s);
-  }
 
-  void replace(size_t from, size_t to, std::string text) {
-    edits_.replace(from, to, std::move(text));
-  }
-  void insert(size_t at, std::string text) { edits_.insert(at, std::move(text)); }
-  void replace_tokens(size_t first, size_t last, std::string text) {
-    replace(toks_[first].begin, toks_[last].end, std::move(text));
-  }
-
-  /// Rewrites what starts at token i; answers the last token it consumed.
-  size_t step(size_t i) {
-    const Token& k = toks_[i];
-    switch (k.type) {
-      case Tok::word:
-        return step_word(i);
-      case Tok::quoted:
-        pstart_[i] = qualified_start(i);
-        return i;
-      case Tok::string:
-        if ((t_[k.begin] == 'E' || t_[k.begin] == 'e') && k.end > k.begin + 1 &&
-            t_[k.begin + 1] == '\'') {
-          replace(k.begin, k.end, sql_literal(e_string_value(txt(i))));
-        } else if (t_[k.begin] == '$') {  // $tag$ body $tag$: the same text as a SQLite literal
-          const std::string_view d = txt(i);
-          const size_t tag = d.find('$', 1) + 1;
-          const size_t body_end = d.size() >= 2 * tag ? d.size() - tag : d.size();
-          replace(k.begin, k.end, sql_literal(d.substr(tag, body_end - tag)));
-        }
-        pstart_[i] = k.begin;
-        return i;
-      case Tok::number:
-      case Tok::marker:
-        pstart_[i] = k.begin;
-        return i;
-      case Tok::rparen: {
-        const size_t o = match_[i];
-        if (o == kNone) return i;
-        if (pstart_[i] != kNone) return i;  // set by a rewrite that ends here
-        if (o > 0 && is(o - 1, Tok::word) && !is_sql_keyword(txt(o - 1)) &&
-            pstart_[o - 1] != kNone) {
-          pstart_[i] = pstart_[o - 1];
-        } else {
-          pstart_[i] = toks_[o].begin;
-        }
-        return i;
-      }
-      case Tok::other:
-        return step_other(i);
-      default:
-        return i;
-    }
-  }
-
-  size_t qualified_start(size_t i) const {
-    if (i >= 2 && ch(i - 1, '.') && (is(i - 2, Tok::word) || is(i - 2, Tok::quoted)) &&
-        pstart_[i - 2] != kNone) {
-      return pstart_[i - 2];
-    }
-    return toks_[i].begin;
-  }
-
-  size_t step_other(size_t i) {
+  size_t step_other(size_t i) override {
     const Token& k = toks_[i];
     const std::string_view s = txt(i);
-    if (s == "::") return cast(i);
     if ((s == "~" || s == "!") && i > 0 && ends_operand(i - 1)) {
       // ~ ~* !~ !~* ~~ ~~* !~~ !~~*: adjacent single-character tokens
       std::string op(s);
@@ -337,29 +219,14 @@ class PgRewriter {
     return i;
   }
 
-  size_t cast(size_t i) {
-    const size_t start = i > 0 ? pstart_[i - 1] : kNone;
-    size_t j = i + 1;
-    if (word(j, "pg_catalog") && ch(j + 1, '.')) j += 2;
-    if (!(is(j, Tok::word) || is(j, Tok::quoted))) return i;
-    std::string type = name_of(j++);
-    static constexpr std::array<std::string_view, 6> kMore = {"precision", "varying", "with",
-                                                              "without",   "time",    "zone"};
-    while (is(j, Tok::word) && std::find_if(kMore.begin(), kMore.end(), [&](std::string_view m) {
-                                 return iequals(txt(j), m);
-                               }) != kMore.end()) {
-      type += ' ';
-      type += lower(txt(j++));
-    }
+  size_t cast(size_t i) override {
+    const auto c = read_cast(i);
+    if (!c) return i;
+    std::string type = c->name;
     if (type.rfind("time", 0) == 0 || type.rfind("timestamp", 0) == 0) type = "time";
-    if (is(j, Tok::lparen) && match_[j] != kNone) j = match_[j] + 1;  // typmod
-    bool array = false;
-    while (ch(j, '[') && ch(j + 1, ']')) {
-      array = true;
-      j += 2;
-    }
-    const size_t last = j - 1;
+    const size_t last = c->last, start = c->start;
     if (start == kNone) return last;  // no operand we can delimit: left to the backend
+    const bool array = c->array;
     const CastTarget target = sqlite_cast(type, array);
     const size_t from = toks_[i].begin, to = toks_[last].end;
     switch (target.kind) {
@@ -379,16 +246,10 @@ class PgRewriter {
     return last;
   }
 
-  size_t step_word(size_t i) {
+  size_t step_word(size_t i, bool after_dot) override {
     const Token& k = toks_[i];
     const std::string w = lower(txt(i));
     const bool call = is(i + 1, Tok::lparen);
-    const bool after_dot = i > 0 && ch(i - 1, '.') && !(word(i - 2, "pg_catalog") && call);
-    pstart_[i] = qualified_start(i);
-    if (w == "pg_catalog" && ch(i + 1, '.') && is(i + 2, Tok::word) && is(i + 3, Tok::lparen)) {
-      replace(k.begin, toks_[i + 1].end, "");  // SQLite has no schema-qualified functions
-      return i + 1;
-    }
     if (w == "collate") return collate(i);
     if (w == "operator" && call && match_[i + 1] != kNone) {
       const size_t close = match_[i + 1];
@@ -417,9 +278,7 @@ class PgRewriter {
       return i;
     }
     if (w == "now" && call && is(i + 2, Tok::rparen)) {
-      replace_tokens(i, i + 2, "strftime('%Y-%m-%d %H:%M:%f+00','now')");
-      pstart_[i + 2] = k.begin;
-      return i + 2;
+      return replace_empty_call(i, "strftime('%Y-%m-%d %H:%M:%f+00','now')");
     }
     if (w == "json_build_object" && call) {
       replace(k.begin, k.end, "json_object");
@@ -601,12 +460,7 @@ class PgRewriter {
     return close;
   }
 
-  std::string_view t_;
   const RewriteOptions& o_;
-  std::vector<Token> toks_;
-  std::vector<size_t> match_;   // the index of the matching ( ) or [ ]
-  std::vector<size_t> pstart_;  // where the operand ending at a token starts
-  TextEdits edits_;
   std::vector<std::pair<std::pair<size_t, std::string>, std::string>> srf_;
   std::vector<std::string> series_;  // aliases of generate_series() in FROM
   std::vector<size_t> series_at_;    // where they are declared
@@ -677,6 +531,7 @@ bool may_need_pg_rewrite(std::string_view text) {
 std::optional<std::string> rewrite_pg_sql(std::string_view text, Dialect d,
                                           const RewriteOptions& options) {
   if (d == Dialect::mysql) return rewrite_pg_sql_for_mysql(text, options);
+  if (d == Dialect::tsql) return rewrite_pg_sql_for_tsql(text, options);
   if (d != Dialect::sqlite || !may_need_pg_rewrite(text)) return std::nullopt;
   return PgRewriter(text, options).run();
 }

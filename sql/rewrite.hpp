@@ -18,7 +18,7 @@ struct RewriteOptions {
 bool may_need_pg_rewrite(std::string_view text);
 /// Rewrites PostgreSQL syntax a PostgreSQL client sends into what a backend of
 /// dialect `d` runs with the same meaning; nullopt when nothing changes (and for
-/// dialects without rewrites: all but sqlite). Text in strings, quoted
+/// dialects without rewrites: postgres, ansi). Text in strings, quoted
 /// identifiers, comments and dollar quotes is never changed; $N markers keep
 /// their numbers. For sqlite: `x::type` -> CAST(x AS ...) or a conversion
 /// function, current_user, now(), E'...', ILIKE, ~ and OPERATOR(pg_catalog.~),

@@ -1,6 +1,6 @@
 #pragma once
 // Edits of a statement's text by byte offset, applied in one pass: the output
-// step the rewriters share (rewrite.cpp, rewrite_mysql.cpp). Internal to sql/.
+// step of the rewriters' shared token walk (token_walk.hpp). Internal to sql/.
 
 #include <algorithm>
 #include <cstddef>

@@ -242,8 +242,9 @@ size_t Lexer::lex_dollar(Token& tok) {
   }
   // $N is also a marker in mysql and ansi text: PostgreSQL clients write it,
   // and the mysql and odbc drivers rewrite it to ? (neither dialect has any
-  // other use for a '$' that starts a token). tsql keeps '$' as code.
-  if (d_ == Dialect::tsql) return pos_ + 1;
+  // other use for a '$' that starts a token). tsql keeps '$' as code, but for
+  // a PostgreSQL client's text (a rewrite) it is PostgreSQL's $N and $tag$.
+  if (d_ == Dialect::tsql && !pg_client_) return pos_ + 1;
   size_t i = pos_ + 1;
   if (d_ != Dialect::postgres && !pg_client_ && !is_digit(at(i))) return pos_ + 1;
   if (is_digit(at(i))) {  // $N

@@ -15,6 +15,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  }
+  return out;
+}
+
 std::string cell(const Value& v) {
   switch (v.kind) {
     case Kind::I64:
@@ -129,6 +137,96 @@ struct Mirror {
   std::vector<std::string> indexes;    // CREATE [UNIQUE] INDEX statements
 };
 
+/// A backend's schema as the mirror needs it, whatever its metadata looked like.
+struct Schema {
+  struct Column {
+    std::string table, name, type;  // type: the mirror's (pgtype_...)
+    bool not_null = false;
+    bool view = false;
+    std::string default_clause;  // " DEFAULT ..." or ""
+  };
+  struct Index {
+    std::string table;
+    bool unique = false;
+    std::vector<std::string> cols;
+  };
+  struct Fk {
+    std::vector<std::string> cols, ref_cols;
+    std::string ref, on_update, on_delete;
+  };
+  std::vector<Column> columns;                              // grouped by table, in column order
+  std::map<std::string, std::vector<std::string>> primary;  // table -> key columns
+  std::map<std::pair<std::string, std::string>, Index> indexes;  // (table, name)
+  std::map<std::string, std::map<std::string, Fk>> foreign;      // table -> name -> key
+};
+
+/// The mirror's SQLite DDL for `s`.
+Mirror build_mirror(Schema& s) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& c : v)
+      out += (out.empty() ? "" : ", ") + ident(c);
+    return out;
+  };
+  Mirror m;
+  std::string table, body, plain;
+  bool view = false;
+  auto finish = [&] {
+    if (table.empty()) return;
+    if (view) {
+      m.tables.push_back("CREATE VIEW " + ident(table) + " AS SELECT " + body);
+      m.fallbacks.push_back(m.tables.back());
+      return;
+    }
+    std::string tail;
+    if (auto p = s.primary.find(table); p != s.primary.end())
+      tail += ", PRIMARY KEY (" + list(p->second) + ")";
+    for (const auto& [name, f] : s.foreign[table]) {
+      tail += ", CONSTRAINT " + ident(name) + " FOREIGN KEY (" + list(f.cols) + ") REFERENCES " +
+              ident(f.ref) + " (" + list(f.ref_cols) + ") ON UPDATE " + f.on_update +
+              " ON DELETE " + f.on_delete;
+    }
+    m.tables.push_back("CREATE TABLE " + ident(table) + " (" + body + tail + ")");
+    m.fallbacks.push_back("CREATE TABLE " + ident(table) + " (" + plain + tail + ")");
+  };
+  for (const Schema::Column& c : s.columns) {
+    if (c.table != table) {
+      finish();
+      table = c.table;
+      body.clear();
+      plain.clear();
+      view = c.view;
+    }
+    if (view) {
+      body += (body.empty() ? "" : ", ") + std::string("CAST(NULL AS ") + c.type + ") AS " +
+              ident(c.name);
+      continue;
+    }
+    std::string col = ident(c.name) + " " + c.type;
+    if (c.not_null) col += " NOT NULL";
+    plain += (plain.empty() ? "" : ", ") + col;
+    body += (body.empty() ? "" : ", ") + col + c.default_clause;
+  }
+  finish();
+  // Index names are per table in MariaDB and SQL Server, per schema in SQLite and PostgreSQL.
+  std::set<std::string> names;
+  for (const auto& [key, i] : s.indexes) {
+    std::string name = key.second;
+    if (lower_ascii(name).rfind("sqlite_", 0) == 0) {
+      // SQLite refuses such names (a SQLite server's own, read through another server's
+      // INFORMATION_SCHEMA): PostgreSQL's name for a unique constraint instead.
+      name = key.first;
+      for (const auto& c : i.cols)
+        name += "_" + c;
+      name += "_key";
+    }
+    if (!names.insert(name).second) names.insert(name = key.first + "_" + key.second);
+    m.indexes.push_back(std::string("CREATE ") + (i.unique ? "UNIQUE " : "") + "INDEX " +
+                        ident(name) + " ON " + ident(i.table) + " (" + list(i.cols) + ")");
+  }
+  return m;
+}
+
 Result<Mirror> mysql_mirror(ConnectionImpl& conn) {
   auto columns = fetch(conn, kMysqlColumns);
   if (!columns.ok()) return columns.error();
@@ -137,99 +235,167 @@ Result<Mirror> mysql_mirror(ConnectionImpl& conn) {
   auto fks = fetch(conn, kMysqlForeignKeys);
   if (!fks.ok()) return fks.error();
 
+  Schema s;
   // Keys and indexes by table: PRIMARY into the table, the others as indexes.
-  std::map<std::string, std::string> primary;
-  struct Index {
-    std::string table;
-    bool unique = false;
-    std::vector<std::string> cols;
-  };
-  std::map<std::pair<std::string, std::string>, Index> idx;
   for (const Row& r : indexes.value()) {
     if (!r[0] || !r[1] || !r[3]) continue;
     if (*r[1] == "PRIMARY") {
-      std::string& p = primary[*r[0]];
-      p += (p.empty() ? "" : ", ") + ident(*r[3]);
+      s.primary[*r[0]].push_back(*r[3]);
       continue;
     }
-    Index& i = idx[{*r[0], *r[1]}];
+    Schema::Index& i = s.indexes[{*r[0], *r[1]}];
     i.table = *r[0];
     i.unique = r[2] && *r[2] == "0";
     i.cols.push_back(*r[3]);
   }
-  struct Fk {
-    std::vector<std::string> cols, ref_cols;
-    std::string ref, on_update, on_delete;
-  };
-  std::map<std::string, std::map<std::string, Fk>> foreign;
   for (const Row& r : fks.value()) {
-    Fk& f = foreign[r[0].value_or("")][r[1].value_or("")];
+    Schema::Fk& f = s.foreign[r[0].value_or("")][r[1].value_or("")];
     f.cols.push_back(r[2].value_or(""));
     f.ref = r[3].value_or("");
     f.ref_cols.push_back(r[4].value_or(""));
     f.on_update = r[5].value_or("NO ACTION");
     f.on_delete = r[6].value_or("NO ACTION");
   }
-
-  Mirror m;
-  std::string table, body, plain, kind;
-  auto finish = [&] {
-    if (table.empty()) return;
-    if (kind == "VIEW") {
-      m.tables.push_back("CREATE VIEW " + ident(table) + " AS SELECT " + body);
-      m.fallbacks.push_back(m.tables.back());
-      return;
-    }
-    std::string tail;
-    if (auto p = primary.find(table); p != primary.end())
-      tail += ", PRIMARY KEY (" + p->second + ")";
-    for (const auto& [name, f] : foreign[table]) {
-      auto list = [](const std::vector<std::string>& v) {
-        std::string s;
-        for (const auto& c : v)
-          s += (s.empty() ? "" : ", ") + ident(c);
-        return s;
-      };
-      tail += ", CONSTRAINT " + ident(name) + " FOREIGN KEY (" + list(f.cols) + ") REFERENCES " +
-              ident(f.ref) + " (" + list(f.ref_cols) + ") ON UPDATE " + f.on_update +
-              " ON DELETE " + f.on_delete;
-    }
-    m.tables.push_back("CREATE TABLE " + ident(table) + " (" + body + tail + ")");
-    m.fallbacks.push_back("CREATE TABLE " + ident(table) + " (" + plain + tail + ")");
-  };
   for (const Row& c : columns.value()) {
-    const std::string name = c[0].value_or("");
-    if (name != table) {
-      finish();
-      table = name;
-      body.clear();
-      plain.clear();
-      kind = c[9].value_or("") == "VIEW" ? "VIEW" : "TABLE";
-    }
-    const std::string type = mysql_column_type(c);
-    if (kind == "VIEW") {
-      body += (body.empty() ? "" : ", ") + std::string("CAST(NULL AS ") + type + ") AS " +
-              ident(c[1].value_or(""));
+    s.columns.push_back({c[0].value_or(""), c[1].value_or(""), mysql_column_type(c),
+                         c[4] && *c[4] == "NO", c[9].value_or("") == "VIEW", mysql_default(c[5])});
+  }
+  return build_mirror(s);
+}
+
+// ---- SQL Server INFORMATION_SCHEMA -> mirror DDL --------------------------------
+
+// The SQL standard's INFORMATION_SCHEMA only (SQL Server's sys.* views differ
+// from every other server's): tables, views, columns, primary keys, unique
+// constraints and foreign keys of the current database, every schema.
+constexpr std::string_view kInfoSchemaUserSchema =
+    "TABLE_SCHEMA NOT IN ('INFORMATION_SCHEMA', 'sys', 'information_schema', 'pg_catalog')";
+const std::string kStdColumns =
+    "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, c.IS_NULLABLE, "
+    "c.COLUMN_DEFAULT, c.NUMERIC_PRECISION, c.NUMERIC_SCALE, c.CHARACTER_MAXIMUM_LENGTH, "
+    "t.TABLE_TYPE FROM INFORMATION_SCHEMA.COLUMNS c JOIN INFORMATION_SCHEMA.TABLES t "
+    "ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME WHERE t." +
+    std::string(kInfoSchemaUserSchema) +
+    " ORDER BY c.TABLE_NAME, c.TABLE_SCHEMA, c.ORDINAL_POSITION";
+const std::string kStdKeys =
+    "SELECT tc.TABLE_NAME, tc.CONSTRAINT_NAME, tc.CONSTRAINT_TYPE, k.COLUMN_NAME "
+    "FROM INFORMATION_SCHEMA.TABLE_CONSTRAINTS tc JOIN INFORMATION_SCHEMA.KEY_COLUMN_USAGE k "
+    "ON k.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = tc.CONSTRAINT_NAME "
+    "AND k.TABLE_NAME = tc.TABLE_NAME WHERE tc.CONSTRAINT_TYPE IN ('PRIMARY KEY', 'UNIQUE') "
+    "AND tc." +
+    std::string(kInfoSchemaUserSchema) +
+    " ORDER BY tc.TABLE_NAME, tc.CONSTRAINT_NAME, k.ORDINAL_POSITION";
+constexpr std::string_view kStdForeignKeys =
+    "SELECT k.TABLE_NAME, k.CONSTRAINT_NAME, k.COLUMN_NAME, u.TABLE_NAME, u.COLUMN_NAME, "
+    "r.UPDATE_RULE, r.DELETE_RULE FROM INFORMATION_SCHEMA.REFERENTIAL_CONSTRAINTS r "
+    "JOIN INFORMATION_SCHEMA.KEY_COLUMN_USAGE k ON k.CONSTRAINT_SCHEMA = r.CONSTRAINT_SCHEMA "
+    "AND k.CONSTRAINT_NAME = r.CONSTRAINT_NAME "
+    "JOIN INFORMATION_SCHEMA.KEY_COLUMN_USAGE u ON u.CONSTRAINT_SCHEMA = "
+    "r.UNIQUE_CONSTRAINT_SCHEMA AND u.CONSTRAINT_NAME = r.UNIQUE_CONSTRAINT_NAME "
+    "AND u.ORDINAL_POSITION = k.ORDINAL_POSITION "
+    "ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION";
+
+/// The mirror's declared type for a SQL Server column (DATA_TYPE, and the
+/// standard's names, which other servers' INFORMATION_SCHEMA use): the type
+/// the tds driver sends for it (docs/tds-driver.md), text where it sends text.
+std::string sqlserver_column_type(const Row& c) {
+  const std::string data = lower_ascii(c[3].value_or(""));
+  const std::optional<std::string>& length = c[8];
+  if (data == "tinyint" || data == "smallint") return "pgtype_int2";
+  if (data == "int" || data == "integer") return "pgtype_int4";
+  if (data == "bigint") return "pgtype_int8";
+  if (data == "bit" || data == "boolean") return "pgtype_bool";
+  if (data == "decimal" || data == "numeric") {
+    if (!c[6]) return "pgtype_numeric";
+    return "pgtype_numeric(" + *c[6] + "," + c[7].value_or("0") + ")";
+  }
+  if (data == "money") return "pgtype_numeric(19,4)";
+  if (data == "smallmoney") return "pgtype_numeric(10,4)";
+  if (data == "float" || data == "real" || data == "double precision") return "pgtype_float8";
+  if (data == "date") return "pgtype_date";
+  if (data == "datetime" || data == "datetime2" || data == "smalldatetime" ||
+      data == "timestamp without time zone") {
+    return "pgtype_timestamp";
+  }
+  if (data == "datetimeoffset" || data == "timestamp with time zone") return "pgtype_timestamptz";
+  const bool sized = length && *length != "-1" && *length != "0";
+  if (data == "varchar" || data == "nvarchar" || data == "character varying") {
+    return sized ? "pgtype_varchar(" + *length + ")" : "pgtype_text";
+  }
+  if (data == "char" || data == "nchar" || data == "character") {
+    return sized ? "pgtype_bpchar(" + *length + ")" : "pgtype_bpchar";
+  }
+  if (data == "varbinary" || data == "binary" || data == "image" || data == "bytea") {
+    return "pgtype_bytea";
+  }
+  return "pgtype_text";  // text, ntext, xml, uniqueidentifier, time, sql_variant, ...
+}
+
+/// A SQL Server COLUMN_DEFAULT ("((0))", "(N'x')", "(getdate())") as a SQLite
+/// DEFAULT clause: constants and the current time; "" for other expressions.
+std::string sqlserver_default(const std::optional<std::string>& d) {
+  if (!d) return {};
+  std::string_view s = *d;
+  while (s.size() >= 2 && s.front() == '(' && s.back() == ')')
+    s = s.substr(1, s.size() - 2);
+  if (s.size() >= 3 && (s.front() == 'N' || s.front() == 'n') && s[1] == '\'') s.remove_prefix(1);
+  const std::string l = lower_ascii(s);
+  if (l == "getdate()" || l == "sysdatetime()" || l == "sysdatetimeoffset()" ||
+      l == "current_timestamp" || l == "getutcdate()" || l == "sysutcdatetime()") {
+    return " DEFAULT CURRENT_TIMESTAMP";
+  }
+  bool number = !s.empty();
+  for (char ch : s)
+    number = number && ((ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == 'e');
+  if (number ||
+      (s.size() >= 2 && s.front() == '\'' && s.back() == '\'' && s.find('\'', 1) == s.size() - 1)) {
+    return " DEFAULT " + std::string(s);
+  }
+  return {};
+}
+
+Result<Mirror> sqlserver_mirror(ConnectionImpl& conn) {
+  auto columns = fetch(conn, kStdColumns);
+  if (!columns.ok()) return columns.error();
+  auto keys = fetch(conn, kStdKeys);
+  if (!keys.ok()) return keys.error();
+  auto fks = fetch(conn, kStdForeignKeys);
+  if (!fks.ok()) return fks.error();
+
+  Schema s;
+  for (const Row& r : keys.value()) {
+    if (!r[0] || !r[1] || !r[2] || !r[3]) continue;
+    if (*r[2] == "PRIMARY KEY") {
+      s.primary[*r[0]].push_back(*r[3]);
       continue;
     }
-    std::string col = ident(c[1].value_or("")) + " " + type;
-    if (c[4] && *c[4] == "NO") col += " NOT NULL";
-    plain += (plain.empty() ? "" : ", ") + col;
-    body += (body.empty() ? "" : ", ") + col + mysql_default(c[5]);
+    Schema::Index& i = s.indexes[{*r[0], *r[1]}];
+    i.table = *r[0];
+    i.unique = true;
+    i.cols.push_back(*r[3]);
   }
-  finish();
-  // Index names are per table in MariaDB and per schema in SQLite and PostgreSQL.
-  std::set<std::string> names;
-  for (const auto& [key, i] : idx) {
-    std::string name = key.second;
-    if (!names.insert(name).second) names.insert(name = key.first + "_" + key.second);
-    std::string cols;
-    for (const auto& c : i.cols)
-      cols += (cols.empty() ? "" : ", ") + ident(c);
-    m.indexes.push_back(std::string("CREATE ") + (i.unique ? "UNIQUE " : "") + "INDEX " +
-                        ident(name) + " ON " + ident(i.table) + " (" + cols + ")");
+  for (const Row& r : fks.value()) {
+    Schema::Fk& f = s.foreign[r[0].value_or("")][r[1].value_or("")];
+    f.cols.push_back(r[2].value_or(""));
+    f.ref = r[3].value_or("");
+    f.ref_cols.push_back(r[4].value_or(""));
+    f.on_update = r[5].value_or("NO ACTION");
+    f.on_delete = r[6].value_or("NO ACTION");
   }
-  return m;
+  // One schema in the mirror: a table name met again in another schema is skipped.
+  std::set<std::string> seen;
+  std::string last_table, last_schema;
+  for (const Row& c : columns.value()) {
+    const std::string schema = c[0].value_or(""), table = c[1].value_or("");
+    if (table != last_table || schema != last_schema) {
+      if (!seen.insert(table).second) continue;
+      last_table = table;
+      last_schema = schema;
+    }
+    s.columns.push_back({table, c[2].value_or(""), sqlserver_column_type(c), c[4] && *c[4] == "NO",
+                         c[9].value_or("") == "VIEW", sqlserver_default(c[5])});
+  }
+  return build_mirror(s);
 }
 
 // ---- SQLite (through ODBC) -> the same DDL ------------------------------------
@@ -376,6 +542,9 @@ class CatalogConnection final : public ConnectionImpl {
         break;
       case CatalogSource::sqlite_schema:
         m = sqlite_mirror(*inner_.impl());
+        break;
+      case CatalogSource::sqlserver_information_schema:
+        m = sqlserver_mirror(*inner_.impl());
         break;
     }
     if (!m.ok()) return m.error();

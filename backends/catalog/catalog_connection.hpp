@@ -1,6 +1,6 @@
 #pragma once
-// pg_catalog for backends that have none (MariaDB, ODBC to MariaDB;
-// docs/catalog.md#the-catalog-on-other-backends): a connection that runs a
+// pg_catalog for backends that have none (MariaDB, SQL Server, ODBC to MariaDB
+// and SQLite; docs/catalog.md#the-catalog-on-other-backends): a connection that runs a
 // PostgreSQL client's catalog queries (sql::reads_pg_catalog) in an embedded
 // in-memory SQLite holding the SQLite driver's pg_catalog, whose main database
 // mirrors the backend's tables (columns, keys, indexes, foreign keys) as read
@@ -14,8 +14,9 @@ namespace wirepool::db {
 
 /// Where the mirror's schema comes from.
 enum class CatalogSource : uint8_t {
-  mysql_information_schema,  ///< MariaDB/MySQL information_schema of DATABASE()
-  sqlite_schema,             ///< SQLite (through ODBC): its sqlite_schema's DDL, replayed
+  mysql_information_schema,      ///< MariaDB/MySQL information_schema of DATABASE()
+  sqlite_schema,                 ///< SQLite (through ODBC): its sqlite_schema's DDL, replayed
+  sqlserver_information_schema,  ///< SQL Server: the standard INFORMATION_SCHEMA views
 };
 
 /// How long a mirror filled from the backend is trusted without a DDL

@@ -1,5 +1,6 @@
 #include "backends/tds/tds_driver.hpp"
 
+#include "backends/catalog/catalog_connection.hpp"
 #include "backends/tds/tds_connection.hpp"
 #include "backends/tds/tds_options.hpp"
 
@@ -22,7 +23,11 @@ db::Result<db::Connection> TdsDriver::open(const db::OpenOptions& o) const {
     e.sqlstate = "22023";  // invalid_parameter_value
     return e;
   }
-  return open_connection(parse_options(o));
+  auto conn = open_connection(parse_options(o));
+  if (!conn.ok()) return conn;
+  // Catalog queries of PostgreSQL clients (docs/catalog.md), from INFORMATION_SCHEMA.
+  return db::with_pg_catalog(std::move(conn.value()),
+                             db::CatalogSource::sqlserver_information_schema);
 }
 
 std::string TdsDriver::redact(std::string_view connection) const {

@@ -14,9 +14,11 @@ connections; a wrong pin makes the front refuse queries with a clear error;
 node-postgres named statements (Parse, Describe, Bind, Execute) get the real
 columns (the driver's sp_prepare asks for them, and wirepool's TDS front end
 answers with a COLMETADATA as SQL Server does), and a named statement with bad
-SQL fails at its Parse.
+SQL fails at its Parse; psql's \\d through the catalog mirror (types, primary
+key, unique constraint) and PostgreSQL forms rewritten for T-SQL.
 """
 
+import datetime
 import hashlib
 import subprocess
 import threading
@@ -109,6 +111,33 @@ class TdsDriverEndToEnd(unittest.TestCase):
         conn.close()
         out = psql(self.front.dsn(), "-c", "SELECT 40 + 2")
         self.assertEqual(out.stdout.strip(), "42")
+
+    def test_catalog_mirror_and_rewrites(self):
+        # psql's \d reads pg_catalog: answered from the mirror of INFORMATION_SCHEMA, with
+        # the types the driver sends and the primary key and unique constraint (the
+        # stand-in's SQLite names the latter sqlite_autoindex_..., which SQLite refuses to
+        # create: mirrored as <table>_<cols>_key).
+        conn = self.connect()
+        conn.autocommit = True
+        cur = conn.cursor()
+        cur.execute("DROP TABLE IF EXISTS cat1")
+        cur.execute("CREATE TABLE cat1 (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL UNIQUE, "
+                    "amount DECIMAL(10,2), created DATE)")
+        out = psql(self.front.dsn(), "-P", "tuples_only=off", "-c", "\\d cat1").stdout
+        for line in ("id|integer||not null|", "name|character varying(40)||not null|",
+                     "amount|numeric(10,2)|||", "created|date|||",
+                     '"cat1_pkey" PRIMARY KEY, btree (id)', '"cat1_name_key" UNIQUE, btree (name)'):
+            self.assertIn(line, out)
+        # PostgreSQL forms rewritten for T-SQL: a date literal's cast, integer casts,
+        # booleans, current_schema (the catalog's schema) and version().
+        cur.execute("INSERT INTO cat1 VALUES (%s, %s, %s, %s)",
+                    (1, "x", 1, datetime.date(2024, 1, 2)))
+        cur.execute("SELECT created, '7'::int4 + 1, current_schema(), version() FROM cat1 "
+                    "WHERE id = 1::int8")
+        created, n, schema, version = cur.fetchone()
+        self.assertEqual((str(created), n, schema), ("2024-01-02", 8, "public"))
+        self.assertTrue(version.startswith("PostgreSQL 15.0"), version)
+        conn.close()
 
     def test_node_postgres_named_statements_are_described(self):
         script = r"""
