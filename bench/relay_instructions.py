@@ -71,7 +71,7 @@ databases:
     driver: postgresql
     connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
     password_env: WIREPOOL_BENCH_PG_PASSWORD
-    pool: {{ mode: {args.pool_mode}, max: {args.pool} }}
+    pool: {{ mode: {args.pool_mode}, max: {args.pool}, acquire_timeout: 60s }}
 """)
     env = dict(os.environ, WIREPOOL_BENCH_PG_PASSWORD=pg["password"])
     log = open(os.path.join(out, "wirepool.log"), "w")

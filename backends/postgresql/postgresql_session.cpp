@@ -1,8 +1,12 @@
 #include "backends/postgresql/postgresql_session.hpp"
 
+#include <openssl/ssl.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <dlfcn.h>
+
+#include <array>
 
 #include "backends/postgresql/postgresql_errors.hpp"
 
@@ -61,9 +65,6 @@ Session::~Session() {
 void Session::close() {
   std::lock_guard lock(cancel_mu_);
   if (closed_) return;
-  if (bind_seen_ != BindSeen::off) (void)bound();
-  if (trace_ != nullptr) fclose(trace_);
-  trace_ = nullptr;
   closed_ = true;
   holder_ = nullptr;
   op.reset();
@@ -104,6 +105,7 @@ std::optional<db::Error> Session::poll_result(PGresult*& out) {
   const int f = PQflush(conn_);
   if (f < 0) return lost();
   if (f == 1) {
+    if (bind_seen_ == BindSeen::watching) peek_bind();
     if (PQconsumeInput(conn_) == 0) return lost();
     return would_block(true, true);
   }
@@ -115,6 +117,7 @@ std::optional<db::Error> Session::poll_result(PGresult*& out) {
   }
   just_sent_ = false;
   while (PQisBusy(conn_)) {
+    if (bind_seen_ == BindSeen::watching) peek_bind();
     if (PQconsumeInput(conn_) == 0) {
       // The link failed; libpq may still hand out the error result it read.
       if (PQisBusy(conn_)) return lost();
@@ -227,54 +230,41 @@ std::optional<db::Error> Session::settle() {
   }
 }
 
-void Session::watch_bind() {
-  if (trace_ == nullptr) {
-    static const cookie_io_functions_t io{nullptr, &Session::trace_write, nullptr, nullptr};
-    trace_ = fopencookie(this, "w", io);
-    if (trace_ == nullptr) return;  // no watch: bound() answers true, as before
-    setvbuf(trace_, nullptr, _IONBF, 0);
-  }
-  bind_seen_ = BindSeen::watching;
-  line_len_ = 0;
-  PQtrace(conn_, trace_);
-  PQsetTraceFlags(conn_, PQTRACE_SUPPRESS_TIMESTAMPS);
-}
-
 bool Session::bound() {
-  if (bind_seen_ == BindSeen::off) return true;
-  PQuntrace(conn_);
   const bool refused = bind_seen_ == BindSeen::refused;
   bind_seen_ = BindSeen::off;
   return !refused;
 }
 
-ssize_t Session::trace_write(void* self, const char* data, size_t size) {
-  auto* s = static_cast<Session*>(self);
-  for (size_t i = 0; i < size && s->bind_seen_ == BindSeen::watching; ++i) {
-    if (data[i] == '\n') {
-      s->trace_line();
-      s->line_len_ = 0;
-    } else if (s->line_len_ < s->line_.size()) {
-      s->line_[s->line_len_++] = data[i];
+void Session::peek_bind() {
+  // The answer's first bytes, before libpq reads them: ParseComplete ('1'),
+  // asynchronous messages ('N', 'S', 'A'), then BindComplete ('2') or not.
+  std::array<unsigned char, 256> buf;
+  ssize_t n = -1;
+  if (auto* ssl = static_cast<SSL*>(PQsslStruct(conn_, "OpenSSL"))) {
+    n = SSL_peek(ssl, buf.data(), static_cast<int>(buf.size()));
+  } else {
+    n = recv(PQsocket(conn_), buf.data(), buf.size(), MSG_PEEK | MSG_DONTWAIT);
+  }
+  if (n <= 0) return;  // nothing yet: libpq reads nothing either
+  size_t at = 0;
+  while (at + 5 <= static_cast<size_t>(n)) {
+    const unsigned char type = buf[at];
+    const uint32_t len = (uint32_t{buf[at + 1]} << 24) | (uint32_t{buf[at + 2]} << 16) |
+                         (uint32_t{buf[at + 3]} << 8) | uint32_t{buf[at + 4]};
+    if (type == '2') {
+      bind_seen_ = BindSeen::bound;
+      return;
     }
+    if (type != '1' && type != 'N' && type != 'S' && type != 'A') {
+      bind_seen_ = BindSeen::refused;
+      return;
+    }
+    at += 1 + size_t{len};
   }
-  return static_cast<ssize_t>(size);
-}
-
-void Session::trace_line() {
-  // "B\t<length>\t<message>…": the first answer from the server other than
-  // ParseComplete or an asynchronous message decides.
-  const std::string_view line(line_.data(), line_len_);
-  if (!line.starts_with("B\t")) return;
-  const size_t tab = line.find('\t', 2);
-  if (tab == std::string_view::npos) return;
-  std::string_view message = line.substr(tab + 1);
-  message = message.substr(0, message.find('\t'));
-  if (message == "ParseComplete" || message == "NoticeResponse" || message == "ParameterStatus" ||
-      message == "NotificationResponse") {
-    return;
-  }
-  bind_seen_ = message == "BindComplete" ? BindSeen::bound : BindSeen::refused;
+  // Undecided within what arrived: libpq now reads it, so the watch ends
+  // (BindComplete assumed, as before the watch).
+  bind_seen_ = BindSeen::bound;
 }
 
 void Session::command_done() {

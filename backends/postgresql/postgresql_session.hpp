@@ -20,9 +20,7 @@
 
 #include <libpq-fe.h>
 
-#include <array>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -160,18 +158,18 @@ class Session {
   std::optional<db::Error> enter(bool check_busy = true);
   /// The call starts a new command: marks it in flight.
   void sent() {
-    if (bind_seen_ != BindSeen::off) (void)bound();
+    bind_seen_ = BindSeen::off;
     in_flight_ = true;
     just_sent_ = true;
     relay_tx_.reset();  // libpq tracks the state again
   }
   bool in_flight() const { return in_flight_; }
   /// Watches the extended-protocol command just sent for the server's
-  /// BindComplete, which libpq reads silently: its trace (PQtrace, one line a
-  /// message, documented format) is the one place it shows. Until bound().
-  void watch_bind();
-  /// Ends the watch: false when the server's first answer after Parse was not
-  /// BindComplete (it refused the Bind: a parameter or the plan), else true.
+  /// BindComplete, which libpq reads silently: the first read of its answer
+  /// peeks at the bytes first (MSG_PEEK, or SSL_peek on TLS). Until bound().
+  void watch_bind() { bind_seen_ = BindSeen::watching; }
+  /// Ends the watch: false when the server's first answer after ParseComplete
+  /// was not BindComplete (it refused the Bind: a parameter, the plan).
   bool bound();
   /// Reads the command in flight to its end, collecting into `x`.
   std::optional<db::Error> collect(Exchange& x);
@@ -220,9 +218,8 @@ class Session {
 
  private:
   static void notice_receiver(void* arg, const PGresult* r);
-  /// fopencookie's write: reads the trace's lines (see watch_bind).
-  static ssize_t trace_write(void* self, const char* data, size_t size);
-  void trace_line();
+  /// Decides watch_bind() from the answer's first bytes, before libpq reads.
+  void peek_bind();
   /// Continues an abandoned COPY (see abandon_copy).
   std::optional<db::Error> unwind_copy();
 
@@ -246,12 +243,8 @@ class Session {
   std::vector<std::optional<std::string>> reported_;  // by kReportedParameters index
   std::vector<uint8_t> watched_;  // the indexes deliver() looks up: those that can change
   LibpqExtras extras_;
-  // watch_bind(): the trace stream, what it has decided, the line being read.
   enum class BindSeen : uint8_t { off, watching, bound, refused };
-  FILE* trace_ = nullptr;
-  BindSeen bind_seen_ = BindSeen::off;
-  uint8_t line_len_ = 0;
-  std::array<char, 40> line_{};
+  BindSeen bind_seen_ = BindSeen::off;  // see watch_bind()
 };
 using SessionPtr = std::shared_ptr<Session>;
 

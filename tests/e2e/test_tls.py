@@ -279,7 +279,7 @@ class BackendTlsTest(unittest.TestCase):
             raise unittest.SkipTest("the PostgreSQL fixture has no TLS")
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
 
-    def run_with(self, tls_block):
+    def start(self, tls_block):
         i = self.info
         wp = Wirepool(databases=f"""
           - name: pgtls
@@ -290,6 +290,10 @@ class BackendTlsTest(unittest.TestCase):
             tls: {tls_block}
         """, users="- { name: alice, password: wonderland }", name="backend-tls")
         wp.start()
+        return wp
+
+    def run_with(self, tls_block):
+        wp = self.start(tls_block)
         try:
             started = time.time()
             r = psql(wp.dsn(database="pgtls"), "-c", "SELECT 'reached'", check=False, timeout=30)
@@ -302,6 +306,38 @@ class BackendTlsTest(unittest.TestCase):
         r, _, log = self.run_with(f"{{ ca: \"{t['ca']}\", pin_sha256: [\"{t['pin_sha256']}\"] }}")
         self.assertEqual(r.returncode, 0, r.stderr + log[-2000:])
         self.assertEqual(r.stdout.strip(), "reached")
+
+    def test_an_error_at_bind_has_no_bind_complete(self):
+        # Over TLS the driver peeks at the answer with SSL_peek: a constant 1/0
+        # folded while planning fails at Bind, so no BindComplete ('2'), as in
+        # PostgreSQL; a statement that binds gets one.
+        t = self.info["tls"]
+        wp = self.start(f"{{ ca: \"{t['ca']}\", pin_sha256: [\"{t['pin_sha256']}\"] }}")
+        try:
+            s = raw_login(wp.port, database="pgtls")
+
+            def types_of(sql):
+                def msg(kind, body):
+                    return kind + struct.pack("!I", len(body) + 4) + body
+                s.sendall(msg(b"P", b"\0" + sql + b"\0\0\0") +
+                          msg(b"B", b"\0\0" + b"\0\0" * 3) +
+                          msg(b"E", b"\0\0\0\0\0") + msg(b"S", b""))
+                buf, types = b"", []
+                while not types or types[-1] != "Z":
+                    while len(buf) < 5 or len(buf) < 1 + struct.unpack("!I", buf[1:5])[0]:
+                        chunk = s.recv(65536)
+                        self.assertTrue(chunk, f"closed after {types}")
+                        buf += chunk
+                    types.append(buf[:1].decode())
+                    buf = buf[1 + struct.unpack("!I", buf[1:5])[0]:]
+                return types
+
+            self.assertEqual(types_of(b"SELECT 1/0"), ["1", "E", "Z"])
+            self.assertEqual(types_of(b"SELECT 1"), ["1", "2", "D", "C", "Z"])
+            self.assertEqual(types_of(b"SELECT 1/0"), ["1", "E", "Z"])
+            s.close()
+        finally:
+            wp.cleanup()
 
     def test_wrong_pin_refused(self):
         t = self.info["tls"]
