@@ -48,37 +48,16 @@ COLUMNS = ["id", "name", "amount", "ratio", "created"]
 
 # (client, backend) -> (the step it fails at, why). Keep docs/reach.md in step.
 EXPECTED = {
-    # No PostgreSQL catalog through the SQL Server driver, nor for SQLite behind ODBC's
-    # information_schema (docs/catalog.md).
+    # No PostgreSQL catalog through the SQL Server driver (docs/catalog.md).
     ("psql", "tds"): ("introspect", "\\d: no pg_catalog through the SQL Server driver "
                       "(the SQL reaches SQL Server's side as PostgreSQL SQL)"),
-    ("sqlalchemy", "odbc_sqlite"): ("connect", "the dialect's first query reads pg_type: the "
-                                    "catalog is driver sqlite's, not ODBC's (0A000)"),
     ("sqlalchemy", "tds"): ("connect", "the dialect's first query reads pg_type: no pg_catalog "
                             "through the SQL Server driver"),
     ("pgjdbc", "tds"): ("introspect", "getColumns reads pg_catalog: none through the SQL Server "
                         "driver"),
-    ("psycopg2", "odbc_sqlite"): ("introspect", "information_schema is driver sqlite's, not "
-                                  "ODBC's (0A000)"),
-    ("tedious", "odbc_sqlite"): ("introspect", "information_schema is driver sqlite's, not "
-                                 "ODBC's (0A000)"),
     # No rewrites of PostgreSQL SQL through the SQL Server driver yet.
     ("psycopg2", "tds"): ("insert", "psycopg2 sends a date as '2024-01-02'::date; no rewrite "
                          "through the SQL Server driver (42601)"),
-    # Parameters.
-    ("pgjdbc", "mariadb"): ("insert", "PgJDBC's setDate sends '2024-01-02 +00' untyped (OID 0); "
-                            "MariaDB refuses it for a DATE column"),
-    ("pgjdbc", "odbc_maria"): ("insert", "PgJDBC's setDate sends '2024-01-02 +00' untyped "
-                               "(OID 0); MariaDB refuses it for a DATE column"),
-    # Types through SQLite ODBC.
-    ("psql", "odbc_sqlite"): ("select", "SQLite ODBC names DECIMAL(10,2) without its scale: "
-                              "12.50 reads 12.5"),
-    ("psycopg3", "odbc_sqlite"): ("select", "SQLite ODBC describes count(*) as text before a "
-                                  "row (Describe answers text)"),
-    ("node-pg", "odbc_sqlite"): ("select", "SQLite ODBC describes count(*) as text before a "
-                                 "row (Describe answers text)"),
-    ("pgjdbc", "odbc_sqlite"): ("select", "SQLite ODBC describes count(*) as text before a "
-                                "row (Describe answers text)"),
 }
 
 
