@@ -281,6 +281,22 @@ void Session::statement_begin() {
   if (!xact_started_) xact_started_ = now;
   request_time_ = std::chrono::system_clock::now();
   pool_->metrics().statements.fetch_add(1, std::memory_order_relaxed);
+  arm_deadline(now);
+}
+
+void Session::prepare_begin() {
+  if (statement_started_) return;  // inside a statement: its deadline holds
+  if (!cancelled_waiting_) cancel_reason_ = CancelReason::none;
+  cancelled_waiting_ = false;
+  interrupted_ = false;
+  arm_deadline(std::chrono::steady_clock::now());
+}
+
+void Session::prepare_end() {
+  if (!statement_started_) deadline_.reset();
+}
+
+void Session::arm_deadline(std::chrono::steady_clock::time_point now) {
   if (timeout_version_ != settings_.version()) {
     timeout_version_ = settings_.version();
     statement_timeout_ = parse_statement_timeout(settings_.get("statement_timeout").value_or("0"));

@@ -206,6 +206,12 @@ class Session : public db::EventSink {
   /// Brackets one client statement: sets the statement deadline (statement_timeout
   /// setting, else server.query_timeout) and clears a stale cancel.
   void statement_begin();
+  /// Brackets a prepare outside a statement (a Parse, a Describe): the same
+  /// deadline, so a driver that runs the statement there (the SQLite
+  /// drivers' expression-column probe) is cancelled by it; not counted as a
+  /// statement. Inside a statement both do nothing.
+  void prepare_begin();
+  void prepare_end();
   void statement_end();
   /// Interrupts the running statement. On the session's own event loop (a
   /// CancelRequest from another connection is posted there first).
@@ -271,6 +277,8 @@ class Session : public db::EventSink {
   db::Transaction tx_;
 
   void set_running(Backend& b, bool running);
+  /// Sets deadline_ from statement_timeout (else query_timeout), from `now`.
+  void arm_deadline(std::chrono::steady_clock::time_point now);
   /// Interrupts `b`'s running call if it is still this session's (the check and
   /// the interrupt happen under the backend's lock, off the event loop when the
   /// driver's cancel blocks), so a late cancel never reaches another client.

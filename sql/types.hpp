@@ -212,6 +212,8 @@ struct NativeType {
   int16_t pg_format = 0;
   /// Kind::I64 columns: the smallest PostgreSQL integer (2, 4 or 8 bytes) that
   /// holds every value of the backend's type; 0 when not known (int8).
+  /// Kind::F64 columns: 8 where the driver knows the type is a double whatever
+  /// its name (SQLite's REAL); 0 when not known.
   int8_t int_bytes = 0;
 };
 

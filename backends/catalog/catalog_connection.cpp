@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sql/pg_tokens.hpp"
 #include "sql/rewrite.hpp"
 #include "sql/rewrite_mysql.hpp"
 
@@ -418,6 +419,45 @@ Result<Mirror> sqlite_mirror(ConnectionImpl& conn) {
   return m;
 }
 
+char lower_ascii(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c;
+}
+
+/// ASCII case-insensitive substring test (`word` in lower case).
+bool icontains(std::string_view text, std::string_view word) {
+  if (word.size() > text.size()) return false;
+  for (size_t i = 0; i + word.size() <= text.size(); ++i) {
+    size_t k = 0;
+    while (k < word.size() && lower_ascii(text[i + k]) == word[k])
+      ++k;
+    if (k == word.size()) return true;
+  }
+  return false;
+}
+
+/// SQLite behind ODBC has neither information_schema nor the functions the
+/// SQLite driver adds (version(), current_database(), current_schema()):
+/// a statement that names one, outside strings, identifiers and comments, is
+/// answered by the embedded SQLite too. The substring tests keep the plain
+/// path to one scan.
+bool sqlite_catalog_query(std::string_view sql) {
+  if (!icontains(sql, "information_schema") && !icontains(sql, "version") &&
+      !icontains(sql, "current_")) {
+    return false;
+  }
+  const auto toks = sql::pg_client_tokens(sql, sql::Dialect::sqlite);
+  for (size_t i = 0; i < toks.size(); ++i) {
+    if (toks[i].kind != sql::PgToken::Kind::word) continue;
+    std::string w(sql.substr(toks[i].begin, toks[i].end - toks[i].begin));
+    for (char& c : w)
+      c = lower_ascii(c);
+    if (w == "information_schema") return true;
+    const bool call = i + 1 < toks.size() && toks[i + 1].kind == sql::PgToken::Kind::lparen;
+    if (call && (w == "version" || w == "current_database" || w == "current_schema")) return true;
+  }
+  return false;
+}
+
 /// Whether `sql` starts with a statement that changes the schema (cheap: the first word).
 bool is_ddl(std::string_view sql) {
   size_t i = 0;
@@ -466,7 +506,7 @@ class CatalogConnection final : public ConnectionImpl {
 
   Result<std::unique_ptr<RowsImpl>> query(std::string_view sql, Params params,
                                           const QueryOptions& options) override {
-    if (!sql::reads_pg_catalog(sql, dialect_)) {
+    if (!is_catalog_query(sql)) {
       if (is_ddl(sql)) stale_ = true;
       return inner_.impl()->query(sql, params, options);
     }
@@ -477,7 +517,7 @@ class CatalogConnection final : public ConnectionImpl {
 
   Result<std::unique_ptr<StatementImpl>> prepare(std::string_view sql,
                                                  std::span<const ParamInfo> hints) override {
-    if (!sql::reads_pg_catalog(sql, dialect_)) {
+    if (!is_catalog_query(sql)) {
       if (is_ddl(sql)) stale_ = true;
       return inner_.impl()->prepare(sql, hints);
     }
@@ -521,6 +561,11 @@ class CatalogConnection final : public ConnectionImpl {
   void relay_done(TxState state, bool broken) override { inner_.impl()->relay_done(state, broken); }
 
  private:
+  bool is_catalog_query(std::string_view sql) const {
+    return sql::reads_pg_catalog(sql, dialect_) ||
+           (source_ == CatalogSource::sqlite_schema && sqlite_catalog_query(sql));
+  }
+
   /// The client's PostgreSQL text as the embedded SQLite runs it (the server
   /// rewrote it already when the backend's own dialect is SQLite's).
   std::string_view for_sqlite(std::string_view sql, std::string& storage) const {

@@ -130,7 +130,10 @@ class StmtRows final : public ReaderBase {
     cells_.assign(fields, Cell{});
     binds_.assign(fields, MYSQL_BIND{});
     for (size_t i = 0; i < fields; ++i)
-      bind_column(i, p_->types[i].column.native.length);
+      // The byte length where the column has one (not a BLOB/TEXT).
+      bind_column(i, p_->types[i].column.native.length >= 0
+                         ? static_cast<int64_t>(p_->types[i].length)
+                         : int64_t{-1});
     if (mysql_stmt_bind_result(stmt, binds_.data()) != 0) {
       return session_->stmt_error(stmt, was_in_trans_);
     }

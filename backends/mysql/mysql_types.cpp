@@ -163,7 +163,9 @@ ColumnType classify(std::string_view name, enum_field_types type, unsigned flags
       out.read = binary ? Read::bytes : Read::text;
       if (type != MYSQL_TYPE_TINY_BLOB && type != MYSQL_TYPE_MEDIUM_BLOB &&
           type != MYSQL_TYPE_LONG_BLOB && type != MYSQL_TYPE_BLOB) {
-        c.native.length = static_cast<int64_t>(length);
+        // In characters: text arrives as utf8mb4 (the connection's), 4 bytes
+        // a character in the length MariaDB reports (PostgreSQL's varchar(n)).
+        c.native.length = static_cast<int64_t>(binary ? length : length / 4);
       }
       if (binary && c.native.name == "VARCHAR") c.native.name = "VARBINARY";
       if (binary && c.native.name == "CHAR") c.native.name = "BINARY";

@@ -2,6 +2,7 @@
 // columns into one block of row arrays.
 
 #include <algorithm>
+#include <optional>
 
 #include "backends/odbc/odbc_internal.hpp"
 #include "backends/sqlite/sqlite_types.hpp"
@@ -115,6 +116,46 @@ Status describe_wide(Session& s, SQLHSTMT h, SQLUSMALLINT i, ColumnDesc& d) {
   return {};
 }
 
+/// SQLite ODBC names a DECIMAL(p,s) column "DECIMAL" without its (p,s): the
+/// declared type as SQLite keeps it (pragma_table_info of the column's base
+/// table), on a handle of its own. Unknown (false) for an expression or an
+/// aliased column (the driver reports the alias as the base column).
+bool sqlite_declared_numeric(Session& s, SQLHSTMT h, SQLUSMALLINT col, sqlite::DeclaredType& out) {
+  auto attr = [&](SQLUSMALLINT field) {
+    char buf[256] = {};
+    SQLSMALLINT len = 0;
+    if (!ok(SQLColAttribute(h, col, field, buf, sizeof buf, &len, nullptr))) return std::string();
+    return std::string(
+        buf, std::min<size_t>(sizeof buf - 1, static_cast<size_t>(std::max<SQLSMALLINT>(len, 0))));
+  };
+  const std::string table = attr(SQL_DESC_BASE_TABLE_NAME);
+  const std::string column = attr(SQL_DESC_BASE_COLUMN_NAME);
+  if (table.empty() || column.empty()) return false;
+  auto literal = [](const std::string& v) {
+    std::string q = "'";
+    for (char c : v) {
+      if (c == '\'') q += '\'';
+      q += c;
+    }
+    return q + "'";
+  };
+  const std::string sql = "SELECT type FROM pragma_table_info(" + literal(table) +
+                          ") WHERE name = " + literal(column) + " COLLATE NOCASE";
+  // Never published as running (a cancel does not look for it): a plain handle.
+  SQLHSTMT tmp = SQL_NULL_HSTMT;
+  if (!ok(SQLAllocHandle(SQL_HANDLE_STMT, s.dbc, &tmp))) return false;
+  const auto wsql = to_utf16(sql);
+  char type[128] = {};
+  SQLLEN ind = 0;
+  const bool found = wsql && ok(exec_direct(s, tmp, sql, *wsql)) && ok(SQLFetch(tmp)) &&
+                     ok(SQLGetData(tmp, 1, SQL_C_CHAR, type, sizeof type, &ind)) && ind > 0;
+  SQLFreeHandle(SQL_HANDLE_STMT, tmp);
+  if (!found) return false;
+  out = sqlite::parse_declared_type(
+      std::string_view(type, std::min<size_t>(sizeof type - 1, static_cast<size_t>(ind))));
+  return out.decl == sqlite::Decl::numeric && out.native.precision > 0;
+}
+
 }  // namespace
 
 Result<Shape> describe(Session& s, SQLHSTMT h) {
@@ -137,8 +178,13 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
     SQLSMALLINT digits = d.digits;
     if (s.flavor == Flavor::sqlite) {
       // SQLite ODBC describes DECIMAL as text and NUMERIC as a double, and
-      // names either without its (p,s): read as exact text of unknown precision.
-      const sqlite::DeclaredType decl = sqlite::parse_declared_type(d.type_name);
+      // names either without its (p,s): read as exact text, of the declared
+      // precision where the table says it.
+      sqlite::DeclaredType decl = sqlite::parse_declared_type(d.type_name);
+      if (decl.decl == sqlite::Decl::numeric && decl.native.precision <= 0) {
+        sqlite::DeclaredType full;
+        if (sqlite_declared_numeric(s, h, col, full)) decl = full;
+      }
       if (decl.decl == sqlite::Decl::numeric) {
         type = SQL_DECIMAL;
         size = decl.native.precision > 0 ? static_cast<SQLULEN>(decl.native.precision) : 0;
@@ -162,8 +208,9 @@ Result<Shape> describe(Session& s, SQLHSTMT h) {
     c.name = std::move(d.name);
     c.kind = plan.kind;
     // SQLite's width comes from the declared name, as on driver sqlite.
-    c.native.int_bytes =
-        s.flavor == Flavor::sqlite ? sqlite::declared_int_bytes(d.type_name) : plan.int_bytes;
+    c.native.int_bytes = s.flavor == Flavor::sqlite
+                             ? sqlite::parse_declared_type(d.type_name).native.int_bytes
+                             : plan.int_bytes;
     c.nullable = d.nullable != SQL_NO_NULLS;
     c.native.name = d.type_name.empty() ? sql_type_name(type) : d.type_name;
     if (plan.kind == db::Kind::Decimal) {
@@ -288,6 +335,55 @@ Status settle_prepared(Session& s, Handle& hd) {
   auto shape = describe(s, hd.h);
   if (!shape.ok()) return shape.take_error();
   hd.shape = std::make_unique<Shape>(std::move(shape.value()));
+  if (auto st = bind_columns(s, hd); !st.ok()) return st;
+  hd.settled = true;
+  return {};
+}
+
+}  // namespace wirepool::odbc::detail
+
+namespace wirepool::odbc::detail {
+
+/// SQLite ODBC types a column without a declared type (count(*), 1 + 1) from
+/// the first row, once the statement has stepped; after SQLPrepare alone it
+/// guesses "varchar" (255). The native SQLite driver's answer at Parse
+/// (docs/odbc.md#types): a read-only SELECT is executed once with its
+/// parameters NULL, described again and closed. Cancellable, and bounded by
+/// query_timeout, as any execution.
+Status probe_expression_types(Session& s, Handle& hd) {
+  if (s.flavor != Flavor::sqlite || !hd.settled || !hd.shape) return {};
+  const auto& verbs = hd.verb_list();
+  if (verbs.size() != 1 || verbs[0] != "SELECT") return {};
+  const auto& cols = hd.shape->columns;
+  if (std::none_of(cols.begin(), cols.end(),
+                   [](const db::Column& c) { return c.native.name == "varchar"; })) {
+    return {};
+  }
+  SQLSMALLINT np = 0;
+  if (!ok(SQLNumParams(hd.h, &np))) return {};
+  SQLLEN null_ind = SQL_NULL_DATA;
+  for (SQLSMALLINT i = 1; i <= np; ++i) {
+    SQLBindParameter(hd.h, static_cast<SQLUSMALLINT>(i), SQL_PARAM_INPUT, SQL_C_CHAR, SQL_VARCHAR,
+                     1, 0, nullptr, 0, &null_ind);
+  }
+  SQLRETURN rc;
+  {
+    Running running(hd);
+    rc = SQLExecute(hd.h);
+  }
+  const bool timed_out = s.timed_out.load(std::memory_order_relaxed);
+  const bool cancelled = s.cancelled.load() == hd.h;
+  std::optional<Result<Shape>> shape;
+  if (ok(rc) && !timed_out && !cancelled) shape = describe(s, hd.h);
+  SQLFreeStmt(hd.h, SQL_CLOSE);
+  SQLFreeStmt(hd.h, SQL_RESET_PARAMS);
+  if (cancelled) s.cancelled.store(SQL_NULL_HSTMT);
+  if (timed_out) return statement_timeout(s.options);
+  if (cancelled) return user_cancel();
+  // An error (the statement refuses NULLs) or an unchanged answer: SQLPrepare's stays.
+  if (!shape || !shape->ok()) return {};
+  hd.shape = std::make_unique<Shape>(std::move(shape->value()));
+  hd.settled = false;
   if (auto st = bind_columns(s, hd); !st.ok()) return st;
   hd.settled = true;
   return {};

@@ -82,6 +82,8 @@ class OdbcConnection final : public db::ConnectionImpl {
       return s.stmt_error(hd->h);
     }
     hd->set_verbs(verbs_of(text, s.dialect), s.flavor);
+    (void)settle_prepared(s, *hd);  // as the statement would; its errors come at execution
+    if (auto st = probe_expression_types(s, *hd); !st.ok()) return st.take_error();
     return make_statement(session_, std::move(hd), std::move(*rw), std::move(*wtext), hints);
   }
 

@@ -440,6 +440,10 @@ Status settle_result(Session& s, Handle& hd);
 /// and settle the rowset, so it is never set on an open cursor.
 Status settle_prepared(Session& s, Handle& hd);
 
+/// SQLite ODBC: a prepared SELECT's expression columns typed from a first
+/// row (an execution with NULL parameters); 57014 when cancelled or timed out.
+Status probe_expression_types(Session& s, Handle& hd);
+
 // ---- readers (odbc_rows.cpp) and statements (odbc_statement.cpp) ---------------------
 
 /// The command verb of each statement of a text (Handle::verbs).

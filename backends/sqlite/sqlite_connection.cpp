@@ -674,8 +674,12 @@ class SqliteStatement final : public db::StatementImpl {
     for (size_t i = 0; i < hints.size(); ++i)
       params_[i] = hints[i];
     columns_ = ps_->columns().columns;
-    probe_expression_kinds();
+    probe_rc_ = probe_expression_kinds();
   }
+
+  /// SQLITE_INTERRUPT when a cancel (query_timeout) stopped the probe: the
+  /// Parse fails, as a statement interrupted there would.
+  int probe_rc() const { return probe_rc_; }
 
   std::span<const db::ParamInfo> params() const override { return params_; }
   std::span<const db::Column> columns() const override { return columns_; }
@@ -726,18 +730,22 @@ class SqliteStatement final : public db::StatementImpl {
   /// comes before any row: a read-only SELECT is stepped once with its
   /// parameters unbound (NULL) and each such column takes that first row's
   /// storage class. Without a row, or where it is NULL, the column stays unknown (text).
-  void probe_expression_kinds() {
+  int probe_expression_kinds() {
     sqlite3_stmt* stmt = ps_->stmt;
     const bool unknown = std::any_of(columns_.begin(), columns_.end(),
                                      [](const db::Column& c) { return c.kind == db::Kind::Null; });
-    if (!unknown || !sqlite3_stmt_readonly(stmt) || ps_->command_verb() != "SELECT") return;
-    if (sqlite3_step(stmt) == SQLITE_ROW) {
+    if (!unknown || !sqlite3_stmt_readonly(stmt) || ps_->command_verb() != "SELECT") {
+      return SQLITE_OK;
+    }
+    const int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
       for (size_t i = 0; i < columns_.size(); ++i) {
         if (columns_[i].kind != db::Kind::Null) continue;
         columns_[i].kind = natural_kind(sqlite3_column_type(stmt, static_cast<int>(i)));
       }
     }
     sqlite3_reset(stmt);
+    return rc == SQLITE_INTERRUPT ? rc : SQLITE_OK;
   }
 
   SessionPtr session_;
@@ -746,6 +754,7 @@ class SqliteStatement final : public db::StatementImpl {
   std::vector<std::string> named_;
   std::vector<db::ParamInfo> params_;
   std::vector<db::Column> columns_;
+  int probe_rc_ = SQLITE_OK;
 };
 
 // ---- connection -------------------------------------------------------------
@@ -796,8 +805,9 @@ class SqliteConnection final : public db::ConnectionImpl {
       // PostgreSQL's answer to the same request.
       return protocol_error("42601", "cannot insert multiple commands into a prepared statement");
     }
-    return std::unique_ptr<db::StatementImpl>(
-        std::make_unique<SqliteStatement>(session_, std::move(ps), hints));
+    auto statement = std::make_unique<SqliteStatement>(session_, std::move(ps), hints);
+    if (statement->probe_rc() != SQLITE_OK) return session_->error(statement->probe_rc());
+    return std::unique_ptr<db::StatementImpl>(std::move(statement));
   }
 
   /// The catalog's tables follow the main database's schema before a

@@ -150,6 +150,7 @@ DeclaredType parse_declared_type(std::string_view declared) {
     if (p >= 0) out.native.length = p;
   } else if (contains(u, "REAL") || contains(u, "FLOA") || contains(u, "DOUB")) {
     out.decl = Decl::real;
+    out.native.int_bytes = 8;  // every SQLite REAL is a double
   } else if (contains(u, "NUMERIC") || contains(u, "DECIMAL") || contains(u, "NUMBER") ||
              contains(u, "MONEY")) {
     out.decl = Decl::numeric;

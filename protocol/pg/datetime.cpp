@@ -248,4 +248,31 @@ std::optional<int64_t> parse_time(std::string_view text) {
   return parse_time_impl(text, false);
 }
 
+std::optional<std::string> date_of_zoned_date(std::string_view text) {
+  auto digits = [&](size_t from, size_t n) {
+    if (from + n > text.size()) return false;
+    for (size_t k = from; k < from + n; ++k) {
+      if (text[k] < '0' || text[k] > '9') return false;
+    }
+    return true;
+  };
+  size_t year = 0;
+  while (year < text.size() && text[year] >= '0' && text[year] <= '9')
+    ++year;
+  if (year < 4 || !(text.size() > year + 9) || text[year] != '-' || !digits(year + 1, 2) ||
+      text[year + 3] != '-' || !digits(year + 4, 2) || text[year + 6] != ' ') {
+    return std::nullopt;
+  }
+  size_t i = year + 7;
+  if (text[i] != '+' && text[i] != '-') return std::nullopt;
+  if (!digits(i + 1, 2)) return std::nullopt;
+  i += 3;
+  for (int part = 0; part < 2 && i < text.size(); ++part) {
+    if (text[i] != ':' || !digits(i + 1, 2)) return std::nullopt;
+    i += 3;
+  }
+  if (i != text.size()) return std::nullopt;
+  return std::string(text.substr(0, year + 6));
+}
+
 }  // namespace wirepool::pg

@@ -17,6 +17,11 @@ std::string format_time(int64_t micros_since_epoch, db::TimeForm form);
 /// "2024-01-02T03:04:05+02:00", "... +0530", "... Z"); time without a zone is UTC.
 std::optional<int64_t> parse_time(std::string_view text);
 
+/// PgJDBC's setDate text, "YYYY-MM-DD +HH[:MM[:SS]]" (a date and a zone offset,
+/// no time; sent untyped), as "YYYY-MM-DD": what PostgreSQL stores for it in a
+/// date, timestamp or timestamptz at UTC. nullopt for any other text (BC dates included).
+std::optional<std::string> date_of_zoned_date(std::string_view text);
+
 /// For the other value files of protocol/pg/.
 namespace detail {
 

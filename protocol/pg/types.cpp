@@ -206,6 +206,15 @@ bool encode_into(const db::ValueView& v, uint32_t type_oid, int16_t format, std:
   return false;
 }
 
+/// A backend's name of a variable-length character type: VARCHAR, NVARCHAR,
+/// VARCHAR2, "character varying", ODBC's WVARCHAR (any case, with or without "(n)").
+bool is_varchar_name(std::string_view name) {
+  std::string lower;
+  for (char c : name.substr(0, 32))
+    lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  return lower.find("varchar") != std::string::npos || lower.rfind("character varying", 0) == 0;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -242,6 +251,12 @@ WireType wire_type_for(const db::Column& column) {
       return {oid::kNumeric, -1, -1};
     }
     case db::Kind::Text:
+      // VARCHAR(n) with the n the driver knows: varchar, typmod n + VARHDRSZ.
+      if (column.native.length > 0 && column.native.length <= 10485760 &&
+          is_varchar_name(column.native.name)) {
+        return {oid::kVarchar, -1, static_cast<int32_t>(column.native.length) + 4};
+      }
+      break;
     case db::Kind::Null:
       break;
   }

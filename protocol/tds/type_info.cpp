@@ -295,7 +295,9 @@ TypeInfo column_type(const db::Column& c, const Collation& collation, const db::
       return t;
     case db::Kind::F64:
       t.type = type::kFltN;
-      t.max_length = (n.pg_oid == 700 || base == "float4" || base == "real") ? 4 : 8;
+      // SQLite's REAL is a double (int_bytes 8); PostgreSQL's and SQL Server's a float.
+      t.max_length =
+          n.int_bytes != 8 && (n.pg_oid == 700 || base == "float4" || base == "real") ? 4 : 8;
       return t;
     case db::Kind::Decimal: {
       t.type = type::kDecimalN;

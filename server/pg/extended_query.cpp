@@ -16,6 +16,7 @@
 #include <cstring>
 #include <utility>
 
+#include "protocol/pg/datetime.hpp"
 #include "protocol/pg/scram.hpp"
 #include "server/admin.hpp"
 #include "server/pg/backend_sql.hpp"
@@ -171,8 +172,10 @@ awaitable<bool> PgClient::describe(Prepared& p) {
     skip_until_sync_ = true;
     co_return false;
   }
+  session_->prepare_begin();
   auto stmt = co_await session_->backend_statement(
       p.key, p.sql, param_hints(session_->pool().pg_native(), p.param_oids));
+  session_->prepare_end();
   if (!stmt.ok()) {
     if (stmt.error().code != db::Errc::connection) {
       // A statement whose Parse was answered before it was prepared: the
@@ -295,6 +298,11 @@ std::optional<db::Error> PgClient::bind_params(const pg::Bind& m, const Prepared
     db::Param param;
     param.value = std::move(decoded.value().value);
     param.untyped = decoded.value().untyped;
+    if (param.untyped && oid == 0 && param.value.kind == db::Kind::Text) {
+      // PgJDBC's setDate ("2024-01-02 +00", untyped): the date PostgreSQL
+      // would store, a form every backend takes for a date (docs/reach.md).
+      if (auto date = pg::date_of_zoned_date(param.value.str)) param.value.str = std::move(*date);
+    }
     out.push_back(std::move(param));
   }
   return std::nullopt;

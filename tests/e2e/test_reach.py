@@ -48,27 +48,6 @@ COLUMNS = ["id", "name", "amount", "ratio", "created"]
 
 # (client, backend) -> (the step it fails at, why). Keep docs/reach.md in step.
 EXPECTED = {
-    # The catalog of SQLite behind ODBC (docs/catalog.md).
-    ("sqlalchemy", "odbc_sqlite"): ("connect", "the dialect's first query reads pg_type: the "
-                                    "catalog is driver sqlite's, not ODBC's (0A000)"),
-    ("psycopg2", "odbc_sqlite"): ("introspect", "information_schema is driver sqlite's, not "
-                                  "ODBC's (0A000)"),
-    ("tedious", "odbc_sqlite"): ("introspect", "information_schema is driver sqlite's, not "
-                                 "ODBC's (0A000)"),
-    # Parameters.
-    ("pgjdbc", "mariadb"): ("insert", "PgJDBC's setDate sends '2024-01-02 +00' untyped (OID 0); "
-                            "MariaDB refuses it for a DATE column"),
-    ("pgjdbc", "odbc_maria"): ("insert", "PgJDBC's setDate sends '2024-01-02 +00' untyped "
-                               "(OID 0); MariaDB refuses it for a DATE column"),
-    # Types through SQLite ODBC.
-    ("psql", "odbc_sqlite"): ("select", "SQLite ODBC names DECIMAL(10,2) without its scale: "
-                              "12.50 reads 12.5"),
-    ("psycopg3", "odbc_sqlite"): ("select", "SQLite ODBC describes count(*) as text before a "
-                                  "row (Describe answers text)"),
-    ("node-pg", "odbc_sqlite"): ("select", "SQLite ODBC describes count(*) as text before a "
-                                 "row (Describe answers text)"),
-    ("pgjdbc", "odbc_sqlite"): ("select", "SQLite ODBC describes count(*) as text before a "
-                                "row (Describe answers text)"),
 }
 
 

@@ -46,6 +46,10 @@ async function nodePostgres(db, state) {
     const row = r.rows[0];
     assert.strictEqual(row.id, 1, `id ${JSON.stringify(row.id)} (type OID ${r.fields[0].dataTypeID})`);
     assert.strictEqual(row.name, 'Zoë ✓');
+    if (db !== 'tds') {  // VARCHAR(40) as PostgreSQL describes it: varchar, typmod 44
+      assert.deepEqual([r.fields[1].dataTypeID, r.fields[1].dataTypeModifier], [1043, 44],
+        `name type ${r.fields[1].dataTypeID}(${r.fields[1].dataTypeModifier})`);
+    }
     assert.strictEqual(Number(row.amount), 12.5);
     assert.strictEqual(r.fields[2].dataTypeID, 1700, `amount type OID ${r.fields[2].dataTypeID}`);
     assert.strictEqual(row.ratio, 2.5);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/pg/datetime.hpp"
 #include "protocol/pg/types.hpp"
 #include "tests/unit/protocol/pg/bytes.hpp"
 #include "tests/unit/protocol/pg/values.hpp"
@@ -23,6 +24,22 @@ using test::ByteBuilder;
 
 // ---------------------------------------------------------------------------
 // times
+
+TEST(Time, PgJdbcZonedDateIsItsDate) {
+  // PgJDBC's setDate text (untyped): the date PostgreSQL stores for it.
+  EXPECT_EQ(date_of_zoned_date("2024-01-02 +00"), "2024-01-02");
+  EXPECT_EQ(date_of_zoned_date("2024-01-02 -05"), "2024-01-02");
+  EXPECT_EQ(date_of_zoned_date("2024-01-02 +05:30"), "2024-01-02");
+  EXPECT_EQ(date_of_zoned_date("2024-01-02 +05:30:15"), "2024-01-02");
+  EXPECT_EQ(date_of_zoned_date("12024-01-02 +00"), "12024-01-02");
+  // Anything else stays as the client sent it.
+  for (const char* other :
+       {"2024-01-02", "2024-01-02 10:11:12+00", "2024-01-02 +0", "2024-01-02 +00 BC",
+        "2024-01-02 BC +00", "2024-1-02 +00", "24-01-02 +00", "2024-01-02 +00:", "2024-01-02  +00",
+        "hello", "2024-01-02 +00:00:00:00", ""}) {
+    EXPECT_EQ(date_of_zoned_date(other), std::nullopt) << other;
+  }
+}
 
 TEST(Time, DatesBefore2000And1970) {
   EXPECT_EQ(format_time(k2000, db::TimeForm::date), "2000-01-01");

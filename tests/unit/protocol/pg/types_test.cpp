@@ -47,6 +47,26 @@ TEST(WireType, EachKindMapsAsTheDesignSays) {
   EXPECT_EQ(of(db::Kind::Time).oid, oid::kTimestamptz);
 }
 
+TEST(WireType, VarcharWithItsLengthIsVarcharWithTypmod) {
+  db::Column c;
+  c.kind = db::Kind::Text;
+  c.native.length = 40;
+  for (const char* name :
+       {"VARCHAR", "varchar", "VARCHAR(40)", "NVARCHAR", "WVARCHAR", "character varying"}) {
+    c.native.name = name;
+    EXPECT_EQ(wire_type_for(c).oid, oid::kVarchar) << name;
+    EXPECT_EQ(wire_type_for(c).modifier, 44) << name;  // n + VARHDRSZ
+  }
+  c.native.name = "CHAR";  // not varchar: text
+  EXPECT_EQ(wire_type_for(c).oid, oid::kText);
+  c.native.name = "TIME";  // ODBC's times arrive as text
+  EXPECT_EQ(wire_type_for(c).oid, oid::kText);
+  c.native.name = "VARCHAR";
+  c.native.length = -1;  // the driver does not know n
+  EXPECT_EQ(wire_type_for(c).oid, oid::kText);
+  EXPECT_EQ(wire_type_for(c).modifier, -1);
+}
+
 TEST(WireType, TimeFollowsTheColumnsTimeForm) {
   db::Column c;
   c.kind = db::Kind::Time;

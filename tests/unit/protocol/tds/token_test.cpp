@@ -528,6 +528,10 @@ TEST(TdsTypes, ColumnMapping) {
   EXPECT_EQ(u.scale, 0);
   EXPECT_EQ(map(db::Kind::F64).type, type::kFltN);
   EXPECT_EQ(map(db::Kind::F64).max_length, 8u);
+  EXPECT_EQ(map(db::Kind::F64, {.name = "REAL"}).max_length, 4u);  // PostgreSQL's, SQL Server's
+  EXPECT_EQ(map(db::Kind::F64, {.pg_oid = 700}).max_length, 4u);
+  // SQLite's REAL is a double: its drivers say so (int_bytes 8), and no digit is lost.
+  EXPECT_EQ(map(db::Kind::F64, {.name = "REAL", .int_bytes = 8}).max_length, 8u);
   EXPECT_EQ(map(db::Kind::Text).max_length, kPlpMarker);
   EXPECT_EQ(map(db::Kind::Text, {.length = 20}).max_length, 80u);
   EXPECT_EQ(map(db::Kind::Text).collation, kDefaultCollation);
