@@ -104,6 +104,21 @@ bool Settings::Packed::erase(std::string_view name) {
 // ---- Settings
 
 Settings::Settings() = default;
+Settings::~Settings() = default;
+
+Settings::Settings(const Settings& other)
+    : overrides_(other.overrides_),
+      changes_(other.changes_ ? std::make_unique<Changes>(*other.changes_) : nullptr),
+      version_(other.version_),
+      startup_is_current_(other.startup_is_current_),
+      backslash_quotes_(other.backslash_quotes_),
+      started_(other.started_),
+      mirror_(other.mirror_) {}
+
+Settings& Settings::operator=(const Settings& other) {
+  if (this != &other) *this = Settings(other);
+  return *this;
+}
 
 Settings::Changes& Settings::changes() {
   if (!changes_) changes_ = std::make_unique<Changes>();

@@ -25,6 +25,11 @@ class Settings {
  public:
   /// Built-in values a PostgreSQL 15 server would report (server_version etc.).
   Settings();
+  Settings(const Settings& other);
+  Settings& operator=(const Settings& other);
+  Settings(Settings&&) noexcept = default;
+  Settings& operator=(Settings&&) noexcept = default;
+  ~Settings();
   /// For a PostgreSQL backend the settings are the backend's: this object only
   /// mirrors what the client set, to replay it on whichever backend serves it
   /// next, and does not judge values (the backend does).
