@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Memory per idle authenticated client: RSS of wirepool before and after N
-clients have logged in (SCRAM-SHA-256) and sit idle.
+clients have logged in (SCRAM-SHA-256) and sit idle, and once they have left
+(after the connection count has settled and the server's trim has run).
 
 Usage: bench/idle_clients.py [N] [--tls]   (default 5000; run as /usr/bin/python3)
 With --tls every client negotiates TLS 1.3 (SSLRequest) first.
@@ -47,6 +48,12 @@ def main():
         }
         for s in socks:
             s.close()
+        # The server looks at its connection count once a second and trims
+        # once it has stopped falling.
+        time.sleep(4)
+        left = wp.rss_kib()
+        result["rss_left_kib"] = left
+        result["left_over_start"] = round(left / before, 3)
         print(json.dumps(result))
     finally:
         wp.cleanup()

@@ -3,6 +3,7 @@
 #include "protocol/pg/types.hpp"
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -409,6 +410,28 @@ void ClientConnection::on_readable(boost::system::error_code ec) {
   asio::co_spawn(loop_.io, resume(ec), asio::detached);
 }
 
+namespace {
+
+/// The idle wait's allocator: its operation lives as long as the client is
+/// idle, so it gets a block of its own size. Asio's default recycles blocks
+/// per thread and hands the wait whichever cached block fits, often one made
+/// for a larger operation of the login (224 B held per idle client, not 128).
+template <class T>
+struct ExactAllocator {
+  using value_type = T;
+  ExactAllocator() = default;
+  template <class U>
+  ExactAllocator(const ExactAllocator<U>&) {}
+  T* allocate(size_t n) { return std::allocator<T>().allocate(n); }
+  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
+  template <class U>
+  bool operator==(const ExactAllocator<U>&) const {
+    return true;
+  }
+};
+
+}  // namespace
+
 void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool hot) {
   idle_wait_ = true;
   if (hot && !ssl_) {
@@ -418,25 +441,27 @@ void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool ho
     const size_t space = in_.space();
     socket_.async_receive(
         asio::buffer(in_.tail(), space),
-        [self = std::move(self), space](boost::system::error_code ec, size_t n) mutable {
-          ClientConnection& c = *self;
-          c.hot_wait_ = false;
-          if (!ec) {
-            c.in_.commit(n);
-            c.count_in(n);
-            c.hot_read_ = n < space;  // a full buffer: read_now looks for more
-          }
-          const bool cool = std::exchange(c.cooling_, false);
-          if (cool && ec == asio::error::operation_aborted && !c.draining_ && !c.terminating_ &&
-              !c.timed_out_) {
-            spdlog::debug("client {}: idle wait turns cold", c.peer_);
-            c.in_.release();
-            std::string().swap(c.out_);
-            c.wait_idle(std::move(self));
-            return;
-          }
-          c.on_readable(ec);
-        });
+        asio::bind_allocator(
+            ExactAllocator<void>(),
+            [self = std::move(self), space](boost::system::error_code ec, size_t n) mutable {
+              ClientConnection& c = *self;
+              c.hot_wait_ = false;
+              if (!ec) {
+                c.in_.commit(n);
+                c.count_in(n);
+                c.hot_read_ = n < space;  // a full buffer: read_now looks for more
+              }
+              const bool cool = std::exchange(c.cooling_, false);
+              if (cool && ec == asio::error::operation_aborted && !c.draining_ && !c.terminating_ &&
+                  !c.timed_out_) {
+                spdlog::debug("client {}: idle wait turns cold", c.peer_);
+                c.in_.release();
+                std::string().swap(c.out_);
+                c.wait_idle(std::move(self));
+                return;
+              }
+              c.on_readable(ec);
+            }));
     return;
   }
   // The byte stays in the socket (read_now takes it); EOF and errors end the
@@ -444,7 +469,10 @@ void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool ho
   // operation_aborted.
   socket_.async_receive(
       asio::buffer(&peeked_, 1), ClientSocket::message_peek,
-      [self = std::move(self)](boost::system::error_code ec, size_t) { self->on_readable(ec); });
+      asio::bind_allocator(ExactAllocator<void>(),
+                           [self = std::move(self)](boost::system::error_code ec, size_t) {
+                             self->on_readable(ec);
+                           }));
 }
 
 void ClientConnection::expire_io(TimePoint now) {

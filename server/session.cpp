@@ -24,7 +24,7 @@ std::atomic<uint64_t> next_session_id{1};
 
 Session::Session(DatabasePoolPtr pool, const UserRecord& user, BlockingExecutor& blocking,
                  config::Duration query_timeout)
-    : pool_(pool),
+    : pool_(pool.get()),
       primary_(std::move(pool)),
       user_(user),
       blocking_(blocking),
@@ -83,7 +83,7 @@ bool Session::default_read_only() const {
 void Session::choose_pool() {
   if (!reads_ || backend_ || waiting_ || queued_) return;
   const bool reads = read_only_next_ || default_read_only();
-  pool_ = reads ? reads_ : primary_;
+  pool_ = reads ? reads_.get() : primary_.get();
 }
 
 bool Session::can_wait_now() const {
@@ -115,26 +115,26 @@ void Session::wait_begin() {
   if (client_metrics_) client_metrics_->waiting.fetch_add(1, std::memory_order_relaxed);
   pool_->metrics().clients_waiting.fetch_add(1, std::memory_order_relaxed);
   waiting_ = true;
-  wait_started_ = std::chrono::steady_clock::now();
+  work().wait_started = std::chrono::steady_clock::now();
 }
 
 void Session::wait_backend(asio::any_io_executor executor, DatabasePool::AcquireHandler done,
                            bool pipelined) {
   choose_pool();
   wait_begin();
-  waiter_ = pool_->acquire_async(std::move(executor), std::move(done), pipelined);
+  work().waiter = pool_->acquire_async(std::move(executor), std::move(done), pipelined);
 }
 
 bool Session::leave_wait_for_train() {
-  if (!waiting_ || waiter_ == 0 || cancel_reason_ != CancelReason::none ||
-      !pool_->cancel_acquire(waiter_)) {
+  if (!waiting_ || !work_ || work_->waiter == 0 || cancel_reason_ != CancelReason::none ||
+      !pool_->cancel_acquire(work_->waiter)) {
     return false;
   }
   if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
   pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
   waiting_ = false;
-  waiter_ = 0;
-  queued_ = true;  // wait_started_ stays: the wait goes on, in the train
+  work_->waiter = 0;
+  queued_ = true;  // wait_started stays: the wait goes on, in the train
   return true;
 }
 
@@ -143,8 +143,9 @@ Session::Granted Session::take_granted(std::variant<Backend*, AcquireError> got,
   if (client_metrics_) client_metrics_->waiting.fetch_sub(1, std::memory_order_relaxed);
   pool_->metrics().clients_waiting.fetch_sub(1, std::memory_order_relaxed);
   waiting_ = false;
-  waiter_ = 0;
-  const auto waited = std::chrono::steady_clock::now() - wait_started_;
+  Work& w = work();
+  w.waiter = 0;
+  const auto waited = std::chrono::steady_clock::now() - w.wait_started;
   if (auto* b = std::get_if<Backend*>(&got)) return settle(*b, waited, probe);
   pool_->metrics().acquire_wait.observe(waited);
   cancelled_waiting_ = false;  // its statement is answered with the error
@@ -211,11 +212,11 @@ void Session::give_back(bool healthy) {
   }
   spdlog::trace("session {}: gives backend {} back{}", id_, backend_->id,
                 healthy ? "" : " (unusable)");
-  if (!noted_.empty()) {
+  if (work_ && !work_->noted.empty()) {
     // Settings the client changed and nobody read back: the next client's
     // sync starts with RESET ALL.
     backend_->settings_unknown = true;
-    noted_.clear();
+    work_->noted.clear();
   }
   (void)backend_->conn.set_event_sink(nullptr);
   settings_pending_ = false;
@@ -223,7 +224,7 @@ void Session::give_back(bool healthy) {
   implicit_ = false;
   pool_->release(backend_, healthy);
   backend_ = nullptr;
-  if (reads_) pool_ = primary_;  // a routed read-only transaction's lease is over
+  if (reads_) pool_ = primary_.get();  // a routed read-only transaction's lease is over
   if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -231,7 +232,7 @@ void Session::release_if_idle(bool portals_open) {
   if (!backend_ || portals_open) return;
   if (mode() == config::PoolMode::session) return;
   if (tx_state() != db::TxState::idle) return;
-  if (!noted_.empty()) return;  // settle_settings() first
+  if (settings_noted()) return;  // settle_settings() first
   give_back(true);
 }
 
@@ -277,15 +278,16 @@ void Session::statement_begin() {
   cancelled_waiting_ = false;
   interrupted_ = false;
   const auto now = std::chrono::steady_clock::now();
-  statement_started_ = now;
-  if (!xact_started_) xact_started_ = now;
+  Work& w = work();
+  w.statement_started = now;
+  if (!w.xact_started) w.xact_started = now;
   request_time_ = std::chrono::system_clock::now();
   pool_->metrics().statements.fetch_add(1, std::memory_order_relaxed);
   arm_deadline(now);
 }
 
 void Session::prepare_begin() {
-  if (statement_started_) return;  // inside a statement: its deadline holds
+  if (statement_running()) return;  // inside a statement: its deadline holds
   if (!cancelled_waiting_) cancel_reason_ = CancelReason::none;
   cancelled_waiting_ = false;
   interrupted_ = false;
@@ -293,40 +295,43 @@ void Session::prepare_begin() {
 }
 
 void Session::prepare_end() {
-  if (!statement_started_) deadline_.reset();
+  if (work_ && !work_->statement_started) work_->deadline.reset();
 }
 
 void Session::arm_deadline(std::chrono::steady_clock::time_point now) {
-  if (timeout_version_ != settings_.version()) {
-    timeout_version_ = settings_.version();
-    statement_timeout_ = parse_statement_timeout(settings_.get("statement_timeout").value_or("0"));
+  Work& w = work();
+  if (w.timeout_version != settings_.version()) {
+    w.timeout_version = settings_.version();
+    w.statement_timeout = parse_statement_timeout(settings_.get("statement_timeout").value_or("0"));
   }
-  config::Duration timeout = statement_timeout_.count() > 0 ? statement_timeout_ : query_timeout_;
+  config::Duration timeout = w.statement_timeout.count() > 0 ? w.statement_timeout : query_timeout_;
   if (timeout.count() > 0) {
-    deadline_ = now + timeout;
+    w.deadline = now + timeout;
   } else {
-    deadline_.reset();
+    w.deadline.reset();
   }
 }
 
 void Session::statement_end() {
-  deadline_.reset();
   cancelled_waiting_ = false;
-  if (!statement_started_) return;
+  if (!work_) return;
+  Work& w = *work_;
+  w.deadline.reset();
+  if (!w.statement_started) return;
   auto& m = pool_->metrics();
   const auto now = std::chrono::steady_clock::now();
-  m.statement_duration.observe(now - *statement_started_);
-  statement_started_.reset();
+  m.statement_duration.observe(now - *w.statement_started);
+  w.statement_started.reset();
   // A statement that leaves the backend idle ended a transaction: its own
   // (autocommit) or the explicit one it committed or rolled back (PgBouncer's
   // xact_count counts the same way).
   if (tx_state() == db::TxState::idle) {
     m.transactions.fetch_add(1, std::memory_order_relaxed);
-    if (xact_started_) {
-      auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - *xact_started_);
+    if (w.xact_started) {
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - *w.xact_started);
       m.transaction_us.fetch_add(static_cast<uint64_t>(us.count()), std::memory_order_relaxed);
     }
-    xact_started_.reset();
+    w.xact_started.reset();
   }
 }
 
@@ -500,8 +505,9 @@ namespace wirepool::server {
 // ---- events -----------------------------------------------------------------
 
 Session::Events& Session::events() {
-  if (!events_) events_ = std::make_unique<Events>();
-  return *events_;
+  Work& w = work();
+  if (!w.events) w.events = std::make_unique<Events>();
+  return *w.events;
 }
 
 void Session::on_notice(const db::Notice& n) {
@@ -586,12 +592,12 @@ void Session::hand_over(Session& next) {
   (void)b->conn.set_event_sink(nullptr);
   tx_ = db::Transaction();
   backend_ = nullptr;
-  if (reads_) pool_ = primary_;  // as give_back
+  if (reads_) pool_ = primary_.get();  // as give_back
   if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
   spdlog::trace("session {}: hands backend {} to session {}", id_, b->id, next.id_);
   b->applied_session = next.id_;
   b->applied_version = next.settings_.version();
-  next.adopt(b, std::chrono::steady_clock::now() - next.wait_started_);
+  next.adopt(b, std::chrono::steady_clock::now() - next.wait_started());
   // A cancel that came while it queued is sent only if its statement is still
   // at work when its turn comes (relay_cancel_pending): its answer may be in
   // already, and the server may be running the next client's statement.
@@ -645,18 +651,20 @@ asio::awaitable<db::Status> Session::sync_settings() {
 
 void Session::note_set(std::vector<std::string> names) {
   for (auto& n : names) {
-    if (std::find(noted_.begin(), noted_.end(), n) == noted_.end()) noted_.push_back(std::move(n));
+    auto& noted = work().noted;
+    if (std::find(noted.begin(), noted.end(), n) == noted.end()) noted.push_back(std::move(n));
   }
 }
 
 asio::awaitable<void> Session::settle_settings() {
-  if (noted_.empty() || !backend_ || tx_state() != db::TxState::idle) co_return;
+  if (!settings_noted() || !backend_ || tx_state() != db::TxState::idle) co_return;
+  auto& noted = work_->noted;
   // One round trip after the transaction that ran SET: what the backend holds
   // now is right whether the transaction committed or not.
   std::string sql = "SELECT ";
-  for (size_t i = 0; i < noted_.size(); ++i) {
+  for (size_t i = 0; i < noted.size(); ++i) {
     if (i) sql += ", ";
-    sql += "current_setting(" + quote_literal(noted_[i]) + ", true)";
+    sql += "current_setting(" + quote_literal(noted[i]) + ", true)";
   }
   struct Read {
     db::Rows rows;
@@ -705,12 +713,12 @@ asio::awaitable<void> Session::settle_settings() {
       }
     }
   });
-  if (result.ok() && st.values.size() == noted_.size()) {
-    for (size_t i = 0; i < noted_.size(); ++i) {
+  if (result.ok() && st.values.size() == noted.size()) {
+    for (size_t i = 0; i < noted.size(); ++i) {
       if (st.values[i]) {
-        (void)settings_.set(noted_[i], *st.values[i]);
+        (void)settings_.set(noted[i], *st.values[i]);
       } else {
-        (void)settings_.reset(noted_[i]);
+        (void)settings_.reset(noted[i]);
       }
     }
     backend_->applied_settings = settings_.overrides();
@@ -720,7 +728,7 @@ asio::awaitable<void> Session::settle_settings() {
     spdlog::warn("database {}: could not read back session settings: {}", pool_->config().name,
                  result.ok() ? "unexpected answer" : result.error().message);
   }
-  noted_.clear();
+  noted.clear();
 }
 
 asio::awaitable<db::Status> Session::execute_text(std::string_view sql, db::Params params) {

@@ -41,7 +41,7 @@ class Session : public db::EventSink {
   /// The pool of the lease held or being taken: the read-write database's, or
   /// the read-only one's for a routed read-only transaction.
   DatabasePool& pool() { return *pool_; }
-  const DatabasePoolPtr& pool_ptr() const { return pool_; }
+  const DatabasePoolPtr& pool_ptr() const { return pool_ == primary_.get() ? primary_ : reads_; }
   const UserRecord& user() const { return user_; }
   Settings& settings() { return settings_; }
   config::PoolMode mode() const { return pool_->config().pool.mode; }
@@ -51,7 +51,9 @@ class Session : public db::EventSink {
   /// Waiting for a backend now (SHOW CLIENTS' state).
   bool waiting() const { return waiting_ || queued_; }
   /// Since when it waits (meaningful while waiting()).
-  std::chrono::steady_clock::time_point wait_started() const { return wait_started_; }
+  std::chrono::steady_clock::time_point wait_started() const {
+    return work_ ? work_->wait_started : std::chrono::steady_clock::time_point();
+  }
   /// When the last statement began (SHOW CLIENTS' request_time).
   std::chrono::system_clock::time_point request_time() const { return request_time_; }
 
@@ -110,7 +112,7 @@ class Session : public db::EventSink {
   /// hold yet (the relay's pipeline): its wait starts now.
   void queued() {
     queued_ = true;
-    wait_started_ = std::chrono::steady_clock::now();
+    work().wait_started = std::chrono::steady_clock::now();
   }
   /// The relay waits for the server's answer: a cancel that came while the
   /// client queued for its turn (hand_over) is sent now, once.
@@ -125,7 +127,7 @@ class Session : public db::EventSink {
   /// backend now holds once its transaction is over (a rolled-back SET is undone).
   void note_set(std::vector<std::string> names);
   /// Settings were noted and not yet read back.
-  bool settings_noted() const { return !noted_.empty(); }
+  bool settings_noted() const { return work_ && !work_->noted.empty(); }
   /// Re-reads the noted settings if the backend is idle. Call after statements.
   boost::asio::awaitable<void> settle_settings();
   /// The client's statement left session state on the backend that the
@@ -149,7 +151,7 @@ class Session : public db::EventSink {
     std::vector<db::Notification> notifications;
   };
   /// Reported since the last call (nullptr when nothing was).
-  std::unique_ptr<Events> take_events() { return std::move(events_); }
+  std::unique_ptr<Events> take_events() { return work_ ? std::move(work_->events) : nullptr; }
   Backend* backend() const { return backend_; }
   /// Releases the lease if the pool mode allows it now (`portals_open`: a reader
   /// is still open on the backend, so it must be kept).
@@ -220,10 +222,10 @@ class Session : public db::EventSink {
   CancelReason cancel_reason() const;
   /// Called by the sweeper on the session's thread.
   std::optional<std::chrono::steady_clock::time_point> statement_deadline() const {
-    return deadline_;
+    return work_ ? work_->deadline.get() : std::nullopt;
   }
   /// Between statement_begin and statement_end.
-  bool statement_running() const { return statement_started_.has_value(); }
+  bool statement_running() const { return work_ && work_->statement_started.has_value(); }
   /// Rewrites a 57014 error with PostgreSQL's message for the cancel's reason.
   void explain_cancel(db::Error& e) const;
 
@@ -266,7 +268,26 @@ class Session : public db::EventSink {
       const std::string& key, const std::string& sql, const std::vector<db::ParamInfo>& hints);
 
  private:
-  DatabasePoolPtr pool_;     ///< the lease's pool (primary_ or reads_)
+  /// A time point or none, in one word: std::optional would take two, and a
+  /// Session lives as long as its client, idle or not.
+  class OptionalTime {
+   public:
+    using T = std::chrono::steady_clock::time_point;
+    bool has_value() const { return t_ != T::min(); }
+    explicit operator bool() const { return has_value(); }
+    T operator*() const { return t_; }
+    OptionalTime& operator=(T t) {
+      t_ = t;
+      return *this;
+    }
+    void reset() { t_ = T::min(); }
+    std::optional<T> get() const { return has_value() ? std::optional<T>(t_) : std::nullopt; }
+
+   private:
+    T t_ = T::min();
+  };
+
+  DatabasePool* pool_;       ///< the lease's pool (primary_'s or reads_')
   DatabasePoolPtr primary_;  ///< the client's database's pool
   DatabasePoolPtr reads_;    ///< set_read_pool's, or none
   const UserRecord& user_;
@@ -277,7 +298,7 @@ class Session : public db::EventSink {
   db::Transaction tx_;
 
   void set_running(Backend& b, bool running);
-  /// Sets deadline_ from statement_timeout (else query_timeout), from `now`.
+  /// Sets the deadline from statement_timeout (else query_timeout), from `now`.
   void arm_deadline(std::chrono::steady_clock::time_point now);
   /// Interrupts `b`'s running call if it is still this session's (the check and
   /// the interrupt happen under the backend's lock, off the event loop when the
@@ -294,29 +315,39 @@ class Session : public db::EventSink {
   db::Error acquire_error(const AcquireError& e);
   /// A backend the pool gave: probed (`probe`), adopted, its settings checked.
   Granted settle(Backend* b, std::chrono::steady_clock::duration waited, bool probe);
-  /// The waiting gauges and wait_started_, for a wait that take_granted ends.
+  /// The waiting gauges and wait_started, for a wait that take_granted ends.
   void wait_begin();
   /// Makes `b` the session's backend (`waited`: for the acquire_wait histogram).
   void adopt(Backend* b, std::chrono::steady_clock::duration waited);
   Events& events();
 
+  /// What a session needs once it runs statements or waits for a backend:
+  /// made at the first, so that a client that has only logged in holds none.
+  struct Work {
+    std::unique_ptr<Events> events;
+    std::vector<std::string> noted;  ///< settings SET/RESET since they were last read
+    OptionalTime deadline;
+    config::Duration statement_timeout{0};
+    pool::WaiterId waiter = 0;  ///< wait_backend()'s, while waiting_
+    std::chrono::steady_clock::time_point wait_started{};
+    /// When the transaction in progress began (its first statement).
+    OptionalTime xact_started;
+    /// When the statement in progress began (statement_begin), for its duration.
+    OptionalTime statement_started;
+    /// statement_timeout parsed once per settings change, not per statement.
+    uint32_t timeout_version = UINT32_MAX;
+  };
+  Work& work() {
+    if (!work_) work_ = std::make_unique<Work>();
+    return *work_;
+  }
+
   const uint64_t id_;  ///< unique per session: identifies its calls on a backend
-  std::unique_ptr<Events> events_;
-  std::vector<std::string> noted_;  ///< settings SET/RESET since they were last read
-  std::optional<std::chrono::steady_clock::time_point> deadline_;
-  config::Duration statement_timeout_{0};
+  std::unique_ptr<Work> work_;
   ProtocolMetrics* client_metrics_ = nullptr;
-  pool::WaiterId waiter_ = 0;  ///< wait_backend()'s, while waiting_
-  std::chrono::steady_clock::time_point wait_started_{};
   std::chrono::system_clock::time_point request_time_{};
-  /// When the transaction in progress began (its first statement).
-  std::optional<std::chrono::steady_clock::time_point> xact_started_;
-  /// When the statement in progress began (statement_begin), for its duration.
-  std::optional<std::chrono::steady_clock::time_point> statement_started_;
   // The small members together, so that they share one padded word: a
   // Session lives as long as its client, idle or not.
-  /// statement_timeout parsed once per settings change, not per statement.
-  uint32_t timeout_version_ = UINT32_MAX;
   CancelReason cancel_reason_ = CancelReason::none;
   bool implicit_ = false;     ///< the open transaction is an implicit one (begin_implicit)
   bool interrupted_ = false;  ///< interrupt() was done for the current statement

@@ -104,6 +104,32 @@ bool Settings::Packed::erase(std::string_view name) {
 // ---- Settings
 
 Settings::Settings() = default;
+Settings::~Settings() = default;
+
+Settings::Settings(const Settings& other)
+    : overrides_(other.overrides_),
+      changes_(other.changes_ ? std::make_unique<Changes>(*other.changes_) : nullptr),
+      version_(other.version_),
+      startup_is_current_(other.startup_is_current_),
+      backslash_quotes_(other.backslash_quotes_),
+      started_(other.started_),
+      mirror_(other.mirror_) {}
+
+Settings& Settings::operator=(const Settings& other) {
+  if (this != &other) *this = Settings(other);
+  return *this;
+}
+
+Settings::Changes& Settings::changes() {
+  if (!changes_) changes_ = std::make_unique<Changes>();
+  return *changes_;
+}
+
+void Settings::note_changed(std::string_view name) {
+  std::string& c = changes().changed;
+  c.append(name);
+  c += '\0';
+}
 
 std::string Settings::current(const std::string& name) const {
   if (auto v = overrides_.find(name)) return std::string(*v);
@@ -171,8 +197,7 @@ std::optional<SettingError> Settings::set(std::string_view raw_name, std::string
     overrides_.set(name, v);
   }
   overrides_changed();
-  changed_.append(name);
-  changed_ += '\0';
+  note_changed(name);
   return std::nullopt;
 }
 
@@ -182,15 +207,14 @@ std::optional<SettingError> Settings::reset(std::string_view raw_name) {
   keep_startup();
   std::string before = current(name);
   bool had = overrides_.find(name).has_value();
-  if (auto s = startup_.find(name)) {
+  if (auto s = changes_ ? changes_->startup.find(name) : std::nullopt) {
     overrides_.set(name, *s);
   } else {
     overrides_.erase(name);
   }
   overrides_changed();
   if (current(name) != before || had != overrides_.find(name).has_value()) {
-    changed_.append(name);
-    changed_ += '\0';
+    note_changed(name);
     ++version_;
   }
   return std::nullopt;
@@ -201,34 +225,37 @@ std::optional<SettingError> Settings::set_local(std::string_view raw_name, std::
   // Remember the value before the transaction's first SET LOCAL of this name.
   bool saved = false;
   size_t i = 0;
-  while (i < local_undo_.size()) {
-    size_t a = local_undo_.find('\0', i);
-    size_t b = local_undo_.find('\0', a + 1);
-    size_t c = local_undo_.find('\0', b + 1);
-    saved = saved || std::string_view(local_undo_).substr(i, a - i) == name;
+  std::string& local_undo = changes().local_undo;
+  while (i < local_undo.size()) {
+    size_t a = local_undo.find('\0', i);
+    size_t b = local_undo.find('\0', a + 1);
+    size_t c = local_undo.find('\0', b + 1);
+    saved = saved || std::string_view(local_undo).substr(i, a - i) == name;
     i = c + 1;
   }
   auto before = overrides_.find(name);
   std::string undo =
       name + '\0' + (before ? "1" : "0") + '\0' + std::string(before.value_or("")) + '\0';
   auto err = set(name, value);
-  if (!err && !saved) local_undo_ += undo;
+  if (!err && !saved) changes().local_undo += undo;
   return err;
 }
 
 void Settings::end_transaction() {
-  if (local_undo_.empty()) return;
+  if (!changes_ || changes_->local_undo.empty()) return;
+  // Moved out: note_changed() may append to changes_ meanwhile.
+  const std::string undo = std::move(changes_->local_undo);
+  changes_->local_undo.clear();
   size_t i = 0;
-  while (i < local_undo_.size()) {
-    size_t a = local_undo_.find('\0', i);
-    size_t b = local_undo_.find('\0', a + 1);
-    size_t c = local_undo_.find('\0', b + 1);
-    std::string name = local_undo_.substr(i, a - i);
-    bool had = local_undo_[a + 1] == '1';
-    std::string value = local_undo_.substr(b + 1, c - b - 1);
+  while (i < undo.size()) {
+    size_t a = undo.find('\0', i);
+    size_t b = undo.find('\0', a + 1);
+    size_t c = undo.find('\0', b + 1);
+    std::string name = undo.substr(i, a - i);
+    bool had = undo[a + 1] == '1';
+    std::string value = undo.substr(b + 1, c - b - 1);
     if (current(name) != (had ? value : (builtins().count(name) ? builtins().at(name) : ""))) {
-      changed_.append(name);
-      changed_ += '\0';
+      note_changed(name);
     }
     if (had) {
       overrides_.set(name, value);
@@ -238,7 +265,6 @@ void Settings::end_transaction() {
     ++version_;
     i = c + 1;
   }
-  local_undo_.clear();
   overrides_changed();
 }
 
@@ -247,22 +273,28 @@ void Settings::reset_all() {
   ++version_;
   std::vector<std::string> names;
   overrides_.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });
-  startup_.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });
+  if (changes_) {
+    changes_->startup.each([&](std::string_view n, std::string_view) { names.emplace_back(n); });
+  }
   for (const auto& n : names) {
     if (!read_only(n)) (void)reset(n);
   }
 }
 
 void Settings::commit_startup() {
-  startup_.clear();
+  // The startup values are overrides_ now, and nothing is left to report.
+  if (changes_ && changes_->local_undo.empty()) changes_.reset();
+  if (changes_) {
+    changes_->startup.clear();
+    changes_->changed.clear();
+  }
   startup_is_current_ = true;
-  changed_.clear();
   started_ = true;
 }
 
 void Settings::keep_startup() {
   if (!startup_is_current_) return;
-  startup_ = overrides_;
+  changes().startup = overrides_;
   startup_is_current_ = false;
 }
 
@@ -320,10 +352,12 @@ const std::vector<std::string_view>& Settings::reported() {
 
 std::vector<std::pair<std::string, std::string>> Settings::take_reported_changes() {
   std::vector<std::pair<std::string, std::string>> out;
+  if (!changes_) return out;
+  const std::string& changed = changes_->changed;
   size_t i = 0;
-  while (i < changed_.size()) {
-    size_t e = changed_.find('\0', i);
-    std::string name = changed_.substr(i, e - i);
+  while (i < changed.size()) {
+    size_t e = changed.find('\0', i);
+    std::string name = changed.substr(i, e - i);
     i = e + 1;
     const auto& rep = reported();
     if (std::find(rep.begin(), rep.end(), name) == rep.end()) continue;
@@ -332,8 +366,8 @@ std::vector<std::pair<std::string, std::string>> Settings::take_reported_changes
       seen = seen || n == name;
     if (!seen) out.emplace_back(name, current(name));
   }
-  changed_.clear();
-  changed_.shrink_to_fit();
+  changes_->changed.clear();
+  changes_->changed.shrink_to_fit();
   return out;
 }
 

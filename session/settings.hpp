@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,11 @@ class Settings {
  public:
   /// Built-in values a PostgreSQL 15 server would report (server_version etc.).
   Settings();
+  Settings(const Settings& other);
+  Settings& operator=(const Settings& other);
+  Settings(Settings&&) noexcept = default;
+  Settings& operator=(Settings&&) noexcept = default;
+  ~Settings();
   /// For a PostgreSQL backend the settings are the backend's: this object only
   /// mirrors what the client set, to replay it on whichever backend serves it
   /// next, and does not judge values (the backend does).
@@ -95,11 +101,20 @@ class Settings {
   /// Recomputes what is derived from overrides_ after they changed.
   void overrides_changed();
 
-  Packed overrides_;     ///< values that differ from the built-ins
-  Packed startup_;       ///< overrides as of commit_startup(), once they differ
-  std::string changed_;  ///< reported names changed since the last take, "\0"-separated
-  /// Values to restore when the transaction ends ("name\0had\0value\0", had = 0/1).
-  std::string local_undo_;
+  /// What only a client that changes settings after its startup needs: made
+  /// at its first change, so an idle client that only logged in holds none.
+  struct Changes {
+    Packed startup;       ///< overrides as of commit_startup(), once they differ
+    std::string changed;  ///< reported names changed since the last take, "\0"-separated
+    /// Values to restore when the transaction ends ("name\0had\0value\0", had = 0/1).
+    std::string local_undo;
+  };
+  Changes& changes();
+  /// Records that reported setting `name` changed (take_reported_changes).
+  void note_changed(std::string_view name);
+
+  Packed overrides_;  ///< values that differ from the built-ins
+  std::unique_ptr<Changes> changes_;
   uint32_t version_ = 0;
   bool startup_is_current_ = false;
   bool backslash_quotes_ = false;  ///< standard_conforming_strings off (overrides_)

@@ -109,14 +109,14 @@ awaitable<void> PgClient::fatal(std::string_view sqlstate, std::string_view mess
 }
 
 bool PgClient::describe(ClientInfo& out) const {
-  if (!session_ && admin_user_.empty()) return false;
+  if (!session_ && !admin_user_) return false;
   describe_connection(out, session_.get());
   out.protocol = "postgres";
   out.key = pid_;
   if (session_) {
     out.application_name = session_->settings().get("application_name").value_or("");
   } else {
-    out.user = admin_user_;
+    out.user = admin_user_->name;
     out.database = std::string(kAdminDatabase);
     out.state = "active";
   }
@@ -125,11 +125,11 @@ bool PgClient::describe(ClientInfo& out) const {
 
 std::string_view PgClient::database() const {
   if (session_) return session_->pool_ptr()->config().name;
-  return admin_user_.empty() ? std::string_view() : kAdminDatabase;
+  return admin_user_ ? kAdminDatabase : std::string_view();
 }
 
 awaitable<void> PgClient::serve_logged_in() {
-  if (!admin_user_.empty()) {
+  if (admin_user_) {
     co_await serve_admin();
   } else {
     co_await serve(false);

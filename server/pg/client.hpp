@@ -260,8 +260,9 @@ class PgClient final : public ClientConnection,
   Server& server_;
   const config::Listener& listener_;
   int32_t pid_ = 0;
-  /// Set for an admin console client (no session): the admin user's name.
-  std::string admin_user_;
+  /// Set for an admin console client (no session): the admin user (held by
+  /// users_ or backend_user_).
+  const UserRecord* admin_user_ = nullptr;
   /// Extended-protocol state, allocated on first use and dropped when empty
   /// while idle (most idle clients have none).
   struct Extended {

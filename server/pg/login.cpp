@@ -473,7 +473,7 @@ awaitable<bool> PgClient::forward_cancel(const config::Peer& peer, int32_t pid, 
 }
 
 awaitable<bool> PgClient::admin_login(const UserRecord& record) {
-  admin_user_ = record.name;
+  admin_user_ = &record;
   pg::Encoder enc(out_);
   enc.auth_ok();
   // What psql and drivers expect to hear at startup.
