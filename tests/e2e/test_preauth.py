@@ -510,7 +510,7 @@ class WaitingRoomFloodTest(unittest.TestCase):
                   f"{cap}, {held} descriptors held, {refused} refused at accept, "
                   f"{expired} closed at their deadline in the room, {len(open_)} left open")
             self.assertLessEqual(held, cap + 2 + 5)
-            self.assertGreaterEqual(held, cap)
+            self.assertGreaterEqual(held, cap - 10)
             self.assertGreaterEqual(refused, n - cap - 2 - 5)
             self.assertEqual(open_, [])
             self.assertGreaterEqual(expired, cap - 20)
