@@ -150,22 +150,6 @@ bool Admission::make_room(const AddressKey& key, Clock::time_point now, Refusal*
   return true;
 }
 
-Admission::TicketPtr Admission::admit(const boost::asio::ip::address& address, Refusal* why,
-                                      Clock::time_point now) {
-  const AddressKey key = address_key(address);
-  std::vector<std::function<void()>> displaced;
-  TicketPtr ticket;
-  {
-    std::lock_guard lock(mu_);
-    if (!make_room(key, now, why, displaced, kDisplaceAfter)) return nullptr;
-    ticket = add_pending(key, now);
-  }
-  if (why) *why = Refusal::none;
-  for (auto& f : displaced)
-    f();
-  return ticket;
-}
-
 Admission::Arrival Admission::arrive(const boost::asio::ip::address& address, uint64_t token,
                                      Clock::time_point now) {
   const AddressKey key = address_key(address);
@@ -178,7 +162,7 @@ Admission::Arrival Admission::arrive(const boost::asio::ip::address& address, ui
     const bool room = here < limits_.max_pending_per_address &&
                       static_cast<int64_t>(pending_.size()) < limits_.max_pending;
     // With a waiting room, a connection goes straight in only to a free slot
-    // with nobody of its address waiting before it; without one, admit()'s rule.
+    // with nobody of its address waiting before it.
     if (limits_.max_waiting == 0) {
       if (make_room(key, now, &a.why, displaced, kDisplaceAfter)) {
         a.why = Refusal::none;
@@ -211,7 +195,7 @@ Admission::Arrival Admission::arrive(const boost::asio::ip::address& address, ui
         a.waiting = true;
         a.why = Refusal::none;
       } else if (make_room(key, now, &a.why, displaced, kDisplaceAfter)) {
-        a.why = Refusal::none;  // the room is full: admit()'s rule
+        a.why = Refusal::none;  // the room is full: the rule without one
         a.ticket = add_pending(key, now);
       }
     }

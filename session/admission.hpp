@@ -64,7 +64,7 @@ class Admission {
   enum class Refusal : uint8_t { none, pending, pending_per_address };
 
   struct Entry;
-  /// One connection's place: pending from admit(), a client after promote(),
+  /// One connection's place: pending from arrive(), a client after promote(),
   /// given back when destroyed. Owned by the connection (its loop thread).
   class Ticket {
    public:
@@ -91,10 +91,6 @@ class Admission {
 
   explicit Admission(Limits limits) : limits_(limits) {}
 
-  /// A connection accepted from `address`: its ticket, or nullptr and `why`.
-  /// May displace an older pending connection (its on_displaced runs).
-  TicketPtr admit(const boost::asio::ip::address& address, Refusal* why,
-                  Clock::time_point now = Clock::now());
   /// What became of an arriving connection.
   struct Arrival {
     TicketPtr ticket;             ///< admitted: pending from now
@@ -104,11 +100,14 @@ class Admission {
     /// to make room for this one (the server closes it), else 0.
     uint64_t evicted = 0;
   };
-  /// admit() with the waiting room: a connection that would be refused, or
-  /// that has connections of its address waiting before it, waits as `token`
-  /// (non-zero, the caller's name for the socket) while the room has space.
-  /// When it is full, an address with fewer waiting takes the place of the
-  /// newest connection of the address with the most; otherwise admit()'s rule.
+  /// A connection accepted from `address`. Without a waiting room
+  /// (max_waiting 0) it takes a free slot, or that of the oldest pending one
+  /// older than kDisplaceAfter (its on_displaced runs), or is refused. With
+  /// one, it takes a free slot when nobody of its address waits before it,
+  /// else waits as `token` (non-zero, the caller's name for the socket) while
+  /// the room has space; when the room is full, an address with fewer waiting
+  /// takes the place of the newest connection of the address with the most,
+  /// else the rule without a room applies.
   Arrival arrive(const boost::asio::ip::address& address, uint64_t token,
                  Clock::time_point now = Clock::now());
   /// The waiting room's moves at `now`: connections whose turn came (a slot

@@ -29,6 +29,14 @@ namespace ip = boost::asio::ip;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
+/// A connection accepted without a waiting room (Limits::max_waiting 0).
+Admission::TicketPtr admit(Admission& a, const ip::address& address, Admission::Refusal* why,
+                           Admission::Clock::time_point now = Admission::Clock::now()) {
+  auto arrival = a.arrive(address, 1, now);
+  if (why) *why = arrival.why;
+  return std::move(arrival.ticket);
+}
+
 Admission::Limits limits(int64_t clients, int64_t reserved, int64_t pending, int64_t per_address) {
   Admission::Limits l;
   l.max_clients = clients;
@@ -42,28 +50,28 @@ TEST(Admission, PerAddressCapRefusesThatAddressOnly) {
   Admission a(limits(100, 0, 10, 2));
   const auto t0 = Admission::Clock::now();
   Admission::Refusal why{};
-  auto x1 = a.admit(ip::make_address("10.0.0.1"), &why, t0);
-  auto x2 = a.admit(ip::make_address("10.0.0.1"), &why, t0);
+  auto x1 = admit(a, ip::make_address("10.0.0.1"), &why, t0);
+  auto x2 = admit(a, ip::make_address("10.0.0.1"), &why, t0);
   ASSERT_TRUE(x1 && x2);
-  EXPECT_EQ(a.admit(ip::make_address("10.0.0.1"), &why, t0), nullptr);
+  EXPECT_EQ(admit(a, ip::make_address("10.0.0.1"), &why, t0), nullptr);
   EXPECT_EQ(why, Admission::Refusal::pending_per_address);
-  EXPECT_NE(a.admit(ip::make_address("10.0.0.2"), &why, t0), nullptr);
+  EXPECT_NE(admit(a, ip::make_address("10.0.0.2"), &why, t0), nullptr);
   EXPECT_EQ(why, Admission::Refusal::none);
   x1.reset();  // gives its place back
-  EXPECT_NE(a.admit(ip::make_address("10.0.0.1"), &why, t0), nullptr);
+  EXPECT_NE(admit(a, ip::make_address("10.0.0.1"), &why, t0), nullptr);
 }
 
 TEST(Admission, FullPendingTableDisplacesOnlyConnectionsOlderThanASecond) {
   Admission a(limits(100, 0, 2, 2));
   const auto t0 = Admission::Clock::now();
   Admission::Refusal why{};
-  auto old1 = a.admit(ip::make_address("10.0.0.1"), &why, t0);
-  auto old2 = a.admit(ip::make_address("10.0.0.2"), &why, t0 + milliseconds(10));
+  auto old1 = admit(a, ip::make_address("10.0.0.1"), &why, t0);
+  auto old2 = admit(a, ip::make_address("10.0.0.2"), &why, t0 + milliseconds(10));
   int displaced = 0;
   old1->on_displaced([&] { ++displaced; });
-  EXPECT_EQ(a.admit(ip::make_address("10.0.0.3"), &why, t0 + milliseconds(500)), nullptr);
+  EXPECT_EQ(admit(a, ip::make_address("10.0.0.3"), &why, t0 + milliseconds(500)), nullptr);
   EXPECT_EQ(why, Admission::Refusal::pending);
-  auto fresh = a.admit(ip::make_address("10.0.0.3"), &why, t0 + milliseconds(1005));
+  auto fresh = admit(a, ip::make_address("10.0.0.3"), &why, t0 + milliseconds(1005));
   ASSERT_NE(fresh, nullptr);
   EXPECT_EQ(displaced, 1);  // the oldest made way
   EXPECT_EQ(a.pending(), 2);
@@ -90,9 +98,9 @@ TEST(Admission, Ipv6CountsBySlash64AndMappedIpv4AsIpv4) {
 TEST(Admission, AdminsMayUseTheReserveBeyondMaxClients) {
   Admission a(limits(1, 1, 10, 10));
   Admission::Refusal why{};
-  auto c1 = a.admit(ip::make_address("10.0.0.1"), &why);
-  auto c2 = a.admit(ip::make_address("10.0.0.1"), &why);
-  auto c3 = a.admit(ip::make_address("10.0.0.1"), &why);
+  auto c1 = admit(a, ip::make_address("10.0.0.1"), &why);
+  auto c2 = admit(a, ip::make_address("10.0.0.1"), &why);
+  auto c3 = admit(a, ip::make_address("10.0.0.1"), &why);
   EXPECT_TRUE(a.has_room(false));
   EXPECT_TRUE(c1->promote(false));
   EXPECT_FALSE(a.has_room(false));
