@@ -7,13 +7,15 @@ max POOL, a fresh process: its pool is cold) and PgBouncer 1.25 (built from
 reason when absent).
 
 Prints one JSON object: per pooler the clients that logged in and that failed,
-and login latency (TCP connect to the first ReadyForQuery) p50/p99/max in ms,
-and the query's p50/p99. A measurement, not a test: the client side (SCRAM in
+login latency (TCP connect to the first ReadyForQuery) p50/p99/max in ms, logins
+per second (clients logged in / from the first connect to the last login), and
+the query's p50/p99. `--baseline OLD/wirepool` adds an older build as
+"baseline", started the same way. A measurement, not a test: the client side (SCRAM in
 Python threads) shares the 2 cores with the pooler and PostgreSQL, so only the
 ratio within one run means anything.
 
 Usage: bench/login_storm.py [--clients 2000] [--spread 1.0] [--pool 10]
-                            [--only wirepool,pgbouncer-1.25]   (run with /usr/bin/python3)
+                            [--only wirepool,baseline,pgbouncer-1.25] [--baseline BIN]   (run with /usr/bin/python3)
 """
 
 import argparse
@@ -49,7 +51,7 @@ def one_query(sock):
 
 
 def storm(port, clients, spread):
-    logins, queries, failures = [], [], []
+    logins, queries, failures, done = [], [], [], []
     lock = threading.Lock()
     start = time.monotonic() + 0.5
 
@@ -63,6 +65,7 @@ def storm(port, clients, spread):
             t2 = time.monotonic()
             s.close()
             with lock:
+                done.append(t1)
                 logins.append((t1 - t0) * 1000)
                 queries.append((t2 - t1) * 1000)
         except Exception as e:  # noqa: BLE001 - every failure is counted, not raised
@@ -79,6 +82,7 @@ def storm(port, clients, spread):
         out.update({"login_p50_ms": round(percentile(logins, 0.50), 1),
                     "login_p99_ms": round(percentile(logins, 0.99), 1),
                     "login_max_ms": round(max(logins), 1),
+                    "logins_per_s": round(len(logins) / max(1e-6, max(done) - start)),
                     "query_p50_ms": round(percentile(queries, 0.50), 2),
                     "query_p99_ms": round(percentile(queries, 0.99), 2)})
     if failures:
@@ -92,6 +96,7 @@ def main():
     ap.add_argument("--spread", type=float, default=1.0)
     ap.add_argument("--pool", type=int, default=10)
     ap.add_argument("--only", default="", help="comma-separated poolers (default: all)")
+    ap.add_argument("--baseline", default="", help="an older wirepool binary, run as 'baseline'")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -106,7 +111,12 @@ def main():
         with open(os.path.join(pgdir, "info.json")) as f:
             pg = json.load(f)
         os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
-        if not only or "wirepool" in only:
+        builds = [("wirepool", None)]
+        if args.baseline:
+            builds.append(("baseline", args.baseline))
+        for build_name, binary in builds:
+            if only and build_name not in only:
+                continue
             wp = Wirepool(databases=f"""
               - name: bench
                 driver: postgresql
@@ -114,10 +124,11 @@ def main():
                 password_env: WIREPOOL_BENCH_PG_PASSWORD
                 pool: {{ mode: transaction, max: {args.pool} }}
             """, users="- { name: bench, password: bench }",
-                          server="log: { level: warn }\nmax_clients: 100000", name="storm")
+                          server="log: { level: warn }\nmax_clients: 100000", name="storm",
+                          binary=binary)
             wp.start()
             try:
-                result["wirepool"] = storm(wp.port, args.clients, args.spread)
+                result[build_name] = storm(wp.port, args.clients, args.spread)
             finally:
                 wp.cleanup()
         peer_name = "pgbouncer-1.25"

@@ -155,6 +155,43 @@ def crosscheck_section(c):
     return md + [""]
 
 
+def storm_section(doc_dir):
+    """The login storm rows, from the newest bench/results/login_storm-*.json
+    (bench/login_storm.py runs gathered by hand: not part of `make bench`)."""
+    files = sorted(glob.glob(os.path.join(HERE, "results", "login_storm-*.json")))
+    if not files:
+        return []
+    with open(files[-1]) as f:
+        doc = json.load(f)
+    rel = os.path.relpath(files[-1], doc_dir)
+    md = ["## Login storm: SCRAM clients connecting at once, one query each", "",
+          f"`bench/login_storm.py` on commit `{doc['commit']}`, {doc['date']} "
+          f"([`{os.path.basename(files[-1])}`]({rel})), {doc['note']} Medians of "
+          f"{doc['rounds']} runs (min–max); *baseline* is the build before the login waiting "
+          "room. Logins per second: clients logged in / from the first connect to the last "
+          "login.", "",
+          "| clients | pooler | logged in / failed (each run) | login p50 ms | login p99 ms | "
+          "logins per second |", "|---|---|---|---|---|---|"]
+
+    def stat(runs, key, digits=1):
+        v = sorted(r[key] for r in runs if key in r)
+        if not v:
+            return "—"
+        return f"{fmt(v[len(v) // 2], digits)} ({fmt(v[0], digits)}–{fmt(v[-1], digits)})"
+
+    for load in doc["loads"]:
+        for name in ("wirepool", "baseline", "pgbouncer-1.25"):
+            runs = [r[name] for r in load["runs"] if name in r]
+            if not runs:
+                continue
+            ok = "/".join(str(r["ok"]) for r in runs)
+            bad = "/".join(str(r["failed"]) for r in runs)
+            md.append(f"| {load['clients']:,} ({load['spread']}) | {LABELS.get(name, name)} | "
+                      f"{ok} / {bad} | {stat(runs, 'login_p50_ms')} | "
+                      f"{stat(runs, 'login_p99_ms')} | {stat(runs, 'logins_per_s', 0)} |")
+    return md + [""]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("result", nargs="?")
@@ -289,6 +326,7 @@ def main():
         md.append("")
     if "crosscheck" in w:
         md += crosscheck_section(w["crosscheck"])
+    md += storm_section(os.path.dirname(os.path.abspath(a.out)))
     if failed:
         md += ["## Workloads that failed in this run", ""]
         for k, v in failed.items():

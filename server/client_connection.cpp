@@ -514,8 +514,8 @@ void ClientConnection::watch_displacement(const std::shared_ptr<ClientConnection
       if (!c || !c->ticket_ || c->ticket_->logged_in()) return;
       metrics().refused(RefusedReason::displaced);
       spdlog::info(
-          "client {}: closed before logging in: it took more than 1 s and a newer connection "
-          "needed its slot (max_pending_logins)",
+          "client {}: closed before logging in: it took more than 1 s (5 s against a waiting "
+          "one) and a newer connection needed its slot (max_pending_logins)",
           c->peer_);
       c->expire_io(TimePoint::max());
     });

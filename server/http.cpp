@@ -286,7 +286,8 @@ void render_errors(std::string& out, Metrics& mx, const Server& server) {
                 "Connections closed before logging in, by reason: allow_list, pending "
                 "(max_pending_logins), pending_per_address, displaced (a newer connection took "
                 "the slot of one still logging in after 1 s), descriptors (EMFILE), throttled "
-                "(too many failed logins).");
+                "(too many failed logins), auth_lookup, waited (its wait for a login slot "
+                "reached login_timeout, or a full waiting room made way for another address).");
   for (size_t r = 0; r < kRefusedReasons; ++r) {
     auto reason = static_cast<RefusedReason>(r);
     add_line(out, "wirepool_connections_refused_total",
@@ -295,6 +296,10 @@ void render_errors(std::string& out, Metrics& mx, const Server& server) {
   metric_header(out, "wirepool_pending_logins", "gauge",
                 "Connections accepted and not logged in yet (HTTP requests included).");
   add_line(out, "wirepool_pending_logins", "", static_cast<uint64_t>(server.pending_logins()));
+  metric_header(out, "wirepool_waiting_logins", "gauge",
+                "Connections accepted and waiting for a login slot (the waiting room: no TLS, "
+                "no read yet).");
+  add_line(out, "wirepool_waiting_logins", "", static_cast<uint64_t>(server.waiting_logins()));
 }
 
 /// Whether each database's last attempt to open a backend succeeded.

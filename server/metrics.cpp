@@ -128,6 +128,8 @@ std::string_view to_string(RefusedReason r) {
       return "throttled";
     case RefusedReason::auth_lookup:
       return "auth_lookup";
+    case RefusedReason::waited:
+      return "waited";
   }
   return "unknown";
 }

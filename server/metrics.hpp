@@ -107,8 +107,9 @@ enum class RefusedReason : uint8_t {
   descriptors,          ///< accept failed with EMFILE: closed through the spare descriptor
   throttled,            ///< its address and user failed too often: refused unchecked
   auth_lookup,          ///< its database's auth_query failed (error, timeout, connection down)
+  waited,  ///< it waited login_timeout for a login slot, or a full waiting room turned it away
 };
-inline constexpr size_t kRefusedReasons = 7;
+inline constexpr size_t kRefusedReasons = 8;
 std::string_view to_string(RefusedReason r);
 
 /// The process-wide counters (one per process, like Prometheus's default registry).

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -158,7 +159,39 @@ Admission::Limits admission_limits(const config::Config& cfg, uint64_t fd_limit)
   l.max_pending = std::min<int64_t>(s.max_pending_logins,
                                     std::max<int64_t>(16, static_cast<int64_t>(for_clients / 4)));
   l.max_pending_per_address = std::min(s.max_pending_logins_per_address, l.max_pending);
+  // The waiting room holds only sockets: another quarter of the descriptors.
+  l.max_waiting = std::max<int64_t>(16, static_cast<int64_t>(for_clients / 4));
+  l.wait_timeout = s.login_timeout;
   return l;
+}
+
+/// A waiting connection's name in the Admission's waiting room: its
+/// descriptor, its listener and whether it is IPv6 (bit 62 keeps it non-zero).
+uint64_t waiting_token(int fd, size_t listener, bool v6) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(fd)) |
+         (static_cast<uint64_t>(listener & 0xffff) << 32) | (uint64_t{v6} << 48) |
+         (uint64_t{1} << 62);
+}
+int token_fd(uint64_t t) {
+  return static_cast<int>(static_cast<uint32_t>(t));
+}
+size_t token_listener(uint64_t t) {
+  return static_cast<size_t>((t >> 32) & 0xffff);
+}
+bool token_v6(uint64_t t) {
+  return ((t >> 48) & 1) != 0;
+}
+
+/// "address:port" of a connected socket, or "?".
+std::string peer_of(int fd) {
+  sockaddr_storage ss{};
+  socklen_t n = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0) return "?";
+  asio::ip::tcp::endpoint ep;
+  if (n > ep.capacity()) return "?";
+  std::memcpy(ep.data(), &ss, n);
+  ep.resize(n);
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
 /// Threads for password hashing: half the cores (a hash is pure CPU; the
@@ -234,6 +267,11 @@ Server::Server(config::Config cfg, config::DatabaseValidator validator)
         "before max_clients is reached; raise LimitNOFILE or ulimit -n",
         limits.max_clients, limits.admin_reserved, limits.max_pending, wanted, fd_limit_);
   }
+  spdlog::info("login waiting room: up to {} connections, each for up to login_timeout",
+               limits.max_waiting);
+  admission_.on_room([this] {
+    if (!waiting_posted_.exchange(true)) asio::post(main_, [this] { serve_waiting(); });
+  });
   setup_tls();
   for (size_t i = 0; i < loop_count(cfg_); ++i)
     loops_.push_back(std::make_unique<Loop>());
@@ -655,9 +693,24 @@ void Server::admit(size_t index, Loop& loop, std::shared_ptr<ClientSocket> sock)
     sock->close(ec);
     return;
   }
-  Admission::Refusal why = Admission::Refusal::none;
-  auto ticket = admission_.admit(address, &why);
+  const uint64_t token = waiting_token(sock->native_handle(), index, address.is_v6());
+  auto arrival = admission_.arrive(address, token);
+  if (arrival.evicted) close_waiting(arrival.evicted, "the waiting room is full");
+  if (arrival.waiting) {
+    // Parked: the socket leaves the reactor and only its descriptor waits.
+    refused_log_.log(spdlog::level::info,
+                     "client " + address.to_string() + ":" + std::to_string(remote.port()) +
+                         ": waiting for a login slot (" + std::to_string(admission_.waiting()) +
+                         " waiting; max_pending_logins " +
+                         std::to_string(admission_.limits().max_pending) + ", per address " +
+                         std::to_string(admission_.limits().max_pending_per_address) + ")");
+    (void)sock->release(ec);
+    if (!waiting_armed_) serve_waiting();
+    return;
+  }
+  auto ticket = std::move(arrival.ticket);
   if (!ticket) {
+    const Admission::Refusal why = arrival.why;
     const bool per_address = why == Admission::Refusal::pending_per_address;
     metrics().refused(per_address ? RefusedReason::pending_per_address : RefusedReason::pending);
     refused_log_.warn(
@@ -668,13 +721,19 @@ void Server::admit(size_t index, Loop& loop, std::shared_ptr<ClientSocket> sock)
                    ") connections from " + to_string(address_key(address)) + " are logging in"
              : "max_pending_logins (" + std::to_string(admission_.limits().max_pending) +
                    ") connections are logging in") +
-        " and none has taken 1 s yet");
+        ", none has taken 1 s yet and the waiting room is full");
     if (l.protocol == config::Protocol::postgres) {
       refuse_postgres(sock->native_handle(), "sorry, too many clients are logging in");
     }
     sock->close(ec);
     return;
   }
+  start_client(index, loop, std::move(sock), std::move(ticket));
+}
+
+void Server::start_client(size_t index, Loop& loop, std::shared_ptr<ClientSocket> sock,
+                          Admission::TicketPtr ticket) {
+  const auto& l = cfg_.listeners[index];
   asio::post(loop.io, [this, &loop, &l, sock, ticket = std::move(ticket)]() mutable {
     if (l.protocol == config::Protocol::http) {
       start_http(*this, std::move(*sock), std::move(ticket));
@@ -686,6 +745,46 @@ void Server::admit(size_t index, Loop& loop, std::shared_ptr<ClientSocket> sock)
           std::make_shared<PgClient>(*this, loop, std::move(*sock), l, std::move(ticket)));
     }
   });
+}
+
+void Server::serve_waiting() {
+  waiting_posted_ = false;
+  auto turns = admission_.turns();
+  for (auto& [token, ticket] : turns.admitted) {
+    Loop& loop = *loops_[next_loop_.fetch_add(1) % loops_.size()];
+    auto sock = std::make_shared<ClientSocket>(loop.io.get_executor());
+    boost::system::error_code ec;
+    sock->assign(token_v6(token) ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), token_fd(token), ec);
+    if (ec) {
+      ::close(token_fd(token));
+      continue;
+    }
+    start_client(token_listener(token), loop, std::move(sock), std::move(ticket));
+  }
+  for (uint64_t token : turns.expired) {
+    close_waiting(token, "it waited login_timeout for a login slot");
+  }
+  // While connections wait, time alone moves them (deadlines, displacement).
+  if (admission_.waiting() > 0 && !draining_) {
+    if (!waiting_armed_) {
+      waiting_armed_ = true;
+      waiting_timer_.expires_after(std::chrono::milliseconds(250));
+      waiting_timer_.async_wait([this](boost::system::error_code ec) {
+        waiting_armed_ = false;
+        if (!ec) serve_waiting();
+      });
+    }
+  }
+}
+
+void Server::close_waiting(uint64_t token, std::string_view why) {
+  const int fd = token_fd(token);
+  metrics().refused(RefusedReason::waited);
+  spdlog::info("client {}: closed before logging in: {}", peer_of(fd), why);
+  if (cfg_.listeners[token_listener(token)].protocol == config::Protocol::postgres) {
+    refuse_postgres(fd, "sorry, too many clients are logging in");
+  }
+  ::close(fd);
 }
 
 bool Server::shed_one(size_t index) {
@@ -1051,6 +1150,9 @@ void Server::begin_drain() {
     boost::system::error_code ec;
     a->close(ec);
   }
+  waiting_timer_.cancel();
+  for (uint64_t token : admission_.clear_waiting())
+    close_waiting(token, "the server is shutting down");
   for (auto& loop : loops_) {
     asio::post(loop->io, [l = loop.get()] {
       for (auto& c : l->clients)

@@ -197,6 +197,8 @@ class Server {
   uint64_t failed_logins() const { return failed_logins_.load(); }
   int64_t client_count() const { return admission_.clients(); }
   int64_t pending_logins() const { return admission_.pending(); }
+  /// Connections in the login waiting room.
+  int64_t waiting_logins() const { return admission_.waiting(); }
   /// Descriptors the process may open (RLIMIT_NOFILE after raising the soft
   /// limit to the hard one at start).
   uint64_t descriptor_limit() const { return fd_limit_; }
@@ -226,6 +228,15 @@ class Server {
   /// to accept one waiting connection and close it, so that it is told at
   /// once instead of waiting in the backlog (true when one was).
   bool shed_one(size_t listener_index);
+  /// Starts a connection that holds its ticket on `loop` (the listener's protocol).
+  void start_client(size_t listener_index, Loop& loop, std::shared_ptr<ClientSocket> sock,
+                    Admission::TicketPtr ticket);
+  /// The waiting room's moves (Admission::turns): connections whose turn came
+  /// are started, those past login_timeout closed. Main context; re-arms
+  /// waiting_timer_ while any wait (displacement and deadlines need time).
+  void serve_waiting();
+  /// Closes a waiting connection's socket (PostgreSQL: 53300 first) with a log line.
+  void close_waiting(uint64_t token, std::string_view why);
   void start_sweep(Loop& loop);
   void on_signal(int signo);
   /// SIGHUP and RELOAD. On the main context.
@@ -317,6 +328,9 @@ class Server {
   asio::steady_timer trim_timer_{main_};
   TrimPolicy trim_policy_;
   asio::steady_timer retire_timer_{main_};
+  asio::steady_timer waiting_timer_{main_};
+  bool waiting_armed_ = false;
+  std::atomic<bool> waiting_posted_{false};  ///< a serve_waiting() is queued on main_
   bool retire_armed_ = false;
   TimePoint drain_deadline_{};
   int pool_close_waits_ = 0;

@@ -6,20 +6,26 @@
 // admin_reserved_clients slots beyond it. When the pending cap is reached, a
 // new connection takes the slot of the oldest pending one that has had at
 // least kDisplaceAfter to log in (a slow or stuck connection makes way for a
-// fresh one); when none is that old, the new connection is refused.
-// docs/security.md, "Before authentication".
+// fresh one). A connection over a cap while that cannot be done waits in the
+// waiting room instead (parked: only its socket, no TLS, no read) until a slot
+// frees, FIFO per address and in turn across addresses, or until its deadline;
+// the room is bounded (max_waiting), and beyond it the new connection is
+// refused. docs/security.md, "Before authentication".
 
 #include <boost/asio/ip/address.hpp>
 
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace wirepool::server {
 
@@ -40,17 +46,25 @@ class Admission {
   using Clock = std::chrono::steady_clock;
   /// How long a pending connection may take before a newer one may take its slot.
   static constexpr auto kDisplaceAfter = std::chrono::seconds(1);
+  /// The same for a connection in the waiting room (arrivals then wait
+  /// instead of displacing): long enough that a slow client of a login storm
+  /// on a busy host is not mistaken for a stuck one.
+  static constexpr auto kWaitingDisplaceAfter = std::chrono::seconds(5);
 
   struct Limits {
     int64_t max_clients = 10000;
     int64_t admin_reserved = 3;
     int64_t max_pending = 1024;
     int64_t max_pending_per_address = 256;
+    /// Connections that may wait for a pending slot (0: none wait, the
+    /// limits refuse at once) and how long each may wait.
+    int64_t max_waiting = 0;
+    Clock::duration wait_timeout = std::chrono::seconds(30);
   };
   enum class Refusal : uint8_t { none, pending, pending_per_address };
 
   struct Entry;
-  /// One connection's place: pending from admit(), a client after promote(),
+  /// One connection's place: pending from arrive(), a client after promote(),
   /// given back when destroyed. Owned by the connection (its loop thread).
   class Ticket {
    public:
@@ -77,10 +91,40 @@ class Admission {
 
   explicit Admission(Limits limits) : limits_(limits) {}
 
-  /// A connection accepted from `address`: its ticket, or nullptr and `why`.
-  /// May displace an older pending connection (its on_displaced runs).
-  TicketPtr admit(const boost::asio::ip::address& address, Refusal* why,
-                  Clock::time_point now = Clock::now());
+  /// What became of an arriving connection.
+  struct Arrival {
+    TicketPtr ticket;             ///< admitted: pending from now
+    bool waiting = false;         ///< parked in the waiting room as its token
+    Refusal why = Refusal::none;  ///< refused when neither
+    /// A waiting connection of the address with the most waiting, turned away
+    /// to make room for this one (the server closes it), else 0.
+    uint64_t evicted = 0;
+  };
+  /// A connection accepted from `address`. Without a waiting room
+  /// (max_waiting 0) it takes a free slot, or that of the oldest pending one
+  /// older than kDisplaceAfter (its on_displaced runs), or is refused. With
+  /// one, it takes a free slot when nobody of its address waits before it,
+  /// else waits as `token` (non-zero, the caller's name for the socket) while
+  /// the room has space; when the room is full, an address with fewer waiting
+  /// takes the place of the newest connection of the address with the most,
+  /// else the rule without a room applies.
+  Arrival arrive(const boost::asio::ip::address& address, uint64_t token,
+                 Clock::time_point now = Clock::now());
+  /// The waiting room's moves at `now`: connections whose turn came (a slot
+  /// is free, or one pending for kDisplaceAfter makes way), each with its
+  /// ticket, and those whose wait_timeout passed.
+  struct Turns {
+    std::vector<std::pair<uint64_t, TicketPtr>> admitted;
+    std::vector<uint64_t> expired;
+  };
+  Turns turns(Clock::time_point now = Clock::now());
+  /// Every waiting connection's token, the room emptied (shutdown).
+  std::vector<uint64_t> clear_waiting();
+  /// Called (on the releasing thread, outside the lock) when a slot frees
+  /// while connections wait: the caller then runs turns(). Set before use.
+  void on_room(std::function<void()> f) { on_room_ = std::move(f); }
+  int64_t waiting() const;
+
   /// Whether a client of this kind could log in now (checked before its
   /// credentials are, so that a full server refuses before the exchange).
   bool has_room(bool admin) const;
@@ -100,8 +144,18 @@ class Admission {
 
  private:
   void release(Ticket& t);
-  /// The oldest pending entry (of `address`, when given) old enough to make way.
-  std::list<Entry>::iterator victim(const AddressKey* address, Clock::time_point now);
+  /// A new pending entry and its ticket (the caller holds mu_).
+  TicketPtr add_pending(const AddressKey& key, Clock::time_point now);
+  /// Frees `out`'s slot (displaced); its callback goes to `displace`.
+  void displace(std::list<Entry>::iterator out, std::vector<std::function<void()>>& displace);
+  /// Whether `key` may take a slot now, making one with a displacement if
+  /// needed (its callback goes to `displace`). The caller holds mu_.
+  bool make_room(const AddressKey& key, Clock::time_point now, Refusal* why,
+                 std::vector<std::function<void()>>& displace, Clock::duration after);
+  void notify_room();
+  /// The oldest pending entry (of `address`, when given) pending for `after`.
+  std::list<Entry>::iterator victim(const AddressKey* address, Clock::time_point now,
+                                    Clock::duration after);
 
   const Limits limits_;
   mutable std::mutex mu_;
@@ -110,6 +164,16 @@ class Admission {
   std::unordered_map<AddressKey, int64_t, AddressKeyHash> per_address_;
   int64_t clients_ = 0;
   uint64_t displaced_ = 0;
+  /// The waiting room: tokens and deadlines by address, oldest first, and
+  /// the addresses that have any, in turn order.
+  struct Waiter {
+    uint64_t token;
+    Clock::time_point deadline;
+  };
+  std::unordered_map<AddressKey, std::list<Waiter>, AddressKeyHash> waiting_;  // ~48 B a waiter
+  std::deque<AddressKey> turn_;
+  int64_t waiting_count_ = 0;
+  std::function<void()> on_room_;
 };
 
 }  // namespace wirepool::server

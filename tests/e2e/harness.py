@@ -295,14 +295,15 @@ def startup_packet(user="alice", database="app", params=()):
 
 
 def raw_login(port, user="alice", password="wonderland", database="app", timeout=10,
-              tls_ca=None, key=None, params=(), source=None):
+              tls_ca=None, key=None, params=(), source=None, sock=None):
     """A socket past SCRAM-SHA-256 authentication and the first ReadyForQuery,
     done by hand (no client library), for tests that then send raw bytes.
     With `tls_ca`, TLS is negotiated first (SSLRequest) against that root; with a
     dict `key`, its "pid" and "secret" are set from BackendKeyData; `source`:
-    the loopback address to connect from (127.0.0.2, ...)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout,
-                                 source_address=(source, 0) if source else None)
+    the loopback address to connect from (127.0.0.2, ...); `sock`: a socket
+    already connected to `port`, to log in on."""
+    s = sock or socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                         source_address=(source, 0) if source else None)
     # As libpq, PgJDBC and node-postgres do: without it the first message after
     # the TLS handshake waits for the server's delayed ACK (~40 ms, Nagle).
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -12,9 +12,16 @@ Covers:
 - The allow-list is applied at accept on PostgreSQL and TDS listeners: no
   SSLRequest answer, no TLS handshake, and the descriptors go at once.
 - Pending logins: 200 connections from one address that sent only a startup
-  packet, and 60 clients from 60 addresses stuck mid-SASL, neither fill
-  max_clients nor keep psql out (per-address cap; a connection still logging in
-  after 1 s makes way for a new one); admin users log in past max_clients.
+  packet (10 pending, the rest in the waiting room), and 60 clients from 60
+  addresses stuck mid-SASL, neither fill max_clients nor keep psql out
+  (per-address cap; a connection still logging in after 1 s makes way for a
+  waiting one); admin users log in past max_clients.
+- The login waiting room: 1,000 SCRAM clients from one address connecting at
+  once (every TCP connection up before any login starts) all log in (the per-address cap of 256 refused some at accept before
+  the waiting room); under RLIMIT_NOFILE 1024 a flood of 400 silent
+  connections from one address holds at most the room's cap (logged at start)
+  beyond the pending ones, the rest refused at accept, and each waiting one is
+  closed by the server at its login_timeout with a log line.
 - Descriptors under RLIMIT_NOFILE 1024: 1,500 silent PostgreSQL sockets and
   300 half-sent HTTP requests leave psql served, a few hundred descriptors
   used, and EMFILE logged at most once per interval.
@@ -379,8 +386,10 @@ class AdmissionTest(WirepoolTestCase):
             self.assertEqual(psql(self.wp.dsn(), "-c", "SELECT 1").stdout.strip(), "1")
             print(f"\n  200 startup-only connections from one address: {fds} descriptors, "
                   f"RSS {rss} KiB")
-            self.assertLess(fds, 100)
-            self.assertIn("max_pending_logins_per_address (10)", self.wp.log())
+            # 10 pending and 190 waiting: a descriptor each, nothing more.
+            self.assertLess(fds, 260)
+            self.assertIn("waiting for a login slot", self.wp.log())
+            self.assertIn("per address 10)", self.wp.log())
         finally:
             for s in socks:
                 s.close()
@@ -411,6 +420,105 @@ class AdmissionTest(WirepoolTestCase):
         finally:
             for s in held:
                 s.close()
+
+
+class LoginStormTest(WirepoolTestCase):
+    """Issue 30: a login storm from one address is never refused."""
+
+    def test_thousand_scram_clients_from_one_address_all_log_in(self):
+        n = 1000
+        barrier = threading.Barrier(n)
+        failures, lock = [], threading.Lock()
+
+        def client():
+            try:
+                # Every TCP connection is up before any login starts: all
+                # 1,000 are accepted within the same second.
+                s = socket.create_connection(("127.0.0.1", self.wp.port), timeout=60)
+                barrier.wait(timeout=60)
+                s = raw_login(self.wp.port, sock=s)
+                s.close()
+            except Exception as e:  # noqa: BLE001 - counted, then asserted
+                with lock:
+                    failures.append(str(e)[:160])
+
+        threading.stack_size(256 << 10)
+        threads = [threading.Thread(target=client) for _ in range(n)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = time.monotonic() - started
+        print(f"\n  {n} SCRAM clients from one address at once: {n - len(failures)} logged in, "
+              f"{len(failures)} failed, {took:.1f} s")
+        self.assertEqual(failures, [], f"{len(failures)} of {n} failed; first: "
+                         f"{failures[0] if failures else ''}")
+
+
+class WaitingRoomFloodTest(unittest.TestCase):
+    """RLIMIT_NOFILE 1024: the waiting room's cap is a quarter of the descriptors
+    left for clients."""
+
+    def test_silent_flood_holds_at_most_the_cap_and_each_leaves_at_its_deadline(self):
+        wp = Wirepool(name="waiting", nofile=1024, server="""
+          max_pending_logins_per_address: 2
+          login_timeout: 2s
+        """).start()
+        socks = []
+        try:
+            cap = int(re.search(r"login waiting room: up to (\d+)", wp.log()).group(1))
+            base = wp.open_fds()
+            n = 400
+            for _ in range(n):
+                try:
+                    socks.append(connect(wp.port, "127.0.0.5", timeout=2))
+                except OSError:
+                    pass
+            time.sleep(0.3)
+            held = wp.open_fds() - base
+            # Everything past 2 pending and `cap` waiting was refused at accept.
+            refused = 0
+            for s in socks:
+                s.setblocking(False)
+                try:
+                    if s.recv(1024, socket.MSG_PEEK) is not None:
+                        refused += 1
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    refused += 1
+            # Every one is closed by the server: waiting ones at their
+            # login_timeout, the few that got a slot at theirs after it.
+            deadline = time.monotonic() + 2 * 2 + 3
+            open_ = list(socks)
+            while open_ and time.monotonic() < deadline:
+                still = []
+                for s in open_:
+                    try:
+                        s.recv(1024)  # 53300 or EOF: the server closed it
+                    except BlockingIOError:
+                        still.append(s)
+                    except OSError:
+                        pass
+                open_ = still
+                time.sleep(0.1)
+            time.sleep(0.5)
+            log = wp.log()
+            expired = log.count("it waited login_timeout for a login slot")
+            print(f"\n  {n} silent connections from one address under nofile 1024: room cap "
+                  f"{cap}, {held} descriptors held, {refused} refused at accept, "
+                  f"{expired} closed at their deadline in the room, {len(open_)} left open")
+            self.assertLessEqual(held, cap + 2 + 5)
+            self.assertGreaterEqual(held, cap - 10)
+            self.assertGreaterEqual(refused, n - cap - 2 - 5)
+            self.assertEqual(open_, [])
+            self.assertGreaterEqual(expired, cap - 20)
+            self.assertLessEqual(wp.open_fds(), base + 5)
+        finally:
+            for s in socks:
+                s.close()
+            wp.cleanup()
 
 
 class DescriptorTest(unittest.TestCase):

@@ -21,6 +21,14 @@ namespace {
 
 namespace ip = boost::asio::ip;
 
+/// A connection accepted without a waiting room (Limits::max_waiting 0).
+Admission::TicketPtr admit(Admission& a, const ip::address& address, Admission::Refusal* why,
+                           Admission::Clock::time_point now = Admission::Clock::now()) {
+  auto arrival = a.arrive(address, 1, now);
+  if (why) *why = arrival.why;
+  return std::move(arrival.ticket);
+}
+
 Admission::Limits limits(int64_t clients, int64_t reserved) {
   Admission::Limits l;
   l.max_clients = clients;
@@ -125,8 +133,8 @@ TEST(LoginPolicy, RefusedCertificateWithUnknownDatabaseIsLoginFailed) {
 TEST(LoginPolicy, PromotionThenTheDatabase) {
   Admission a(limits(1, 0));
   Admission::Refusal why{};
-  auto first = a.admit(ip::make_address("10.0.0.1"), &why);
-  auto second = a.admit(ip::make_address("10.0.0.2"), &why);
+  auto first = admit(a, ip::make_address("10.0.0.1"), &why);
+  auto second = admit(a, ip::make_address("10.0.0.2"), &why);
   ASSERT_TRUE(first && second);
   const UserRecord alice = user("alice");
   auto d = decide_login(LoginStage::credentials_checked, checked(&alice, "nosuch", false, true), a,
