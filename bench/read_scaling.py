@@ -9,6 +9,10 @@ primary, and runs `pgbench -S` (select-only) through one wirepool:
   - `app_ro`: the read-only database (`read_only:`), least_connections;
   - `app_rr`: the same with balance round_robin.
 
+With --statements it compares instead, over --rounds rounds, the read-write
+database with read_only.route_statements off (`app`: every SELECT on the
+primary) and on (`app_st`: pgbench's autocommit SELECTs on the standbys).
+
 For each: transactions per second, average and p99 latency (from pgbench's
 per-transaction log) and how the transactions spread over the servers
 (pg_stat_database.xact_commit on each). All servers, wirepool and pgbench
@@ -16,7 +20,7 @@ share this host's cores, so more servers buy no CPU: the figures show the
 cost and the spread, not the scaling a real deployment gets.
 
     /usr/bin/python3 bench/read_scaling.py [--bin build/release/wirepool]
-        [--seconds 15] [--clients 16] [--pool 8]
+        [--seconds 15] [--clients 16] [--pool 8] [--statements --rounds 3]
 """
 
 import argparse
@@ -42,11 +46,14 @@ USERS = """
 NODES = ("primary",) + STANDBYS
 
 
-def entries(info, pool):
+def entries(info, pool, statements=False):
     hosts = "\n".join(f"      - {{ host: 127.0.0.1, port: {info['nodes'][n]['port']} }}"
                       for n in NODES)
     out = ""
-    for name, balance in (("app", "least_connections"), ("app2", "round_robin")):
+    dbs = [("app", "app_ro", "least_connections", ""), ("app2", "app_rr", "round_robin", "")]
+    if statements:
+        dbs.append(("app_st", "app_st_ro", "least_connections", ", route_statements: true"))
+    for name, ro, balance, route in dbs:
         out += f"""
           - name: {name}
             driver: postgresql
@@ -54,8 +61,8 @@ def entries(info, pool):
             password_env: WIREPOOL_TEST_PG_PASSWORD
             hosts:
 {chr(10).join('      ' + line for line in hosts.splitlines())}
-            read_only: {{ name: {"app_ro" if name == "app" else "app_rr"}, max_replica_lag: 5s,
-                         balance: {balance} }}
+            read_only: {{ name: {ro}, max_replica_lag: 5s,
+                         balance: {balance}{route} }}
             pool: {{ mode: transaction, max: {pool} }}
         """
     return out
@@ -112,6 +119,9 @@ def main():
     ap.add_argument("--seconds", type=int, default=15)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--pool", type=int, default=8)
+    ap.add_argument("--statements", action="store_true",
+                    help="route_statements off (app) vs on (app_st), --rounds rounds each")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     d, info = replicas_cluster("bench")
     wp = None
@@ -124,16 +134,19 @@ def main():
                        check=True, capture_output=True)
         superuser(info, "primary", "GRANT SELECT ON ALL TABLES IN SCHEMA public TO wirepool")
         time.sleep(2)  # the standbys replay the load
-        wp = Wirepool(entries(info, args.pool), USERS, "log: { level: info }",
+        wp = Wirepool(entries(info, args.pool, args.statements), USERS, "log: { level: info }",
                       name="read-scaling", binary=os.path.abspath(args.bin)).start()
         print(f"pgbench -S -M extended, {args.clients} clients, {args.seconds} s, pool max "
               f"{args.pool}; one 2-core host shared by the servers, wirepool and pgbench")
         print("| database | servers read | tps | avg ms | p99 ms | transactions per server "
               "(primary / standby / standby2) | connections per server |")
         print("|---|---|---|---|---|---|---|")
-        for database, what in (("app", "primary alone"),
-                               ("app_ro", "2 standbys, least_connections"),
-                               ("app_rr", "2 standbys, round_robin")):
+        runs = [("app", "primary alone"), ("app_ro", "2 standbys, least_connections"),
+                ("app_rr", "2 standbys, round_robin")]
+        if args.statements:
+            runs = [("app", "route_statements off"),
+                    ("app_st", "route_statements on")] * args.rounds
+        for database, what in runs:
             # A short warm-up opens the pools' connections.
             pgbench(wp, database, 2, args.clients, logdir)
             before = commits(info)

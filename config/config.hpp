@@ -206,6 +206,10 @@ struct ReadOnly {
   /// begun READ ONLY (or under default_transaction_read_only) lease from this
   /// database's pool of the same user.
   bool route_transactions = false;
+  /// postgresql in transaction mode: an autocommit query of reads only
+  /// (session/statement.hpp reads_only) runs on this database's pool, and
+  /// again on the primary when the standby refuses it as a write (25006).
+  bool route_statements = false;
   bool operator==(const ReadOnly&) const = default;
 };
 

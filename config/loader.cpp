@@ -143,7 +143,8 @@ struct DatabaseMarks {
   std::optional<Location> hosts_key;
   std::optional<Location> replicas_key;
   std::optional<Location> read_only_key;
-  std::optional<Location> route_key;  ///< read_only.route_transactions, when written
+  std::optional<Location> route_key;             ///< read_only.route_transactions, when written
+  std::optional<Location> route_statements_key;  ///< read_only.route_statements, when written
   /// An entry made from read_only: the path its messages name ("databases[0].read_only").
   std::string path;
 };
@@ -655,6 +656,11 @@ void Loader::read_database(const Entry& e, Database& d, DatabaseMarks& m) {
                 m.route_key = location_of(x.key);
                 set(r.route_transactions, read_bool(x));
               }},
+             {"route_statements",
+              [&](const Entry& x) {
+                m.route_statements_key = location_of(x.key);
+                set(r.route_statements, read_bool(x));
+              }},
          };
          if (!read_map(v, ro_fields)) return;
          if (r.readmit_lag > r.max_replica_lag) {
@@ -980,6 +986,13 @@ void Loader::check_databases(Config& c, DatabaseValidator validator) {
       problem(*m.route_key, path +
                                 ".read_only.route_transactions: only a postgresql database in "
                                 "transaction pool mode routes its read-only transactions");
+    }
+    if (m.driver_ok && m.route_statements_key && db.read_only.route_statements &&
+        (db.driver != "postgresql" || db.pool.mode != PoolMode::transaction)) {
+      problem(*m.route_statements_key,
+              path +
+                  ".read_only.route_statements: only a postgresql database in "
+                  "transaction pool mode routes its read-only statements");
     }
     if (m.replicas_key && !db.replicas.empty() && db.read_only.name.empty()) {
       problem(*m.replicas_key, path +

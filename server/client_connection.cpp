@@ -261,6 +261,7 @@ ClientConnection::Flushed ClientConnection::write_out(size_t& off) {
     size_t n = io_write(reinterpret_cast<const uint8_t*>(out_.data()) + off, out_.size() - off, ec);
     if (!ec) {
       off += n;
+      out_sent_ += n;
       continue;
     }
     if (ec != asio::error::would_block && ec != asio::error::try_again) {

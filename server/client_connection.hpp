@@ -274,6 +274,8 @@ class ClientConnection : public Client {
   Admission::TicketPtr ticket_;
   InBuffer in_;
   std::string out_;
+  /// Bytes of out_ written to the client since the connection began.
+  uint64_t out_sent_ = 0;
   tls::ServerContextPtr tls_ctx_;  ///< the context ssl_ was made from (outlives ssl_)
   tls::SslPtr ssl_;                ///< the client's TLS session, when it has one
   std::optional<TimePoint> io_deadline_;

@@ -122,9 +122,13 @@ PgRelay::Check PgRelay::check() {
   }
   // read_only.route_transactions: a read-only transaction's lease is taken on
   // the ordinary path, where the session picks the read-only database's pool.
+  // read_only.route_statements: likewise an autocommit batch of reads.
   if (c_.session_->routes_reads() && !c_.session_->backend() && read_only_ahead()) {
     return Check::no;
   }
+  // The rest of a routed statement's block (its Parse took the standby's
+  // backend): the ordinary path runs it, and retries it on the primary.
+  if (c_.session_->routed_statement()) return Check::no;
   // Open portals, or an implicit transaction of messages before this batch
   // (the ordinary path ends it at their Sync).
   if (c_.portals_open() || c_.session_->implicit()) return Check::no;
@@ -955,29 +959,63 @@ bool PgRelay::send_behind(Backend& b, bool known) {
 }
 
 bool PgRelay::read_only_ahead() {
-  if (c_.session_->default_read_only()) return true;
+  Session& s = *c_.session_;
+  if (s.routes_transactions() && s.default_read_only()) return true;
   // The first message decides: a Query or a Parse that opens a read-only transaction.
   const auto buf = c_.in_.view();
   if (buf.size() < 5 || (buf[0] != 'Q' && buf[0] != 'P')) return false;
-  const size_t len = size_t{buf[1]} << 24 | size_t{buf[2]} << 16 | size_t{buf[3]} << 8 | buf[4];
+  c_.route_mark_.reset();
+  auto length_at = [&buf](size_t at) {
+    return size_t{buf[at + 1]} << 24 | size_t{buf[at + 2]} << 16 | size_t{buf[at + 3]} << 8 |
+           buf[at + 4];
+  };
+  const size_t len = length_at(0);
   if (len < 4 || buf.size() - 1 < len) return false;
   const std::string_view body(reinterpret_cast<const char*>(buf.data()) + 5, len - 4);
   std::string_view text;
+  relay::ParseMsg parse;
   if (buf[0] == 'Q') {
     text = body.substr(0, body.find('\0'));
   } else {
-    relay::ParseMsg parse;
     if (!relay::parse_parse(body, parse)) return false;
     text = parse.sql;
   }
+  const bool bq = s.settings().backslash_quotes();
   // The lexer only for a text that may begin a transaction (a comment may come first).
   size_t b = 0;
   while (b < text.size() && std::isspace(static_cast<unsigned char>(text[b])))
     ++b;
   const char first = b < text.size() ? static_cast<char>(std::toupper(text[b])) : '\0';
-  const bool ro = (first == 'B' || first == 'S' || first == '/' || first == '-') &&
-                  begins_read_only(text, c_.session_->settings().backslash_quotes());
-  c_.session_->lease_read_only(ro);
+  bool ro = s.routes_transactions() &&
+            (first == 'B' || first == 'S' || first == '/' || first == '-') &&
+            begins_read_only(text, bq);
+  bool statement = false;
+  if (!ro && s.routes_statements() && !s.default_read_only() && reads_only(text, bq)) {
+    // read_only.route_statements. A Query runs as one autocommit batch; an
+    // extended-query block only when it is complete in in_ and executes that
+    // one reading statement once before its Sync (a retry repeats only it).
+    statement = buf[0] == 'Q';
+    if (!statement) {
+      int executes = 0;
+      for (size_t at = 0; at + 5 <= buf.size();) {
+        const size_t n = length_at(at);
+        if (n < 4 || buf.size() - at - 1 < n) break;
+        const uint8_t type = buf[at];
+        if (type == 'S') {
+          statement = executes == 1;
+          break;
+        }
+        if ((type == 'P' && at != 0) || type == 'Q' || type == 'H' || type == 'd' ||
+            (type == 'E' && ++executes > 1)) {
+          break;
+        }
+        at += 1 + n;
+      }
+    }
+    ro = statement;
+    if (statement) c_.route_mark_ = c_.out_sent_ + c_.out_.size();
+  }
+  s.lease_read_only(ro, statement);
   return ro;
 }
 

@@ -72,7 +72,9 @@ class PgRelay {
   bool join();
   /// read_only.route_transactions: the batch at in_'s front begins a read-only
   /// transaction (noted in the session), or every transaction is one
-  /// (default_transaction_read_only).
+  /// (default_transaction_read_only); with route_statements, or it is an
+  /// autocommit batch of reads (session/statement.hpp reads_only; the client's
+  /// route_mark_ is set for a retry on the primary).
   bool read_only_ahead();
   /// The batch at in_'s front uses only statements `b`'s server has.
   bool known_on(Backend& b);

@@ -43,7 +43,9 @@ Session::~Session() {
 void Session::adopt(Backend* b, std::chrono::steady_clock::duration waited) {
   pool_->metrics().acquire_wait.observe(waited);
   queued_ = false;
+  routed_statement_ = statement_next_ && reads_ && pool_ == reads_.get();
   read_only_next_ = false;
+  statement_next_ = false;
   backend_ = b;
   if (client_metrics_) client_metrics_->active.fetch_add(1, std::memory_order_relaxed);
   spdlog::trace("session {}: holds backend {} of database {}", id_, backend_->id,
@@ -82,7 +84,7 @@ bool Session::default_read_only() const {
 
 void Session::choose_pool() {
   if (!reads_ || backend_ || waiting_ || queued_) return;
-  const bool reads = read_only_next_ || default_read_only();
+  const bool reads = read_only_next_ || (route_transactions_ && default_read_only());
   pool_ = reads ? reads_.get() : primary_.get();
 }
 
@@ -224,6 +226,7 @@ void Session::give_back(bool healthy) {
   implicit_ = false;
   pool_->release(backend_, healthy);
   backend_ = nullptr;
+  routed_statement_ = false;
   if (reads_) pool_ = primary_.get();  // a routed read-only transaction's lease is over
   if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -244,6 +247,12 @@ asio::awaitable<void> Session::finish() {
     if (!st.ok()) healthy = false;
   }
   give_back(healthy);
+}
+
+asio::awaitable<void> Session::leave_standby() {
+  read_only_next_ = false;
+  statement_next_ = false;
+  co_await finish();
 }
 
 void Session::backend_lost() {
@@ -592,6 +601,7 @@ void Session::hand_over(Session& next) {
   (void)b->conn.set_event_sink(nullptr);
   tx_ = db::Transaction();
   backend_ = nullptr;
+  routed_statement_ = false;
   if (reads_) pool_ = primary_.get();  // as give_back
   if (client_metrics_) client_metrics_->active.fetch_sub(1, std::memory_order_relaxed);
   spdlog::trace("session {}: hands backend {} to session {}", id_, b->id, next.id_);

@@ -64,8 +64,25 @@ class Session : public db::EventSink {
   /// session's own pool.
   void set_read_pool(DatabasePoolPtr reads) { reads_ = std::move(reads); }
   bool routes_reads() const { return reads_ != nullptr; }
-  /// The next lease (the client's next transaction) is a read-only one.
-  void lease_read_only(bool on) { read_only_next_ = on; }
+  /// The next lease (the client's next transaction) is a read-only one;
+  /// `statement`: for an autocommit batch of reads (read_only.route_statements).
+  void lease_read_only(bool on, bool statement = false) {
+    read_only_next_ = on;
+    statement_next_ = on && statement;
+  }
+  /// Which of read_only.route_transactions and route_statements are on.
+  void set_routes(bool transactions, bool statements) {
+    route_transactions_ = transactions;
+    route_statements_ = statements;
+  }
+  bool routes_transactions() const { return route_transactions_ && reads_ != nullptr; }
+  bool routes_statements() const { return route_statements_ && reads_ != nullptr; }
+  /// The backend held was leased from the read-only pool for a routed
+  /// autocommit batch (lease_read_only(true, true)).
+  bool routed_statement() const { return routed_statement_ && backend_ != nullptr; }
+  /// The standby refused the routed batch as a write: its backend goes back
+  /// (any transaction on it rolled back) and the next lease is the primary's.
+  boost::asio::awaitable<void> leave_standby();
   /// default_transaction_read_only is on: every transaction leases from `reads`.
   bool default_read_only() const;
 
@@ -356,8 +373,12 @@ class Session : public db::EventSink {
   /// A cancel came while its statement waited in the pool's queue: it applies
   /// to that statement once it runs (statement_begin keeps it).
   bool cancelled_waiting_ = false;
-  bool settings_pending_ = false;  ///< try_backend_now took a backend sync_settings must finish
-  bool read_only_next_ = false;    ///< lease_read_only's, until a lease is taken
+  bool settings_pending_ = false;    ///< try_backend_now took a backend sync_settings must finish
+  bool read_only_next_ = false;      ///< lease_read_only's, until a lease is taken
+  bool statement_next_ = false;      ///< lease_read_only's `statement`, likewise
+  bool routed_statement_ = false;    ///< the lease held is a routed statement's
+  bool route_transactions_ = false;  ///< set_routes'
+  bool route_statements_ = false;    ///< set_routes'
 };
 
 }  // namespace wirepool::server

@@ -81,4 +81,40 @@ bool begins_read_only(std::string_view text, bool backslash_quotes) {
   return false;
 }
 
+bool reads_only(std::string_view text, bool backslash_quotes) {
+  if (backslash_quotes) return false;
+  const auto stmts = sql::split_statements(text, sql::Dialect::postgres, false);
+  if (stmts.empty()) return false;
+  auto upper = [](std::string_view w) {
+    std::string u(w);
+    for (auto& ch : u)
+      ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return u;
+  };
+  for (const auto st : stmts) {
+    const auto toks = sql::pg_client_tokens(st, sql::Dialect::postgres);
+    if (toks.empty() || toks[0].kind != sql::PgToken::Kind::word) return false;
+    const std::string first = upper(st.substr(toks[0].begin, toks[0].end - toks[0].begin));
+    if (first != "SELECT" && first != "VALUES" && first != "TABLE" && first != "WITH") {
+      return false;
+    }
+    for (const auto& t : toks) {
+      if (t.kind != sql::PgToken::Kind::word) continue;
+      const std::string w = upper(st.substr(t.begin, t.end - t.begin));
+      // Writes, row locks (FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE), SELECT INTO.
+      if (w == "INSERT" || w == "UPDATE" || w == "DELETE" || w == "MERGE" || w == "SHARE" ||
+          w == "INTO" || w == "LISTEN" || w == "NOTIFY") {
+        return false;
+      }
+      // Functions that write, lock or set state on whichever server runs them.
+      if (w == "NEXTVAL" || w == "SETVAL" || w == "SET_CONFIG" || w == "PG_NOTIFY" ||
+          w.starts_with("PG_ADVISORY") || w.starts_with("PG_TRY_ADVISORY") ||
+          w.starts_with("LO_") || w == "TXID_CURRENT" || w == "PG_CURRENT_XACT_ID") {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace wirepool::server

@@ -42,6 +42,15 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
 /// make the transaction READ ONLY (`BEGIN ISOLATION LEVEL ... , READ ONLY`).
 bool begins_read_only(std::string_view text, bool backslash_quotes = false);
 
+/// read_only.route_statements: every statement of `text` only reads, as far
+/// as its words tell: each begins with SELECT, VALUES, TABLE or WITH, and none
+/// names INSERT/UPDATE/DELETE/MERGE (a data-modifying CTE, FOR UPDATE), FOR
+/// SHARE, INTO, or a function that writes or holds state (nextval, setval,
+/// pg_advisory*, set_config, pg_notify, ...). A function of the client's that
+/// writes passes: the standby refuses it (25006) and the caller retries it on
+/// the primary. False for text read with backslash quotes (not split here).
+bool reads_only(std::string_view text, bool backslash_quotes = false);
+
 /// Why a statement was cancelled (57014's message says which).
 enum class CancelReason : uint8_t { none, user, timeout, client_gone };
 

@@ -299,6 +299,15 @@ class PgClient final : public ClientConnection,
     size_t at = 0;
   };
   std::optional<BindMark> bind_mark_;
+  /// read_only.route_statements: the bytes produced for the client (written
+  /// and in out_) before the routed batch began, set when the relay routed it.
+  std::optional<uint64_t> route_mark_;
+  /// read_only.route_statements: `err` is the standby refusing the routed
+  /// batch as a write (25006) and nothing produced since route_mark_ has been
+  /// written: the caller may run it again on the primary.
+  bool retry_on_primary(const db::Error& err) const;
+  /// native_simple_query's run of `text` on the session's backend.
+  boost::asio::awaitable<Fetch> run_native(std::string_view text, Streamer& s, db::Error& err);
   /// Bytes of the message being handled, consumed after its handler returns
   /// unless the handler consumed them itself (COPY reads the messages after it).
   size_t unconsumed_ = 0;

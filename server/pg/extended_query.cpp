@@ -418,38 +418,59 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
       skip_until_sync_ = true;
       co_return;
     }
-    if (auto e = co_await session_->ensure_backend()) {
-      send_error(*e);
-      skip_until_sync_ = true;
-      co_return;
-    }
-    // Prepared on demand: the backend serving this Execute may not be the one
-    // that saw the Parse (transaction pooling).
-    auto stmt = co_await session_->backend_statement(
-        p.key, p.sql, param_hints(session_->pool().pg_native(), p.param_oids));
-    if (!stmt.ok()) {
-      co_await backend_error(stmt.take_error());
-      skip_until_sync_ = true;
-      co_return;
-    }
-    auto s = std::make_unique<Streamer>();
-    db::Statement* statement = stmt.value();
-    auto* streamer = s.get();
-    streamer->native = session_->pool().pg_native();
-    streamer->requested = portal.result_formats;
-    const auto& params = portal.params;
-    streamer->describe = false;  // Execute sends no RowDescription (Describe does)
-    streamer->described = p.columns;
-    db::QueryOptions options;
-    options.native = streamer->native;
-    options.formats = portal.result_formats;
+    std::unique_ptr<Streamer> s;
     const int64_t limit = m.max_rows > 0 ? m.max_rows : 0;
-    std::string* out = &out_;
-    // One hop to the executor for a small result: execution and rows together.
-    auto first = co_await session_->run([&](Backend&) -> Fetch {
-      return streamer->start([&] { return statement->query(params, options); }, *streamer, *out,
-                             limit, err);
-    });
+    Fetch first = Fetch::error;
+    // A second pass only for read_only.route_statements: the standby refused
+    // the routed Execute as a write before any row reached the client, the
+    // primary runs it.
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) {
+        spdlog::debug(
+            "client {}: the standby refused a routed Execute ({}), it runs on the primary", peer_,
+            err.sqlstate);
+        route_mark_.reset();
+        co_await session_->leave_standby();
+        err = db::Error();
+      }
+      if (auto e = co_await session_->ensure_backend()) {
+        send_error(*e);
+        skip_until_sync_ = true;
+        co_return;
+      }
+      // Prepared on demand: the backend serving this Execute may not be the one
+      // that saw the Parse (transaction pooling).
+      auto stmt = co_await session_->backend_statement(
+          p.key, p.sql, param_hints(session_->pool().pg_native(), p.param_oids));
+      if (!stmt.ok()) {
+        co_await backend_error(stmt.take_error());
+        skip_until_sync_ = true;
+        co_return;
+      }
+      s = std::make_unique<Streamer>();
+      db::Statement* statement = stmt.value();
+      auto* streamer = s.get();
+      streamer->native = session_->pool().pg_native();
+      streamer->requested = portal.result_formats;
+      const auto& params = portal.params;
+      streamer->describe = false;  // Execute sends no RowDescription (Describe does)
+      streamer->described = p.columns;
+      db::QueryOptions options;
+      options.native = streamer->native;
+      options.formats = portal.result_formats;
+      std::string* out = &out_;
+      const size_t before = out_.size();
+      // One hop to the executor for a small result: execution and rows together.
+      first = co_await session_->run([&](Backend&) -> Fetch {
+        return streamer->start([&] { return statement->query(params, options); }, *streamer, *out,
+                               limit, err);
+      });
+      // The result up to its end or the limit (finish_execute takes it from there).
+      first = co_await pump_result(*streamer, *streamer, out_, limit, err, first);
+      const bool retry = pass == 0 && first == Fetch::error && streamer->sent == 0 &&
+                         !session_->implicit() && out_.size() == before && retry_on_primary(err);
+      if (!retry) break;
+    }
     portal.open = std::move(s);
     co_await finish_execute(portal, p, limit, err, first);
     co_return;

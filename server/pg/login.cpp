@@ -336,8 +336,10 @@ awaitable<bool> PgClient::login() {
   if (!co_await finish_login(user, database)) co_return false;
   // After the login's own lease, whose parameters the client's database reports.
   const auto& ro = session_->pool().config().read_only;
-  if (ro.route_transactions && !ro.name.empty() && session_->pool().config().reads_of.empty()) {
+  if ((ro.route_transactions || ro.route_statements) && !ro.name.empty() &&
+      session_->pool().config().reads_of.empty()) {
     if (auto reads = server_.pool_for(ro.name, user)) session_->set_read_pool(std::move(reads));
+    session_->set_routes(ro.route_transactions, ro.route_statements);
   }
   co_return true;
 }

@@ -146,17 +146,24 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   } else if (auto refused = co_await session_->ensure_backend()) {
     send_error(*refused);
   } else {
-    Streamer s;
-    s.native = true;
-    s.multi = true;
+    auto sp = std::make_unique<Streamer>();
     db::Error err;
-    std::string* out = &out_;
-    db::QueryOptions options;
-    options.native = true;
-    auto first = co_await session_->run([&](Backend& b) -> Fetch {
-      return s.start([&] { return b.conn.query(text, {}, options); }, s, *out, 0, err);
-    });
-    Fetch f = co_await pump_result(s, s, out_, 0, err, first);
+    Fetch f = co_await run_native(text, *sp, err);
+    std::optional<db::Error> refused_again;
+    if (f == Fetch::error && retry_on_primary(err)) {
+      // read_only.route_statements: the standby refused a write the words did
+      // not show (a function's); nothing reached the client, the primary runs it.
+      spdlog::debug("client {}: the standby refused a routed query ({}), it runs on the primary",
+                    peer_, err.sqlstate);
+      out_.resize(static_cast<size_t>(*route_mark_ - out_sent_));
+      route_mark_.reset();
+      co_await session_->leave_standby();
+      sp = std::make_unique<Streamer>();
+      err = db::Error();
+      refused_again = co_await session_->ensure_backend();
+      if (!refused_again) f = co_await run_native(text, *sp, err);
+    }
+    Streamer& s = *sp;
     // SET / RESET that ran: read back what the backend holds once its
     // transaction is over.
     std::vector<std::string> touched;
@@ -195,8 +202,12 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
       if (effects.opaque) session_->mark_dirty();
     }
     if (!touched.empty()) session_->note_set(std::move(touched));
-    failed = f == Fetch::error;
-    if (failed) co_await backend_error(std::move(err));
+    failed = f == Fetch::error || refused_again;
+    if (refused_again) {
+      send_error(*refused_again);
+    } else if (failed) {
+      co_await backend_error(std::move(err));
+    }
     forward_events();
   }
   // Extended-query messages before this query opened an implicit transaction:
@@ -215,6 +226,24 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   session_->release_if_idle(portals_open());
   forward_events();
   ready_for_query();
+}
+
+awaitable<PgClient::Fetch> PgClient::run_native(std::string_view text, Streamer& s,
+                                                db::Error& err) {
+  s.native = true;
+  s.multi = true;
+  std::string* out = &out_;
+  db::QueryOptions options;
+  options.native = true;
+  auto first = co_await session_->run([&](Backend& b) -> Fetch {
+    return s.start([&] { return b.conn.query(text, {}, options); }, s, *out, 0, err);
+  });
+  co_return co_await pump_result(s, s, out_, 0, err, first);
+}
+
+bool PgClient::retry_on_primary(const db::Error& err) const {
+  return route_mark_ && session_->routed_statement() && err.sqlstate == "25006" &&
+         out_sent_ <= *route_mark_ && out_sent_ + out_.size() >= *route_mark_;
 }
 
 void PgClient::forward_events() {

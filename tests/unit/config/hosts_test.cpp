@@ -13,6 +13,7 @@
 //    fallback or balance, a readmit_lag above max_replica_lag, replicas without read_only,
 //    read_only for sqlite;
 //  - read_only.route_transactions is off by default and loads when on;
+//  - read_only.route_statements likewise, postgresql in transaction mode only;
 //    refused for mysql and for a postgresql entry not in transaction mode.
 
 #include <gtest/gtest.h>
@@ -172,6 +173,32 @@ TEST(ConfigHosts, RouteTransactionsIsOptIn) {
                               "    read_only: { name: app_ro, route_transactions: true }\n" +
                               kUsers),
                   5, 32, "only a postgresql database in transaction pool mode"));
+}
+
+TEST(ConfigHosts, RouteStatementsIsOptIn) {
+  const std::string head =
+      "databases:\n"
+      "  - name: app\n"
+      "    driver: postgresql\n"
+      "    connection: \"dbname=app\"\n";
+  const Config off = load_string(head + "    read_only: { name: app_ro }\n" + kUsers, kFile);
+  EXPECT_FALSE(off.databases[0].read_only.route_statements);
+  const Config on = load_string(
+      head + "    read_only: { name: app_ro, route_statements: true }\n" + kUsers, kFile);
+  EXPECT_TRUE(on.databases[0].read_only.route_statements);
+  EXPECT_FALSE(on.databases[0].read_only.route_transactions);
+  EXPECT_TRUE(has_problem(
+      problems_of(head + "    pool: { mode: session }\n" +
+                  "    read_only: { name: app_ro, route_statements: true }\n" + kUsers),
+      6, 32,
+      "only a postgresql database in transaction pool mode routes its read-only statements"));
+  EXPECT_TRUE(has_problem(problems_of("databases:\n"
+                                      "  - name: app\n"
+                                      "    driver: mysql\n"
+                                      "    connection: \"dbname=app\"\n"
+                                      "    read_only: { name: app_ro, route_statements: true }\n" +
+                                      kUsers),
+                          5, 32, "routes its read-only statements"));
 }
 
 }  // namespace

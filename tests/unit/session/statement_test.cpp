@@ -10,6 +10,10 @@
 // (with an isolation level, commas or not, any case, first of several
 // statements); not READ WRITE, a plain BEGIN, SET TRANSACTION READ ONLY, or a
 // later statement's READ ONLY.
+// reads_only: SELECT/VALUES/TABLE/WITH queries, several of them, comments and
+// literals naming writes; not DML, a data-modifying CTE, FOR UPDATE/SHARE,
+// SELECT INTO, nextval/setval/advisory locks/set_config/pg_notify, transaction
+// control or SET among the statements, nor text read with backslash quotes.
 
 #include <gtest/gtest.h>
 
@@ -129,6 +133,32 @@ TEST(Statement, BeginsReadOnly) {
   EXPECT_FALSE(begins_read_only("SELECT 'READ ONLY'"));
   EXPECT_FALSE(begins_read_only("BEGIN; SET TRANSACTION READ ONLY"));
   EXPECT_FALSE(begins_read_only(""));
+}
+
+TEST(Statement, ReadsOnly) {
+  EXPECT_TRUE(reads_only("SELECT pg_is_in_recovery()"));
+  EXPECT_TRUE(reads_only("select 1; values (2); table t"));
+  EXPECT_TRUE(reads_only("/* insert */ SELECT 'update', \"delete\" FROM t -- into\n"));
+  EXPECT_TRUE(reads_only("WITH a AS (SELECT 1) SELECT * FROM a"));
+  EXPECT_TRUE(reads_only("SELECT f()"));  // the standby answers for f
+  EXPECT_FALSE(reads_only(""));
+  EXPECT_FALSE(reads_only("INSERT INTO t VALUES (1)"));
+  EXPECT_FALSE(reads_only("SELECT 1; UPDATE t SET a = 1"));
+  EXPECT_FALSE(reads_only("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"));
+  EXPECT_FALSE(reads_only("SELECT * FROM t FOR UPDATE"));
+  EXPECT_FALSE(reads_only("SELECT * FROM t FOR NO KEY UPDATE"));
+  EXPECT_FALSE(reads_only("SELECT * FROM t FOR SHARE"));
+  EXPECT_FALSE(reads_only("SELECT * INTO t2 FROM t"));
+  EXPECT_FALSE(reads_only("SELECT nextval('s')"));
+  EXPECT_FALSE(reads_only("SELECT pg_catalog.SETVAL('s', 1)"));
+  EXPECT_FALSE(reads_only("SELECT pg_advisory_lock(1)"));
+  EXPECT_FALSE(reads_only("SELECT pg_try_advisory_xact_lock(1)"));
+  EXPECT_FALSE(reads_only("SELECT set_config('a.b', 'c', false)"));
+  EXPECT_FALSE(reads_only("SELECT pg_notify('c', 'x')"));
+  EXPECT_FALSE(reads_only("BEGIN; SELECT 1; COMMIT"));
+  EXPECT_FALSE(reads_only("SET search_path = a; SELECT 1"));
+  EXPECT_FALSE(reads_only("SHOW search_path"));
+  EXPECT_FALSE(reads_only("SELECT 'a\\'; DELETE FROM t; --'", true));
 }
 
 }  // namespace
