@@ -298,9 +298,10 @@ std::optional<db::Error> PgClient::bind_params(const pg::Bind& m, const Prepared
     db::Param param;
     param.value = std::move(decoded.value().value);
     param.untyped = decoded.value().untyped;
-    if (param.untyped && oid == 0 && param.value.kind == db::Kind::Text) {
-      // PgJDBC's setDate ("2024-01-02 +00", untyped): the date PostgreSQL
-      // would store, a form every backend takes for a date (docs/reach.md).
+    if (param.untyped && oid == 0 && param.value.kind == db::Kind::Text &&
+        param.value.str.size() >= 14) {
+      // PgJDBC's setDate ("2024-01-02 +00", untyped, 14 characters or more): the
+      // date PostgreSQL would store, a form every backend takes for a date (docs/reach.md).
       if (auto date = pg::date_of_zoned_date(param.value.str)) param.value.str = std::move(*date);
     }
     out.push_back(std::move(param));
@@ -465,10 +466,13 @@ awaitable<void> PgClient::on_execute(const pg::Execute& m) {
         return streamer->start([&] { return statement->query(params, options); }, *streamer, *out,
                                limit, err);
       });
-      // The result up to its end or the limit (finish_execute takes it from there).
+      // Only a routed Execute may run again: it pumps here to see whether the
+      // standby refused it; any other leaves the pumping to finish_execute
+      // (one coroutine less per Execute).
+      if (pass == 1 || !route_mark_ || !session_->routed_statement()) break;
       first = co_await pump_result(*streamer, *streamer, out_, limit, err, first);
-      const bool retry = pass == 0 && first == Fetch::error && streamer->sent == 0 &&
-                         !session_->implicit() && out_.size() == before && retry_on_primary(err);
+      const bool retry = first == Fetch::error && streamer->sent == 0 && !session_->implicit() &&
+                         out_.size() == before && retry_on_primary(err);
       if (!retry) break;
     }
     portal.open = std::move(s);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "protocol/pg/scram.hpp"
 #include "server/admin.hpp"
@@ -146,7 +147,7 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   } else if (auto refused = co_await session_->ensure_backend()) {
     send_error(*refused);
   } else {
-    auto sp = std::make_unique<Streamer>();
+    std::optional<Streamer> sp(std::in_place);  // in the frame: no allocation per query
     db::Error err;
     Fetch f = co_await run_native(text, *sp, err);
     std::optional<db::Error> refused_again;
@@ -158,7 +159,7 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
       out_.resize(static_cast<size_t>(*route_mark_ - out_sent_));
       route_mark_.reset();
       co_await session_->leave_standby();
-      sp = std::make_unique<Streamer>();
+      sp.emplace();
       err = db::Error();
       refused_again = co_await session_->ensure_backend();
       if (!refused_again) f = co_await run_native(text, *sp, err);
