@@ -440,29 +440,30 @@ void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool ho
     hot_sweeps_ = 0;
     in_.reserve_tail(kFirstRead);
     const size_t space = in_.space();
+    // Asio's recycling allocator: a hot wait ends within a statement or two
+    // (a malloc and free per statement otherwise); one that cools waits again
+    // below with a block of its own size.
     socket_.async_receive(
         asio::buffer(in_.tail(), space),
-        asio::bind_allocator(
-            ExactAllocator<void>(),
-            [self = std::move(self), space](boost::system::error_code ec, size_t n) mutable {
-              ClientConnection& c = *self;
-              c.hot_wait_ = false;
-              if (!ec) {
-                c.in_.commit(n);
-                c.count_in(n);
-                c.hot_read_ = n < space;  // a full buffer: read_now looks for more
-              }
-              const bool cool = std::exchange(c.cooling_, false);
-              if (cool && ec == asio::error::operation_aborted && !c.draining_ && !c.terminating_ &&
-                  !c.timed_out_) {
-                spdlog::debug("client {}: idle wait turns cold", c.peer_);
-                c.in_.release();
-                std::string().swap(c.out_);
-                c.wait_idle(std::move(self));
-                return;
-              }
-              c.on_readable(ec);
-            }));
+        [self = std::move(self), space](boost::system::error_code ec, size_t n) mutable {
+          ClientConnection& c = *self;
+          c.hot_wait_ = false;
+          if (!ec) {
+            c.in_.commit(n);
+            c.count_in(n);
+            c.hot_read_ = n < space;  // a full buffer: read_now looks for more
+          }
+          const bool cool = std::exchange(c.cooling_, false);
+          if (cool && ec == asio::error::operation_aborted && !c.draining_ && !c.terminating_ &&
+              !c.timed_out_) {
+            spdlog::debug("client {}: idle wait turns cold", c.peer_);
+            c.in_.release();
+            std::string().swap(c.out_);
+            c.wait_idle(std::move(self));
+            return;
+          }
+          c.on_readable(ec);
+        });
     return;
   }
   // The byte stays in the socket (read_now takes it); EOF and errors end the
