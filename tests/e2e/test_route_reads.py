@@ -48,26 +48,29 @@ def fixture(*args):
     subprocess.run([sys.executable, FIXTURE, *args], check=True, capture_output=True)
 
 
-class RouteTest(WirepoolTestCase):
+class PrimaryStandbyCase(WirepoolTestCase):
+    """A PostgreSQL primary and a streaming standby started for the class, and
+    two databases on both hosts: `app`, with `route` added to its read_only
+    entry, and `plain` without it. `setup_sql` runs on the primary first."""
+
     users = """
       - { name: alice, password: wonderland }
     """
+    route = ""
+    setup_sql = ""
     dir = None
 
     @classmethod
     def start_backends(cls):
-        cls.dir = tempfile.mkdtemp(prefix="route-reads-")
+        cls.dir = tempfile.mkdtemp(prefix=f"{cls.__name__}-")
         fixture("start", cls.dir)
         fixture("standby", cls.dir, "--name=standby")
         with open(os.path.join(cls.dir, "info.json")) as f:
             cls.info = json.load(f)
         os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
         nodes = cls.info["nodes"]
-        n = nodes["primary"]
-        c = psycopg2.connect(host=n["socket_dir"], port=n["port"], user="postgres",
-                             dbname=cls.info["database"], connect_timeout=5)
-        c.autocommit = True
-        c.cursor().execute("CREATE TABLE IF NOT EXISTS t (x int); GRANT ALL ON t TO wirepool")
+        c = cls.direct("primary")
+        c.cursor().execute(cls.setup_sql)
         c.close()
         hosts = "\n".join(f"              - {{ host: 127.0.0.1, port: {nodes[x]['port']} }}"
                           for x in ("primary", "standby"))
@@ -82,13 +85,27 @@ class RouteTest(WirepoolTestCase):
             health_check: {{ interval: 200ms, failover_interval: 100ms, failover_timeout: 5s }}
             pool: {{ mode: transaction, max: 2, acquire_timeout: 10s }}
         """
-        cls.databases = (entry.format(name="app", hosts=hosts, route=", route_transactions: true")
+        cls.databases = (entry.format(name="app", hosts=hosts, route=cls.route)
                          + entry.format(name="plain", hosts=hosts, route=""))
 
     @classmethod
     def stop_backends(cls):
         if cls.dir:
             fixture("stop", cls.dir)
+
+    @classmethod
+    def direct(cls, node):
+        """A superuser connection to `node` (primary, standby), autocommit."""
+        n = cls.info["nodes"][node]
+        c = psycopg2.connect(host=n["socket_dir"], port=n["port"], user="postgres",
+                             dbname=cls.info["database"], connect_timeout=5)
+        c.autocommit = True
+        return c
+
+
+class RouteTest(PrimaryStandbyCase):
+    route = ", route_transactions: true"
+    setup_sql = "CREATE TABLE IF NOT EXISTS t (x int); GRANT ALL ON t TO wirepool"
 
     def connect(self, database="app"):
         c = psycopg2.connect(self.wp.kv(database=database))
@@ -121,10 +138,7 @@ class RouteTest(WirepoolTestCase):
         c.close()
 
     def test_b_a_write_inside_begin_read_only_fails_as_postgresql_says(self):
-        n = self.info["nodes"]["primary"]
-        d = psycopg2.connect(host=n["socket_dir"], port=n["port"], user="postgres",
-                             dbname=self.info["database"], connect_timeout=5)
-        d.autocommit = True
+        d = self.direct("primary")
         dc = d.cursor()
         dc.execute("BEGIN READ ONLY")
         with self.assertRaises(psycopg2.Error) as direct:

@@ -29,23 +29,14 @@ On a binary without the option the configuration is refused (a to e fail).
 import json
 import os
 import subprocess
-import sys
-import tempfile
 import time
 import unittest
 
 import psycopg
 import psycopg2
 
-from harness import NODE_PATH, WirepoolTestCase
-
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
-                       "pgserver.py")
-
-
-def fixture(*args):
-    subprocess.run([sys.executable, FIXTURE, *args], check=True, capture_output=True)
-
+from harness import NODE_PATH
+from test_route_reads import PrimaryStandbyCase
 
 SETUP = """
 CREATE TABLE IF NOT EXISTS w (x int, on_standby bool);
@@ -57,23 +48,13 @@ GRANT ALL ON s TO wirepool;
 """
 
 
-class StatementRouteTest(WirepoolTestCase):
-    users = """
-      - { name: alice, password: wonderland }
-    """
+class StatementRouteTest(PrimaryStandbyCase):
+    route = ", route_statements: true"
+    setup_sql = SETUP
 
     @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="route-statements-")
-        fixture("start", cls.dir)
-        fixture("standby", cls.dir, "--name=standby")
-        with open(os.path.join(cls.dir, "info.json")) as f:
-            cls.info = json.load(f)
-        os.environ["WIREPOOL_TEST_PG_PASSWORD"] = cls.info["password"]
-        nodes = cls.info["nodes"]
-        c = cls.direct("primary")
-        c.cursor().execute(SETUP)
-        c.close()
+    def start_backends(cls):
+        super().start_backends()
         # The standby must have the function before a routed call can reach it.
         s = cls.direct("standby")
         deadline = time.monotonic() + 30
@@ -84,41 +65,6 @@ class StatementRouteTest(WirepoolTestCase):
                 break
             time.sleep(0.1)
         s.close()
-        hosts = "\n".join(f"              - {{ host: 127.0.0.1, port: {nodes[x]['port']} }}"
-                          for x in ("primary", "standby"))
-        entry = """
-          - name: {name}
-            driver: postgresql
-            connection: "user=wirepool dbname=wirepool connect_timeout=2"
-            password_env: WIREPOOL_TEST_PG_PASSWORD
-            hosts:
-{hosts}
-            read_only: {{ name: {name}_ro, fallback: refuse{route} }}
-            health_check: {{ interval: 200ms, failover_interval: 100ms, failover_timeout: 5s }}
-            pool: {{ mode: transaction, max: 2, acquire_timeout: 10s }}
-        """
-        cls.databases = (entry.format(name="app", hosts=hosts, route=", route_statements: true")
-                         + entry.format(name="plain", hosts=hosts, route=""))
-        try:
-            super().setUpClass()
-        except Exception:
-            fixture("stop", cls.dir)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            fixture("stop", cls.dir)
-
-    @classmethod
-    def direct(cls, node):
-        n = cls.info["nodes"][node]
-        c = psycopg2.connect(host=n["socket_dir"], port=n["port"], user="postgres",
-                             dbname=cls.info["database"], connect_timeout=5)
-        c.autocommit = True
-        return c
 
     def written(self, x):
         """Rows of w with x, on the primary: (count, how many on a standby)."""
