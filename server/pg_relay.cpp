@@ -960,6 +960,7 @@ bool PgRelay::send_behind(Backend& b, bool known) {
 
 bool PgRelay::read_only_ahead() {
   Session& s = *c_.session_;
+  s.note_movable_begin({});
   if (s.routes_transactions() && s.default_read_only()) return true;
   // The first message decides: a Query or a Parse that opens a read-only transaction.
   const auto buf = c_.in_.view();
@@ -986,9 +987,12 @@ bool PgRelay::read_only_ahead() {
   while (b < text.size() && std::isspace(static_cast<unsigned char>(text[b])))
     ++b;
   const char first = b < text.size() ? static_cast<char>(std::toupper(text[b])) : '\0';
-  bool ro = s.routes_transactions() &&
-            (first == 'B' || first == 'S' || first == '/' || first == '-') &&
-            begins_read_only(text, bq);
+  const bool opener = first == 'B' || first == 'S' || first == '/' || first == '-';
+  bool ro = s.routes_transactions() && opener && begins_read_only(text, bq);
+  // A plain BEGIN alone: a SET TRANSACTION READ ONLY right after it may move it.
+  if (!ro && opener && buf[0] == 'Q' && s.routes_transactions() && begins_movable(text, bq)) {
+    s.note_movable_begin(text);
+  }
   bool statement = false;
   if (!ro && s.routes_statements() && !s.default_read_only() && reads_only(text, bq)) {
     // read_only.route_statements. A Query runs as one autocommit batch; an

@@ -82,6 +82,60 @@ bool Session::default_read_only() const {
   return v && (*v == "on" || *v == "true" || *v == "1" || *v == "yes");
 }
 
+void Session::note_movable_begin(std::string_view begin) {
+  Work& w = work();
+  w.movable_begin.assign(begin);
+  w.movable_at = begin.empty() ? 0 : w.batches + 1;  // the batch about to run
+}
+
+bool Session::transaction_movable() const {
+  return routes_transactions() && backend_ && pool_ == primary_.get() && work_ &&
+         work_->movable_at != 0 && work_->movable_at == work_->batches &&
+         tx_state() == db::TxState::in_transaction && !implicit_ && !settings_noted();
+}
+
+asio::awaitable<std::optional<db::Error>> Session::move_to_reads() {
+  Work& w = work();
+  const std::string begin = std::move(w.movable_begin);
+  w.movable_at = 0;
+  if (reads_->paused()) co_return std::nullopt;
+  // The standby's backend first: when none is granted nothing has changed.
+  const auto started = std::chrono::steady_clock::now();
+  auto got = co_await reads_->acquire();
+  if (auto* e = std::get_if<AcquireError>(&got)) {
+    spdlog::debug("session {}: SET TRANSACTION READ ONLY stays on the primary: {}", id_,
+                  e->message);
+    co_return std::nullopt;
+  }
+  Backend* standby = std::get<Backend*>(got);
+  // Nothing ran in the primary's transaction: its rollback leaves it clean.
+  auto rolled = co_await run([](Backend& b) { return b.conn.impl()->rollback(); });
+  give_back(rolled.ok());
+  pool_ = reads_.get();
+  read_only_next_ = true;  // ensure_backend's pool if that backend was dead
+  (void)settle(standby, std::chrono::steady_clock::now() - started, true);
+  db::BeginOptions options;
+  options.native_sql = begin;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto refused = co_await ensure_backend();
+    if (refused) {
+      if (attempt == 1) co_return refused;
+    } else {
+      auto st = co_await run([&options](Backend& b) { return b.conn.impl()->begin(options); });
+      if (st.ok()) {
+        spdlog::debug("session {}: transaction moved to backend {} of database {}", id_,
+                      backend_->id, pool_->config().name);
+        co_return std::nullopt;
+      }
+      if (attempt == 1) co_return st.take_error();
+      co_await finish();
+    }
+    // Back to the primary, where the client's BEGIN ran first.
+    read_only_next_ = false;
+  }
+  co_return std::nullopt;
+}
+
 void Session::choose_pool() {
   if (!reads_ || backend_ || waiting_ || queued_) return;
   const bool reads = read_only_next_ || (route_transactions_ && default_read_only());
@@ -291,6 +345,7 @@ void Session::statement_begin() {
   w.statement_started = now;
   if (!w.xact_started) w.xact_started = now;
   request_time_ = std::chrono::system_clock::now();
+  ++w.batches;
   pool_->metrics().statements.fetch_add(1, std::memory_order_relaxed);
   arm_deadline(now);
 }

@@ -85,6 +85,19 @@ class Session : public db::EventSink {
   boost::asio::awaitable<void> leave_standby();
   /// default_transaction_read_only is on: every transaction leases from `reads`.
   bool default_read_only() const;
+  /// read_only.route_transactions: the next batch, which takes the lease, is
+  /// `begin` alone (session/statement.hpp begins_movable); empty: it is not.
+  void note_movable_begin(std::string_view begin);
+  /// The lease held is the primary's, in the transaction of note_movable_begin's
+  /// BEGIN and nothing after it: a SET TRANSACTION READ ONLY sent now may move
+  /// it to a standby (move_to_reads). Asked before the batch's statement_begin.
+  bool transaction_movable() const;
+  /// Moves the transaction_movable() transaction to a backend of `reads`: the
+  /// primary's empty transaction is rolled back and its backend given back,
+  /// then the client's BEGIN runs on the new backend. When `reads` grants none
+  /// (no standby within the lag bound, fallback refuse) the transaction stays
+  /// where it is. An error only when no backend holds the transaction anymore.
+  boost::asio::awaitable<std::optional<db::Error>> move_to_reads();
 
   /// Acquires a backend if the session holds none. On failure, an error for the
   /// client (53300 pool timeout; a failed open's own SQLSTATE, else 08006;
@@ -353,6 +366,12 @@ class Session : public db::EventSink {
     OptionalTime statement_started;
     /// statement_timeout parsed once per settings change, not per statement.
     uint32_t timeout_version = UINT32_MAX;
+    /// statement_begin calls: which batch of the lease ran last.
+    uint64_t batches = 0;
+    /// note_movable_begin's: the BEGIN that moves with its transaction, and
+    /// the batch it ran as (0: none).
+    std::string movable_begin;
+    uint64_t movable_at = 0;
   };
   Work& work() {
     if (!work_) work_ = std::make_unique<Work>();

@@ -55,19 +55,39 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
   return c;
 }
 
-bool begins_read_only(std::string_view text, bool backslash_quotes) {
-  auto stmts = sql::split_statements(text, sql::Dialect::postgres, backslash_quotes);
-  if (stmts.empty()) return false;
-  const auto verb = sql::leading_words(stmts[0], sql::Dialect::postgres, 2);
-  if (verb.empty()) return false;
-  if (verb[0] != "BEGIN" && !(verb[0] == "START" && verb.size() == 2 && verb[1] == "TRANSACTION")) {
-    return false;
+namespace {
+
+/// Which transaction statement `stmt` is, by its leading words.
+enum class TxOpener : uint8_t { none, begin, set_transaction };
+
+TxOpener tx_opener(std::string_view stmt) {
+  const auto w = sql::leading_words(stmt, sql::Dialect::postgres, 3);
+  if (w.empty()) return TxOpener::none;
+  if (w[0] == "BEGIN" || (w[0] == "START" && w.size() >= 2 && w[1] == "TRANSACTION")) {
+    return TxOpener::begin;
   }
-  // The modes are keywords separated by commas: READ ONLY among them. The
-  // tokens skip comments, so a comment cannot route a transaction.
+  // SET [LOCAL | SESSION] TRANSACTION modes (SET SESSION CHARACTERISTICS is
+  // the session's default, followed as default_transaction_read_only).
+  if (w[0] == "SET" && w.size() >= 2 &&
+      (w[1] == "TRANSACTION" ||
+       ((w[1] == "LOCAL" || w[1] == "SESSION") && w.size() == 3 && w[2] == "TRANSACTION"))) {
+    return TxOpener::set_transaction;
+  }
+  return TxOpener::none;
+}
+
+struct TxModes {
+  bool read_only = false;
+  bool serializable = false;  ///< a standby refuses it (hot standby)
+};
+
+/// The modes a transaction statement names. The tokens skip comments, so a
+/// comment cannot route a transaction.
+TxModes tx_modes(std::string_view stmt) {
+  TxModes m;
   bool after_read = false;
-  for (const auto& t : sql::pg_client_tokens(stmts[0], sql::Dialect::postgres)) {
-    const std::string_view w = std::string_view(stmts[0]).substr(t.begin, t.end - t.begin);
+  for (const auto& t : sql::pg_client_tokens(stmt, sql::Dialect::postgres)) {
+    const std::string_view w = stmt.substr(t.begin, t.end - t.begin);
     auto is = [&w](std::string_view kw) {
       return w.size() == kw.size() &&
              std::equal(w.begin(), w.end(), kw.begin(), [](char x, char y) {
@@ -75,10 +95,35 @@ bool begins_read_only(std::string_view text, bool backslash_quotes) {
              });
     };
     const bool word = t.kind == sql::PgToken::Kind::word;
-    if (word && after_read && is("ONLY")) return true;
+    if (word && after_read && is("ONLY")) m.read_only = true;
+    if (word && is("SERIALIZABLE")) m.serializable = true;
     after_read = word && is("READ");
   }
-  return false;
+  return m;
+}
+
+}  // namespace
+
+bool begins_read_only(std::string_view text, bool backslash_quotes) {
+  auto stmts = sql::split_statements(text, sql::Dialect::postgres, backslash_quotes);
+  if (stmts.empty() || tx_opener(stmts[0]) != TxOpener::begin) return false;
+  const TxModes m = tx_modes(stmts[0]);
+  if (m.read_only) return true;
+  // BEGIN; SET TRANSACTION READ ONLY: set before the transaction's first query.
+  return stmts.size() > 1 && !m.serializable && sets_transaction_read_only(stmts[1]);
+}
+
+bool sets_transaction_read_only(std::string_view stmt) {
+  if (tx_opener(stmt) != TxOpener::set_transaction) return false;
+  const TxModes m = tx_modes(stmt);
+  return m.read_only && !m.serializable;
+}
+
+bool begins_movable(std::string_view text, bool backslash_quotes) {
+  auto stmts = sql::split_statements(text, sql::Dialect::postgres, backslash_quotes);
+  if (stmts.size() != 1 || tx_opener(stmts[0]) != TxOpener::begin) return false;
+  const TxModes m = tx_modes(stmts[0]);
+  return !m.read_only && !m.serializable;
 }
 
 bool reads_only(std::string_view text, bool backslash_quotes) {

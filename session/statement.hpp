@@ -39,8 +39,18 @@ struct Classified {
 Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_keeps_settings);
 
 /// The first statement of `text` is a BEGIN / START TRANSACTION whose modes
-/// make the transaction READ ONLY (`BEGIN ISOLATION LEVEL ... , READ ONLY`).
+/// make the transaction READ ONLY (`BEGIN ISOLATION LEVEL ... , READ ONLY`),
+/// or one (not SERIALIZABLE) followed by SET TRANSACTION ... READ ONLY.
 bool begins_read_only(std::string_view text, bool backslash_quotes = false);
+
+/// `stmt` is SET [LOCAL | SESSION] TRANSACTION with READ ONLY among its
+/// modes, and not SERIALIZABLE (a standby refuses that level).
+bool sets_transaction_read_only(std::string_view stmt);
+
+/// `text` is one BEGIN / START TRANSACTION alone, neither READ ONLY nor
+/// SERIALIZABLE: a transaction that a SET TRANSACTION READ ONLY right after
+/// it may move to a standby (read_only.route_transactions).
+bool begins_movable(std::string_view text, bool backslash_quotes = false);
 
 /// read_only.route_statements: every statement of `text` only reads, as far
 /// as its words tell: each begins with SELECT, VALUES, TABLE or WITH, and none

@@ -101,6 +101,10 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   // session layer only looks at the statements to keep what follows the client.
   auto stmts =
       sql::split_statements(text, sql::Dialect::postgres, session_->settings().backslash_quotes());
+  // read_only.route_transactions: SET TRANSACTION READ ONLY first after a plain
+  // BEGIN moves the transaction to a standby (asked before statement_begin).
+  const bool move =
+      session_->transaction_movable() && !stmts.empty() && sets_transaction_read_only(stmts[0]);
   session_->statement_begin();
   std::vector<Classified> cls;
   for (auto st : stmts)
@@ -120,7 +124,12 @@ awaitable<void> PgClient::native_simple_query(std::string_view text) {
   if (begins && session_->implicit()) session_->make_explicit();
   bool resync = false;  // a RESET put a startup value back in the client's settings
   bool failed = false;
-  if (stmts.empty()) {
+  std::optional<db::Error> lost;  // the move lost the client's transaction
+  if (move) lost = co_await session_->move_to_reads();
+  if (lost) {
+    failed = true;
+    co_await backend_error(std::move(*lost));
+  } else if (stmts.empty()) {
     pg::Encoder(out_).empty_query_response();
   } else if (begins && session_->mode() == config::PoolMode::statement) {
     send_error("0A000", "transaction blocks are not allowed in statement pool mode (database \"" +

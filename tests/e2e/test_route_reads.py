@@ -25,7 +25,21 @@ RouteTest:
   f. four clients at once (pool max 2: they wait and pipeline), each mixing
      read-only transactions, writes and single SELECTs 60 times: every
      read-only transaction ran on the standby, everything else on the primary.
-On a binary without the option the configuration is refused (a, b, c, d fail).
+  g. `BEGIN` then `SET TRANSACTION READ ONLY` (separate Queries, and in one
+     Query with the SELECT), `START TRANSACTION` then `SET TRANSACTION
+     ISOLATION LEVEL REPEATABLE READ READ ONLY`, `BEGIN ISOLATION LEVEL
+     REPEATABLE READ` then `SET TRANSACTION READ ONLY`: on the standby, the
+     client answered SET and transaction status 'T' as PostgreSQL answers,
+     the isolation level kept; while the moved transaction is open the
+     primary has no wirepool backend in a transaction; `SET TRANSACTION READ
+     ONLY` after a query of the transaction stays on the primary; psql with
+     one -c per statement;
+  h. an INSERT after `BEGIN; SET TRANSACTION READ ONLY` fails with the
+     primary's own 25006 and message, then ROLLBACK, and writes go on;
+  i. with the option off (`plain`) `BEGIN; SET TRANSACTION READ ONLY` stays
+     on the primary.
+On a binary without the option the configuration is refused (a, b, c, d fail);
+on one without the move (before issue 31's SET TRANSACTION item) g and h fail.
 """
 
 import json
@@ -104,6 +118,7 @@ class PrimaryStandbyCase(WirepoolTestCase):
 
 
 class RouteTest(PrimaryStandbyCase):
+    maxDiff = None
     route = ", route_transactions: true"
     setup_sql = "CREATE TABLE IF NOT EXISTS t (x int); GRANT ALL ON t TO wirepool"
 
@@ -257,6 +272,93 @@ class RouteTest(PrimaryStandbyCase):
             t.join(timeout=120)
         self.assertEqual(wrong, [])
         self.assertEqual(sorted(done), [0, 1, 2, 3], "a client failed")
+
+    def in_transactions_on_primary(self):
+        """wirepool's backends on the primary inside a transaction."""
+        d = self.direct("primary")
+        cur = d.cursor()
+        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = 'wirepool' "
+                    "AND state LIKE 'idle in transaction%'")
+        n = cur.fetchone()[0]
+        d.close()
+        return n
+
+    def test_g_set_transaction_read_only_moves_the_transaction(self):
+        c = self.connect()
+        cur = c.cursor()
+        got, want = [], []
+        for begin, set_tx, isolation in (
+                ("BEGIN", "SET TRANSACTION READ ONLY", "read committed"),
+                ("START TRANSACTION",
+                 "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", "repeatable read"),
+                ("BEGIN ISOLATION LEVEL REPEATABLE READ", "set transaction read only",
+                 "repeatable read")):
+            cur.execute(begin)
+            cur.execute(set_tx)
+            status = (cur.statusmessage, c.get_transaction_status())
+            cur.execute("SELECT pg_is_in_recovery(), current_setting('transaction_read_only'), "
+                        "current_setting('transaction_isolation')")
+            # The primary's backend went back idle: none of wirepool's is in a transaction.
+            got.append((begin, status, cur.fetchone(), self.in_transactions_on_primary()))
+            want.append((begin, ("SET", psycopg2.extensions.TRANSACTION_STATUS_INTRANS),
+                         (True, "on", isolation), 0))
+            cur.execute("COMMIT")
+            self.assertFalse(self.on_standby(cur, "BEGIN"), "a plain BEGIN after " + begin)
+        cur.execute("BEGIN; SET TRANSACTION READ ONLY; SELECT pg_is_in_recovery()")
+        got.append(("one Query", cur.fetchone()[0]))
+        want.append(("one Query", True))
+        cur.execute("COMMIT")
+        self.assertEqual(got, want)
+        # After a query of the transaction the SET comes too late to move it.
+        cur.execute("BEGIN")
+        cur.execute("SELECT 1")
+        cur.execute("SET TRANSACTION READ ONLY")
+        cur.execute("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
+        self.assertEqual(cur.fetchone(), (False, "on"))
+        cur.execute("COMMIT")
+        cur.execute("INSERT INTO t VALUES (5)")
+        c.close()
+        r = psql(self.wp.dsn(), "-c", "BEGIN", "-c", "SET TRANSACTION READ ONLY", "-c",
+                 "SELECT pg_is_in_recovery()", "-c", "COMMIT", "-c", "SELECT pg_is_in_recovery()")
+        self.assertEqual(r.stdout.split(), ["BEGIN", "SET", "t", "COMMIT", "f"], r.stdout)
+
+    def test_h_a_write_after_set_transaction_read_only_fails_as_postgresql_says(self):
+        d = self.direct("primary")
+        dc = d.cursor()
+        dc.execute("BEGIN")
+        dc.execute("SET TRANSACTION READ ONLY")
+        with self.assertRaises(psycopg2.Error) as direct:
+            dc.execute("INSERT INTO t VALUES (6)")
+        d.close()
+        c = self.connect()
+        cur = c.cursor()
+        cur.execute("BEGIN")
+        cur.execute("SET TRANSACTION READ ONLY")
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertTrue(cur.fetchone()[0], "the transaction runs on the standby")
+        with self.assertRaises(psycopg2.Error) as cm:
+            cur.execute("INSERT INTO t VALUES (6) RETURNING pg_is_in_recovery()")
+        self.assertEqual(cm.exception.pgcode, "25006")
+        self.assertEqual(cm.exception.pgerror, direct.exception.pgerror)
+        self.assertEqual(c.get_transaction_status(),
+                         psycopg2.extensions.TRANSACTION_STATUS_INERROR)
+        cur.execute("ROLLBACK")
+        cur.execute("INSERT INTO t VALUES (7) RETURNING pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0])
+        c.close()
+
+    def test_i_without_the_option_set_transaction_stays_on_the_primary(self):
+        c = self.connect("plain")
+        cur = c.cursor()
+        cur.execute("BEGIN")
+        cur.execute("SET TRANSACTION READ ONLY")
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0])
+        cur.execute("COMMIT")
+        cur.execute("BEGIN; SET TRANSACTION READ ONLY; SELECT pg_is_in_recovery()")
+        self.assertFalse(cur.fetchone()[0])
+        cur.execute("COMMIT")
+        c.close()
 
 
 if __name__ == "__main__":

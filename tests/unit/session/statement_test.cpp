@@ -8,8 +8,11 @@
 // MySQL; comments before the statement; the verb for the command tag.
 // begins_read_only: BEGIN / START TRANSACTION with READ ONLY among its modes
 // (with an isolation level, commas or not, any case, first of several
-// statements); not READ WRITE, a plain BEGIN, SET TRANSACTION READ ONLY, or a
-// later statement's READ ONLY.
+// statements), or a plain BEGIN followed at once by SET TRANSACTION ... READ
+// ONLY; not READ WRITE, a plain BEGIN, SET TRANSACTION READ ONLY alone, a
+// later statement's READ ONLY, or SERIALIZABLE (a standby refuses it).
+// sets_transaction_read_only / begins_movable: the SET TRANSACTION that moves
+// a transaction opened by a plain BEGIN to a standby, and that BEGIN.
 // reads_only: SELECT/VALUES/TABLE/WITH queries, several of them, comments and
 // literals naming writes; not DML, a data-modifying CTE, FOR UPDATE/SHARE,
 // SELECT INTO, nextval/setval/advisory locks/set_config/pg_notify, transaction
@@ -131,8 +134,44 @@ TEST(Statement, BeginsReadOnly) {
   EXPECT_FALSE(begins_read_only("START TRANSACTION"));
   EXPECT_FALSE(begins_read_only("SET TRANSACTION READ ONLY"));
   EXPECT_FALSE(begins_read_only("SELECT 'READ ONLY'"));
-  EXPECT_FALSE(begins_read_only("BEGIN; SET TRANSACTION READ ONLY"));
   EXPECT_FALSE(begins_read_only(""));
+  // A plain BEGIN and SET TRANSACTION ... READ ONLY in one Query.
+  EXPECT_TRUE(begins_read_only("BEGIN; SET TRANSACTION READ ONLY"));
+  EXPECT_TRUE(begins_read_only("start transaction; set transaction read only; select 1"));
+  EXPECT_TRUE(begins_read_only(
+      "BEGIN; SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1"));
+  EXPECT_TRUE(
+      begins_read_only("BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL TRANSACTION READ ONLY"));
+  EXPECT_FALSE(begins_read_only("BEGIN; SELECT 1; SET TRANSACTION READ ONLY"));
+  EXPECT_FALSE(begins_read_only("BEGIN; SET TRANSACTION READ WRITE"));
+  EXPECT_FALSE(begins_read_only("BEGIN; SET TRANSACTION /* READ ONLY */ READ WRITE"));
+  EXPECT_FALSE(begins_read_only("BEGIN; SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"));
+  // A standby refuses SERIALIZABLE: such a transaction keeps the primary.
+  EXPECT_FALSE(begins_read_only("BEGIN ISOLATION LEVEL SERIALIZABLE; SET TRANSACTION READ ONLY"));
+  EXPECT_FALSE(begins_read_only("BEGIN; SET TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY"));
+}
+
+TEST(Statement, SetTransactionReadOnlyMovesOnlyAPlainBegin) {
+  EXPECT_TRUE(sets_transaction_read_only("SET TRANSACTION READ ONLY"));
+  EXPECT_TRUE(
+      sets_transaction_read_only("set transaction isolation level repeatable read read only"));
+  EXPECT_TRUE(sets_transaction_read_only("SET LOCAL TRANSACTION READ ONLY, DEFERRABLE"));
+  EXPECT_TRUE(sets_transaction_read_only("SET SESSION TRANSACTION READ ONLY"));
+  EXPECT_FALSE(sets_transaction_read_only("SET TRANSACTION READ WRITE"));
+  EXPECT_FALSE(sets_transaction_read_only("SET TRANSACTION SNAPSHOT '00000003-1'"));
+  EXPECT_FALSE(sets_transaction_read_only("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"));
+  EXPECT_FALSE(
+      sets_transaction_read_only("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE READ ONLY"));
+  EXPECT_FALSE(sets_transaction_read_only("SELECT 'SET TRANSACTION READ ONLY'"));
+  EXPECT_TRUE(begins_movable("BEGIN"));
+  EXPECT_TRUE(begins_movable("start transaction;"));
+  EXPECT_TRUE(begins_movable("BEGIN ISOLATION LEVEL REPEATABLE READ"));
+  EXPECT_TRUE(begins_movable("BEGIN READ WRITE"));
+  EXPECT_FALSE(begins_movable("BEGIN READ ONLY"));  // routed at BEGIN already
+  EXPECT_FALSE(begins_movable("BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  EXPECT_FALSE(begins_movable("BEGIN; SELECT 1"));
+  EXPECT_FALSE(begins_movable("SELECT 1"));
+  EXPECT_FALSE(begins_movable(""));
 }
 
 TEST(Statement, ReadsOnly) {
