@@ -38,6 +38,9 @@ RouteTest:
      primary's own 25006 and message, then ROLLBACK, and writes go on;
   i. with the option off (`plain`) `BEGIN; SET TRANSACTION READ ONLY` stays
      on the primary.
+RouteFallbackTest (its own primary and standby): the standby killed, `BEGIN`
+then `SET TRANSACTION READ ONLY` stays on the primary (app_ro refuses: no
+standby qualifies), read-only there, with no error, ten times in a row.
 On a binary without the option the configuration is refused (a, b, c, d fail);
 on one without the move (before issue 31's SET TRANSACTION item) g and h fail.
 """
@@ -358,6 +361,33 @@ class RouteTest(PrimaryStandbyCase):
         cur.execute("BEGIN; SET TRANSACTION READ ONLY; SELECT pg_is_in_recovery()")
         self.assertFalse(cur.fetchone()[0])
         cur.execute("COMMIT")
+        c.close()
+
+
+class RouteFallbackTest(PrimaryStandbyCase):
+    route = ", route_transactions: true"
+    setup_sql = "SELECT 1"
+
+    def test_no_standby_the_transaction_stays_on_the_primary(self):
+        c = psycopg2.connect(self.wp.kv())
+        c.autocommit = True
+        cur = c.cursor()
+        cur.execute("BEGIN")
+        cur.execute("SET TRANSACTION READ ONLY")
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertTrue(cur.fetchone()[0], "on the standby while it runs")
+        cur.execute("COMMIT")
+        fixture("kill", self.dir, "standby")
+        got = []
+        for _ in range(10):
+            cur.execute("BEGIN")
+            cur.execute("SET TRANSACTION READ ONLY")
+            status = (cur.statusmessage, c.get_transaction_status())
+            cur.execute("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
+            got.append((status, cur.fetchone()))
+            cur.execute("COMMIT")
+        want = (("SET", psycopg2.extensions.TRANSACTION_STATUS_INTRANS), (False, "on"))
+        self.assertEqual(got, [want] * 10)
         c.close()
 
 
