@@ -108,9 +108,10 @@ bool begins_read_only(std::string_view text, bool backslash_quotes) {
   auto stmts = sql::split_statements(text, sql::Dialect::postgres, backslash_quotes);
   if (stmts.empty() || tx_opener(stmts[0]) != TxOpener::begin) return false;
   const TxModes m = tx_modes(stmts[0]);
+  if (m.serializable) return false;  // a hot standby refuses SERIALIZABLE
   if (m.read_only) return true;
   // BEGIN; SET TRANSACTION READ ONLY: set before the transaction's first query.
-  return stmts.size() > 1 && !m.serializable && sets_transaction_read_only(stmts[1]);
+  return stmts.size() > 1 && sets_transaction_read_only(stmts[1]);
 }
 
 bool sets_transaction_read_only(std::string_view stmt) {

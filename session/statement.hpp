@@ -40,7 +40,8 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
 
 /// The first statement of `text` is a BEGIN / START TRANSACTION whose modes
 /// make the transaction READ ONLY (`BEGIN ISOLATION LEVEL ... , READ ONLY`),
-/// or one (not SERIALIZABLE) followed by SET TRANSACTION ... READ ONLY.
+/// or one followed by SET TRANSACTION ... READ ONLY; never SERIALIZABLE,
+/// which a hot standby refuses.
 bool begins_read_only(std::string_view text, bool backslash_quotes = false);
 
 /// `stmt` is SET [LOCAL | SESSION] TRANSACTION with READ ONLY among its

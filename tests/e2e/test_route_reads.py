@@ -153,6 +153,9 @@ class RouteTest(PrimaryStandbyCase):
         cur.execute("COMMIT")
         self.assertFalse(self.on_standby(cur, "BEGIN READ WRITE"))
         cur.execute("INSERT INTO t VALUES (1)")  # and writes go on
+        # A hot standby refuses SERIALIZABLE; the primary serves it as asked.
+        self.assertFalse(self.on_standby(
+            cur, "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE"))
         c.close()
 
     def test_b_a_write_inside_begin_read_only_fails_as_postgresql_says(self):
