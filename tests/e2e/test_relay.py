@@ -60,6 +60,13 @@ class RawClients:
         return sum(v for k, v in self.wp.metrics().items()
                    if k.startswith(name) and f'database="{database}"' in k)
 
+    def wait_waiting(self, database, n, timeout=10):
+        """Until `n` clients of `database` wait for a backend (the pool's gauge)."""
+        deadline = time.monotonic() + timeout
+        while self.counter("wirepool_pool_waiting_clients", database) < n:
+            self.assertLess(time.monotonic(), deadline, f"{n} waiting on {database}")
+            time.sleep(0.01)
+
     def raw_to(self, database):
         s = raw_login(self.wp.port, database=database)
         return s, Reader(s)
@@ -482,7 +489,10 @@ class TrainOrderTest(OneLoopCase):
             xs.sendall(query("BEGIN; SELECT 1"))
             xr.until_ready()
             bs.sendall(query("SELECT pg_sleep(3)"))
-            time.sleep(0.2)
+            # The cancel must find B's statement queued: on a busy machine
+            # 0.2 s did not always see wirepool read it, and a cancel of an
+            # idle client is a no-op (the statement then ran its 3 s).
+            self.wait_waiting("pipe", 1)
             with socket.create_connection(("127.0.0.1", self.wp.port), timeout=5) as k:
                 k.sendall(struct.pack("!IIii", 16, 80877102, key["pid"], key["secret"]))
                 k.recv(1)
