@@ -39,7 +39,8 @@ Covers:
   (state_dir/auth.secret, mode 0600); unknown users' iteration counts are
   drawn from the real users' counts.
 - TDS password hashes run on the hashing threads ("wp-hash"), not on the
-  event loops ("wp-loop").
+  event loops ("wp-loop"): most of the process's CPU in a login storm is
+  theirs, whatever the machine's load.
 """
 
 import base64
@@ -746,8 +747,12 @@ class HashingThreadsTest(WirepoolTestCase):
         print(f"\n  TDS storm on a 2,000,000-iteration verifier: CPU {used}; SELECT 1 "
               f"median {lat[len(lat) // 2] * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms")
         self.assertTrue(answers and all(answers), answers)
-        self.assertGreater(used.get("wp-hash", 0), 1.0)
-        self.assertLess(used.get("wp-loop", 0), used.get("wp-hash", 0) / 4)
+        # Shares of the process's own CPU, not seconds: a busy machine runs
+        # fewer logins in the 6 s, but each one's hash is done where it is.
+        # Hashing on an event loop puts that CPU under wp-loop instead.
+        total = sum(used.values())
+        self.assertGreater(used.get("wp-hash", 0), total / 2, used)
+        self.assertLess(used.get("wp-loop", 0), used.get("wp-hash", 0) / 4, used)
 
 
 if __name__ == "__main__":
