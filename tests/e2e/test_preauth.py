@@ -227,7 +227,7 @@ def tds_login(port, ca, user, password, database="app"):
 # ---- process figures
 
 def thread_cpu(pid):
-    """{thread name: CPU seconds} of a process, summed by name."""
+    """{thread id: (name, CPU seconds)} of a process."""
     out = {}
     tick = os.sysconf("SC_CLK_TCK")
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -238,7 +238,7 @@ def thread_cpu(pid):
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
-        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)
     return out
 
 
@@ -742,7 +742,13 @@ class HashingThreadsTest(WirepoolTestCase):
             t.join(120)
         s.close()
         after = thread_cpu(self.wp.proc.pid)
-        used = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        # CPU by thread name, the event loops known by their ids from before
+        # the storm: a loop that hashed and renamed itself wp-hash stays a loop.
+        used = {}
+        for tid, (name, cpu) in after.items():
+            was = before.get(tid, (name, 0))
+            key = "wp-loop" if was[0] == "wp-loop" else name
+            used[key] = round(used.get(key, 0) + cpu - was[1], 2)
         lat.sort()
         print(f"\n  TDS storm on a 2,000,000-iteration verifier: CPU {used}; SELECT 1 "
               f"median {lat[len(lat) // 2] * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms")
