@@ -112,12 +112,18 @@ void Server::accept_loop(size_t index) {
 }
 
 namespace {
+/// close_waiting's reason for a connection whose place in the full waiting
+/// room went to one from another address (PostgreSQL is told so).
+constexpr std::string_view kDisplacedFromRoom =
+    "the waiting room is full and a connection from another address took its place";
+
 /// PostgreSQL's answer to a connection it cannot take, sent before the
 /// startup packet as the postmaster does: libpq shows the message.
-void refuse_postgres(int fd, std::string_view message) {
+void refuse_postgres(int fd, std::string_view message, std::string_view sqlstate = "53300") {
   std::string body = "SFATAL";
   body.push_back('\0');
-  body += "C53300";
+  body += "C";
+  body += sqlstate;
   body.push_back('\0');
   body += "M";
   body += message;
@@ -152,7 +158,7 @@ void Server::admit(size_t index, Loop& loop, std::shared_ptr<ClientSocket> sock)
   }
   const uint64_t token = waiting_token(sock->native_handle(), index, address.is_v6());
   auto arrival = admission_.arrive(address, token);
-  if (arrival.evicted) close_waiting(arrival.evicted, "the waiting room is full");
+  if (arrival.evicted) close_waiting(arrival.evicted, kDisplacedFromRoom);
   if (arrival.waiting) {
     // Parked: the socket leaves the reactor and only its descriptor waits.
     refused_log_.log(spdlog::level::info,
@@ -234,12 +240,23 @@ void Server::serve_waiting() {
   }
 }
 
+// PostgreSQL is told first: 57P01 while draining, as a logged-in client is;
+// else 53300, saying so when the connection was displaced.
 void Server::close_waiting(uint64_t token, std::string_view why) {
   const int fd = token_fd(token);
   metrics().refused(RefusedReason::waited);
   spdlog::info("client {}: closed before logging in: {}", peer_of(fd), why);
   if (cfg_.listeners[token_listener(token)].protocol == config::Protocol::postgres) {
-    refuse_postgres(fd, "sorry, too many clients are logging in");
+    if (draining_) {
+      // What a logged-in client is told at shutdown (server/pg/client.cpp).
+      refuse_postgres(fd, "terminating connection due to administrator command", "57P01");
+    } else if (why == kDisplacedFromRoom) {
+      refuse_postgres(fd,
+                      "sorry, too many clients are logging in: displaced from the full login "
+                      "waiting room by a connection from another address");
+    } else {
+      refuse_postgres(fd, "sorry, too many clients are logging in");
+    }
   }
   ::close(fd);
 }
