@@ -478,6 +478,35 @@ AdminResult show_users(Server& server) {
   return r;
 }
 
+AdminResult show_lists(Server& server) {
+  AdminResult r;
+  r.tag = "SHOW";
+  r.columns = {{"list", kText}, {"items", kInt8}};
+  auto add = [&](std::string list, int64_t items) {
+    r.rows.push_back(Row{std::move(list), num(items)});
+  };
+  const auto pools = server.pools();
+  int64_t idle = 0, in_use = 0;
+  for (const auto& p : pools) {
+    const auto st = p->stats();
+    idle += static_cast<int64_t>(st.idle);
+    in_use += static_cast<int64_t>(st.in_use);
+  }
+  const auto current = server.current_config();
+  add("databases", static_cast<int64_t>(current->databases.size()));
+  add("users", static_cast<int64_t>(current->users.size()));
+  add("pools", static_cast<int64_t>(pools.size()));
+  add("used_clients", server.client_count());
+  add("login_clients", server.pending_logins());
+  add("free_servers", idle);
+  add("used_servers", in_use);
+  // wirepool's own: the login waiting room (session/admission.hpp), parked
+  // connections and its capacity.
+  add("login_waiting", server.waiting_logins());
+  add("login_waiting_max", server.admission().limits().max_waiting);
+  return r;
+}
+
 AdminResult show_config(Server& server) {
   AdminResult r;
   r.tag = "SHOW";
@@ -552,7 +581,7 @@ asio::awaitable<AdminResult> run_admin(Server& server, std::string_view command)
     if (w.size() != 2)
       co_return error("42601",
                       "SHOW needs one of POOLS CLIENTS SERVERS HOSTS STATS "
-                      "DATABASES USERS CONFIG VERSION");
+                      "DATABASES USERS LISTS CONFIG VERSION");
     const std::string what = upper(w[1]);
     if (what == "POOLS") co_return show_pools(server);
     if (what == "CLIENTS") co_return co_await show_clients(server);
@@ -561,6 +590,7 @@ asio::awaitable<AdminResult> run_admin(Server& server, std::string_view command)
     if (what == "STATS") co_return show_stats(server);
     if (what == "DATABASES") co_return show_databases(server);
     if (what == "USERS") co_return show_users(server);
+    if (what == "LISTS") co_return show_lists(server);
     if (what == "CONFIG") co_return show_config(server);
     if (what == "VERSION") {
       AdminResult r;
@@ -616,7 +646,7 @@ asio::awaitable<AdminResult> run_admin(Server& server, std::string_view command)
   }
   co_return error("42601",
                   "invalid admin command \"" + std::string(command) +
-                      "\": use SHOW POOLS|CLIENTS|SERVERS|HOSTS|STATS|DATABASES|USERS|CONFIG|"
+                      "\": use SHOW POOLS|CLIENTS|SERVERS|HOSTS|STATS|DATABASES|USERS|LISTS|CONFIG|"
                       "VERSION, PAUSE [db], RESUME [db], RECONNECT [db], KILL db, "
                       "RELOAD, SHUTDOWN");
 }

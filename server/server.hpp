@@ -235,7 +235,8 @@ class Server {
   /// are started, those past login_timeout closed. Main context; re-arms
   /// waiting_timer_ while any wait (displacement and deadlines need time).
   void serve_waiting();
-  /// Closes a waiting connection's socket (PostgreSQL: 53300 first) with a log line.
+  /// Closes a waiting connection's socket with a log line; PostgreSQL is told
+  /// first: 57P01 while draining, else 53300 (saying so when displaced).
   void close_waiting(uint64_t token, std::string_view why);
   void start_sweep(Loop& loop);
   void on_signal(int signo);

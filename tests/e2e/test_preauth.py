@@ -21,7 +21,10 @@ Covers:
   the waiting room); under RLIMIT_NOFILE 1024 a flood of 400 silent
   connections from one address holds at most the room's cap (logged at start)
   beyond the pending ones, the rest refused at accept, and each waiting one is
-  closed by the server at its login_timeout with a log line.
+  closed by the server at its login_timeout with a log line. A connection
+  displaced from the full room by another address's is told so (53300); one
+  waiting at shutdown gets 57P01 as logged-in clients do; SHOW LISTS counts
+  the room (login_waiting) and gives its capacity (login_waiting_max).
 - Descriptors under RLIMIT_NOFILE 1024: 1,500 silent PostgreSQL sockets and
   300 half-sent HTTP requests leave psql served, a few hundred descriptors
   used, and EMFILE logged at most once per interval.
@@ -39,7 +42,8 @@ Covers:
   (state_dir/auth.secret, mode 0600); unknown users' iteration counts are
   drawn from the real users' counts.
 - TDS password hashes run on the hashing threads ("wp-hash"), not on the
-  event loops ("wp-loop").
+  event loops ("wp-loop"): most of the process's CPU in a login storm is
+  theirs, whatever the machine's load.
 """
 
 import base64
@@ -47,6 +51,7 @@ import hashlib
 import hmac
 import os
 import re
+import signal
 import socket
 import ssl
 import struct
@@ -55,6 +60,7 @@ import time
 import unittest
 
 from harness import Wirepool, WirepoolTestCase, psql, raw_login, startup_packet
+from wire import Reader, query
 
 
 def connect(port, source=None, timeout=10):
@@ -226,7 +232,7 @@ def tds_login(port, ca, user, password, database="app"):
 # ---- process figures
 
 def thread_cpu(pid):
-    """{thread name: CPU seconds} of a process, summed by name."""
+    """{thread id: (name, CPU seconds)} of a process."""
     out = {}
     tick = os.sysconf("SC_CLK_TCK")
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -237,7 +243,7 @@ def thread_cpu(pid):
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
-        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)
     return out
 
 
@@ -521,6 +527,90 @@ class WaitingRoomFloodTest(unittest.TestCase):
             wp.cleanup()
 
 
+def data_rows(reader):
+    """The DataRows of one simple query's answer, each a list of str (None for NULL)."""
+    msgs, _ = reader.until_ready()
+    rows = []
+    for t, body in msgs:
+        if t != "D":
+            continue
+        n, at, row = struct.unpack("!H", body[:2])[0], 2, []
+        for _ in range(n):
+            size = struct.unpack("!i", body[at:at + 4])[0]
+            at += 4
+            row.append(None if size < 0 else body[at:at + size].decode())
+            at += max(size, 0)
+        rows.append(row)
+    return rows
+
+
+class WaitingRoomEndsTest(unittest.TestCase):
+    """How a connection leaves the login waiting room without its turn, and the
+    room in SHOW LISTS. One pending slot (max_pending_logins: 1) held by a
+    silent connection: the others wait."""
+
+    USERS = """
+      - { name: alice, password: wonderland }
+      - { name: ops, password: secret, admin: true }
+    """
+
+    def test_a_connection_displaced_from_the_full_room_is_told_so_and_show_lists_counts(self):
+        wp = Wirepool(name="room-full", nofile=1024, users=self.USERS, server="""
+          max_pending_logins: 1
+          login_timeout: 20s
+        """).start()
+        socks = []
+        admin = raw_login(wp.port, user="ops", password="secret", database="wirepool")
+        admin_reader = Reader(admin)
+        try:
+            cap = int(re.search(r"login waiting room: up to (\d+)", wp.log()).group(1))
+            socks.append(connect(wp.port, "127.0.0.5"))  # the pending slot
+            time.sleep(0.2)
+            for _ in range(cap):  # the room, full
+                socks.append(connect(wp.port, "127.0.0.5"))
+            time.sleep(0.3)
+            # Another address takes the place of the newest of 127.0.0.5.
+            socks.append(connect(wp.port, "127.0.0.6"))
+            told = recv_all(socks[cap], timeout=5)
+            self.assertIn(b"C53300\0", told)
+            self.assertIn(b"displaced from the full login waiting room", told)
+            # The room, still full: cap - 1 of 127.0.0.5 and the newcomer.
+            admin.sendall(query("SHOW LISTS"))
+            lists = dict((r[0], r[1]) for r in data_rows(admin_reader))
+            self.assertEqual(lists.get("login_waiting"), str(cap), lists)
+            self.assertEqual(lists.get("login_waiting_max"), str(cap), lists)
+            self.assertEqual(lists.get("login_clients"), "1", lists)
+        finally:
+            admin.close()
+            for s in socks:
+                s.close()
+            wp.cleanup()
+
+    def test_a_connection_waiting_at_shutdown_gets_the_shutdown_message(self):
+        wp = Wirepool(name="room-shutdown", users=self.USERS, server="""
+          max_pending_logins: 1
+          login_timeout: 20s
+        """).start()
+        socks = []
+        try:
+            socks.append(connect(wp.port, "127.0.0.5"))  # the pending slot
+            time.sleep(0.2)
+            socks.append(connect(wp.port, "127.0.0.5"))  # waits
+            deadline = time.monotonic() + 5
+            while "waiting for a login slot" not in wp.log():
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.05)
+            wp.proc.send_signal(signal.SIGTERM)
+            told = recv_all(socks[1], timeout=5)
+            # What a logged-in client is told at shutdown, not 53300.
+            self.assertIn(b"C57P01\0", told)
+            self.assertIn(b"terminating connection due to administrator command", told)
+        finally:
+            for s in socks:
+                s.close()
+            wp.cleanup()
+
+
 class DescriptorTest(unittest.TestCase):
     """RLIMIT_NOFILE 1024, as `ulimit -n 1024`."""
 
@@ -741,13 +831,23 @@ class HashingThreadsTest(WirepoolTestCase):
             t.join(120)
         s.close()
         after = thread_cpu(self.wp.proc.pid)
-        used = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        # CPU by thread name, the event loops known by their ids from before
+        # the storm: a loop that hashed and renamed itself wp-hash stays a loop.
+        used = {}
+        for tid, (name, cpu) in after.items():
+            was = before.get(tid, (name, 0))
+            key = "wp-loop" if was[0] == "wp-loop" else name
+            used[key] = round(used.get(key, 0) + cpu - was[1], 2)
         lat.sort()
         print(f"\n  TDS storm on a 2,000,000-iteration verifier: CPU {used}; SELECT 1 "
               f"median {lat[len(lat) // 2] * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms")
         self.assertTrue(answers and all(answers), answers)
-        self.assertGreater(used.get("wp-hash", 0), 1.0)
-        self.assertLess(used.get("wp-loop", 0), used.get("wp-hash", 0) / 4)
+        # Shares of the process's own CPU, not seconds: a busy machine runs
+        # fewer logins in the 6 s, but each one's hash is done where it is.
+        # Hashing on an event loop puts that CPU under wp-loop instead.
+        total = sum(used.values())
+        self.assertGreater(used.get("wp-hash", 0), total / 2, used)
+        self.assertLess(used.get("wp-loop", 0), used.get("wp-hash", 0) / 4, used)
 
 
 if __name__ == "__main__":
