@@ -470,63 +470,89 @@ class PgRewriter final : public TokenWalk {
 
 namespace {
 
-/// Whether a lower-cased word is one rewrite_pg_sql() may act on.
-bool rewrite_word(std::string_view w) {
-  switch (w.size()) {
-    case 3:
-      return w == "now" || w == "any" || w == "all";
-    case 4:
-      return w == "some";
-    case 5:
-      return w == "ilike" || w == "array";
-    case 6:
-      return w == "unnest";
-    case 7:
-      return w == "collate" || w == "default";
-    case 8:
-      return w == "operator";
-    case 10:
-      return w == "pg_catalog";
-    case 12:
-      return w == "current_user" || w == "session_user" || w == "current_role";
-    case 15:
-      return w == "generate_series";
-    case 17:
-      return w == "json_build_object";
-    case 19:
-      return w == "generate_subscripts";
-    case 22:
-      return w == "pg_partition_ancestors";
-    default:
-      return false;
-  }
+/// The words rewrite_pg_sql() may act on (PgRewriter::step_word, TokenWalk::step).
+constexpr std::array<std::string_view, 19> kRewriteWords = {
+    "now",          "any",
+    "all",          "some",
+    "ilike",        "array",
+    "unnest",       "collate",
+    "default",      "operator",
+    "pg_catalog",   "current_user",
+    "session_user", "current_role",
+    "generate_series",        "json_build_object",
+    "generate_subscripts",    "pg_partition_ancestors",
+    "pg_partition_tree",
+};
+
+/// Byte classes of the quick scan.
+enum ScanClass : uint8_t { kOther, kLetter, kDigit, kMark };
+constexpr std::array<uint8_t, 256> kScanClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = t[c - 32] = kLetter;
+  t['_'] = kLetter;
+  for (int c = '0'; c <= '9'; ++c) t[c] = kDigit;
+  t[':'] = t['~'] = t['['] = t['$'] = kMark;
+  return t;
+}();
+
+/// Per first letter (its code | 0x20, minus 'a'; '_' is 30): a bit per length
+/// of the rewrite words that start with it, so most words are passed over
+/// without a comparison.
+constexpr std::array<uint32_t, 32> kWordLengths = [] {
+  std::array<uint32_t, 32> t{};
+  for (std::string_view w : kRewriteWords) t[(w[0] | 0x20) - 'a'] |= 1u << w.size();
+  return t;
+}();
+
+bool rewrite_word(const unsigned char* p, size_t len) {
+  const std::string_view w(reinterpret_cast<const char*>(p), len);
+  return std::any_of(kRewriteWords.begin(), kRewriteWords.end(),
+                     [&](std::string_view r) { return r.size() == len && iequals(w, r); });
 }
 
 }  // namespace
 
+// One pass over the bytes, a table lookup each; a word is compared only when a
+// rewrite word of its first letter has its length. Conservative: bytes the
+// lexer reads as identifier characters (>= 0x80) end a word here.
 bool may_need_pg_rewrite(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
   for (size_t i = 0; i < n;) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if ((c == ':' && i + 1 < n && text[i + 1] == ':') || c == '~' || c == '[') return true;
-    if (!is_alpha(c) && c != '_') {
+    const uint8_t k = kScanClass[p[i]];
+    if (k == kOther || k == kDigit) {
       ++i;
       continue;
     }
-    char buf[24];
-    size_t len = 0;
-    size_t j = i;
-    for (; j < n; ++j) {
-      unsigned char d = static_cast<unsigned char>(text[j]);
-      if (!is_alpha(d) && !is_digit(d) && d != '_') break;
-      if (len < sizeof buf) buf[len++] = static_cast<char>(d >= 'A' && d <= 'Z' ? d + 32 : d);
+    if (k == kMark) {
+      const unsigned char c = p[i], next = i + 1 < n ? p[i + 1] : 0;
+      if (c == '~' || c == '[') return true;
+      if (c == ':' && next == ':') return true;
+      if (c == '$' && (next == '$' || kScanClass[next] == kLetter)) return true;  // $tag$
+      ++i;
+      continue;
     }
-    if (j < n && text[j] == '\'' && j == i + 1 && (c == 'E' || c == 'e')) return true;
-    if (j - i <= sizeof buf && rewrite_word(std::string_view(buf, len))) return true;
+    size_t j = i + 1;
+    while (j < n && kScanClass[p[j]] - 1u < 2u)
+      ++j;  // letters, '_' and digits
+    const size_t len = j - i;
+    if (len == 1 && (p[i] | 0x20) == 'e' && j < n && p[j] == '\'') return true;  // E'...'
+    if (len < 32 && (kWordLengths[(p[i] | 0x20) - 'a'] >> len & 1u) && rewrite_word(p + i, len)) {
+      return true;
+    }
     i = j;
   }
   return false;
 }
+
+namespace detail {
+
+std::optional<std::string> rewrite_sqlite_unscanned(std::string_view text,
+                                                    const RewriteOptions& options) {
+  return PgRewriter(text, options).run();
+}
+
+}  // namespace detail
 
 std::optional<std::string> rewrite_pg_sql(std::string_view text, Dialect d,
                                           const RewriteOptions& options) {

@@ -22,8 +22,13 @@
 namespace wirepool::sql {
 namespace {
 
+// Every statement here also holds the quick scan to the full token walk: when
+// the walk changes the text, may_need_pg_rewrite() must have said maybe.
 std::string rw(std::string_view text) {
   auto r = rewrite_pg_sql(text, Dialect::sqlite, {"alice"});
+  auto full = detail::rewrite_sqlite_unscanned(text, {"alice"});
+  EXPECT_TRUE(!full || may_need_pg_rewrite(text)) << "the quick scan passes over: " << text;
+  EXPECT_EQ(r, full) << text;
   return r ? *r : std::string(text);
 }
 
@@ -102,11 +107,18 @@ TEST(RewritePgSql, ArraysAndSetReturningFunctions) {
       rw("SELECT unnest(ix.k) n, generate_subscripts(ix.k, 1) o FROM ix WHERE x"),
       "SELECT _wp_srf1.value n, (_wp_srf1.key + 1) o FROM ix , json_each(pg_array_json(ix.k)) "
       "AS _wp_srf1 WHERE x");
+  // psql's \d+ on a partitioned table; the quick scan knows both names.
+  EXPECT_EQ(rw("SELECT count(*) FROM pg_partition_tree('t') p"),
+            "SELECT count(*) FROM (SELECT NULL AS relid WHERE 0) AS p");
+  EXPECT_EQ(rw("SELECT * FROM pg_partition_ancestors('t') AS a(relid)"),
+            "SELECT * FROM (SELECT NULL AS relid WHERE 0) AS a");
 }
 
 TEST(RewritePgSql, EscapeAndDollarStringsBecomeSqliteLiterals) {
   EXPECT_EQ(rw("SELECT E'a\\nb', E'it\\'s', E'\\x41\\101'"), "SELECT 'a\nb', 'it''s', 'AA'");
   EXPECT_EQ(rw("SELECT $$it's ::int$$, $f$x$f$"), "SELECT 'it''s ::int', 'x'");
+  EXPECT_EQ(rw("SELECT $$abc$$"), "SELECT 'abc'");  // no other trigger in the text
+  EXPECT_EQ(rw("SELECT $f$x$f$ AS v"), "SELECT 'x' AS v");
 }
 
 TEST(RewritePgSql, NeverTouchesStringsIdentifiersOrComments) {
@@ -133,6 +145,13 @@ TEST(RewritePgSql, PlainStatementsTakeTheCheapPath) {
     EXPECT_FALSE(rewrite_pg_sql(text, Dialect::sqlite, {"u"}).has_value());
   }
   EXPECT_TRUE(may_need_pg_rewrite("SELECT 1::int"));
+  // Bytes that only look like a trigger: $N markers, a single ':', words that
+  // share a rewrite word's first letter and length.
+  for (std::string_view text : {"SELECT $1, $12 FROM t WHERE a = :x", "SELECT aid, ann, nov FROM t",
+                                "UPDATE t SET unnset = 1", "SELECT é, ñow FROM t"}) {
+    SCOPED_TRACE(text);
+    EXPECT_FALSE(may_need_pg_rewrite(text));
+  }
   for (Dialect d : {Dialect::postgres, Dialect::ansi}) {  // mysql, tsql: their own files
     EXPECT_FALSE(rewrite_pg_sql("SELECT 1::int, current_user", d, {"u"}).has_value());
   }
