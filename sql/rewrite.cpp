@@ -472,15 +472,24 @@ namespace {
 
 /// The words rewrite_pg_sql() may act on (PgRewriter::step_word, TokenWalk::step).
 constexpr std::array<std::string_view, 19> kRewriteWords = {
-    "now",          "any",
-    "all",          "some",
-    "ilike",        "array",
-    "unnest",       "collate",
-    "default",      "operator",
-    "pg_catalog",   "current_user",
-    "session_user", "current_role",
-    "generate_series",        "json_build_object",
-    "generate_subscripts",    "pg_partition_ancestors",
+    "now",
+    "any",
+    "all",
+    "some",
+    "ilike",
+    "array",
+    "unnest",
+    "collate",
+    "default",
+    "operator",
+    "pg_catalog",
+    "current_user",
+    "session_user",
+    "current_role",
+    "generate_series",
+    "json_build_object",
+    "generate_subscripts",
+    "pg_partition_ancestors",
     "pg_partition_tree",
 };
 
@@ -488,9 +497,11 @@ constexpr std::array<std::string_view, 19> kRewriteWords = {
 enum ScanClass : uint8_t { kOther, kLetter, kDigit, kMark };
 constexpr std::array<uint8_t, 256> kScanClass = [] {
   std::array<uint8_t, 256> t{};
-  for (int c = 'a'; c <= 'z'; ++c) t[c] = t[c - 32] = kLetter;
+  for (int c = 'a'; c <= 'z'; ++c)
+    t[c] = t[c - 32] = kLetter;
   t['_'] = kLetter;
-  for (int c = '0'; c <= '9'; ++c) t[c] = kDigit;
+  for (int c = '0'; c <= '9'; ++c)
+    t[c] = kDigit;
   t[':'] = t['~'] = t['['] = t['$'] = kMark;
   return t;
 }();
@@ -500,7 +511,8 @@ constexpr std::array<uint8_t, 256> kScanClass = [] {
 /// without a comparison.
 constexpr std::array<uint32_t, 32> kWordLengths = [] {
   std::array<uint32_t, 32> t{};
-  for (std::string_view w : kRewriteWords) t[(w[0] | 0x20) - 'a'] |= 1u << w.size();
+  for (std::string_view w : kRewriteWords)
+    t[(w[0] | 0x20) - 'a'] |= 1u << w.size();
   return t;
 }();
 

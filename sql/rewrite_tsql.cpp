@@ -17,7 +17,8 @@ using detail::lower;
 using detail::Tok;
 
 bool non_ascii(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
 }
 
 /// 'value' as a T-SQL literal (no backslash escapes in T-SQL); N'value' when it

@@ -193,7 +193,7 @@ class FaithfulTypesTest(WirepoolTestCase):
             self.assertEqual([(desc.ftype(i), desc.fmod(i)) for i in range(desc.nfields)], want)
         out = psql(self.wp.dsn(), "-A", "-t", "-c", "SELECT atttypid, atttypmod, format_type(atttypid, "
                    "atttypmod) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-                   "WHERE c.relname = 'chars' ORDER BY attnum").stdout.split()
+                   "WHERE c.relname = 'chars' ORDER BY attnum").stdout.splitlines()
         self.assertEqual(out, ["1042|14|character(10)", "1043|24|character varying(20)",
                                "25|-1|text"])
 

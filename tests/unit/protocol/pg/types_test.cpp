@@ -57,7 +57,8 @@ TEST(WireType, VarcharAndCharWithTheirLengthHaveTypmod) {
     EXPECT_EQ(wire_type_for(c).oid, oid::kVarchar) << name;
     EXPECT_EQ(wire_type_for(c).modifier, 44) << name;  // n + VARHDRSZ
   }
-  for (const char* name : {"CHAR", "char(40)", "NCHAR", "nchar(40)", "WCHAR", "character", "bpchar"}) {
+  for (const char* name :
+       {"CHAR", "char(40)", "NCHAR", "nchar(40)", "WCHAR", "character", "bpchar"}) {
     c.native.name = name;  // fixed length: bpchar, as PostgreSQL describes CHAR(n)
     EXPECT_EQ(wire_type_for(c).oid, oid::kBpchar) << name;
     EXPECT_EQ(wire_type_for(c).modifier, 44) << name;
