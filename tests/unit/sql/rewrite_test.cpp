@@ -134,6 +134,42 @@ TEST(RewritePgSql, NeverTouchesStringsIdentifiersOrComments) {
   }
 }
 
+// Random text over the bytes that matter: whenever the full walk rewrites it,
+// the quick scan must have said maybe.
+TEST(RewritePgSql, QuickScanIsConservativeOnRandomText) {
+  static constexpr std::string_view kPieces[] = {" ",          "now",  "()",
+                                                 "any",        "(",    ")",
+                                                 "::",         ":",    "int",
+                                                 "e",          "E",    "'",
+                                                 "$",          "$$",   "$1",
+                                                 "~",          "[",    "]",
+                                                 "1",          "_",    "\"",
+                                                 "--",         "\n",   "/*",
+                                                 "*/",         "=",    "ilike",
+                                                 "x",          "é",    "pg_",
+                                                 "all",        "some", "cat",
+                                                 "pg_catalog", ".",    "array",
+                                                 "collate",    "as",   "default",
+                                                 "oper",       "ator", "current_user",
+                                                 "unnest",     ",",    "generate_series"};
+  uint64_t state = 42;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>(state >> 33);
+  };
+  int rewritten = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const size_t pieces = 1 + next() % 40;
+    for (size_t i = 0; i < pieces; ++i)
+      text += kPieces[next() % std::size(kPieces)];
+    if (!detail::rewrite_sqlite_unscanned(text, {"u"})) continue;
+    ++rewritten;
+    ASSERT_TRUE(may_need_pg_rewrite(text)) << text;
+  }
+  EXPECT_GT(rewritten, 1000);
+}
+
 TEST(RewritePgSql, PlainStatementsTakeTheCheapPath) {
   for (std::string_view text : {
            "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
@@ -152,6 +188,15 @@ TEST(RewritePgSql, PlainStatementsTakeTheCheapPath) {
     SCOPED_TRACE(text);
     EXPECT_FALSE(may_need_pg_rewrite(text));
   }
+  // The scan reads 64 bytes at a time: words across a block's end, at its start.
+  const std::string pad(61, 'x');
+  for (const std::string& text : {pad + " now()", "SELECT " + pad + "::int", pad + "   now()",
+                                  std::string(64, 'y') + " now()", pad + "  current_user",
+                                  std::string(63, ' ') + "E'x'", std::string(120, ' ') + "~"}) {
+    SCOPED_TRACE(text);
+    EXPECT_TRUE(may_need_pg_rewrite(text));
+  }
+  EXPECT_FALSE(may_need_pg_rewrite(std::string(62, 'x') + "now()"));  // one word: xx...xnow
   for (Dialect d : {Dialect::postgres, Dialect::ansi}) {  // mysql, tsql: their own files
     EXPECT_FALSE(rewrite_pg_sql("SELECT 1::int, current_user", d, {"u"}).has_value());
   }
