@@ -192,6 +192,42 @@ def storm_section(doc_dir):
     return md + [""]
 
 
+def rewrite_section(doc_dir):
+    """The rewrite layer's cost on the plain path (issue 32), from the newest
+    bench/results/rewrite_cost-*.json: callgrind counts by
+    bench/relay_instructions.py and timed bench/pgbench_sqlite.py rounds,
+    gathered by hand (not part of `make bench`)."""
+    files = sorted(glob.glob(os.path.join(HERE, "results", "rewrite_cost-*.json")))
+    if not files:
+        return []
+    with open(files[-1]) as f:
+        doc = json.load(f)
+    rel = os.path.relpath(files[-1], doc_dir)
+    names = doc["binaries"]
+    md = ["## The rewrite layer on the plain path (SQLite)", "",
+          f"On commit `{doc['commit']}`, {doc['date']} ([`{os.path.basename(files[-1])}`]({rel})). "
+          f"{doc['note']}", "",
+          f"| script, mode | {names['e6']} | {names['base']} | {names['new']} | "
+          "rewrite layer before | rewrite layer after |", "|---|---|---|---|---|---|"]
+    for r in doc["counts"]:
+        def share(layer, total):
+            return f"{layer:,} ({100.0 * layer / total:.2f} %)" if layer is not None else "—"
+        md.append(f"| {r['script']}, `-M {r['mode']}` | {r['e6']:,} | {r['base']:,} | "
+                  f"{r['new']:,} | {share(r.get('layer_base'), r['base'])} | "
+                  f"{share(r.get('layer_new'), r['new'])} |")
+    t = doc.get("timing")
+    if t:
+        md += ["", t["note"], "",
+               f"| script, mode | {names['e6']} TPS | {names['new']} TPS | ratio (medians) |",
+               "|---|---|---|---|"]
+        for r in t["rows"]:
+            a, b = sorted(r["e6"]), sorted(r["new"])
+            ma, mb = a[len(a) // 2], b[len(b) // 2]
+            md.append(f"| {r['script']}, `-M {r['mode']}` | {fmt(ma)} ({fmt(a[0])}–{fmt(a[-1])}) | "
+                      f"{fmt(mb)} ({fmt(b[0])}–{fmt(b[-1])}) | {mb / ma:.3f} |")
+    return md + [""]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("result", nargs="?")
@@ -327,6 +363,7 @@ def main():
     if "crosscheck" in w:
         md += crosscheck_section(w["crosscheck"])
     md += storm_section(os.path.dirname(os.path.abspath(a.out)))
+    md += rewrite_section(os.path.dirname(os.path.abspath(a.out)))
     if failed:
         md += ["## Workloads that failed in this run", ""]
         for k, v in failed.items():

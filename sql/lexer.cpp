@@ -562,6 +562,25 @@ QuestionText to_question_markers(std::string_view text, Dialect d) {
   return out;
 }
 
+std::optional<std::string> drop_national_prefixes(std::string_view tsql) {
+  if (tsql.find('\'') == std::string_view::npos) return std::nullopt;
+  std::string out;
+  size_t copied = 0;
+  Lexer lex(tsql, Dialect::tsql);
+  Token prev{};
+  for (Token t = lex.next(); t.type != Tok::end; prev = t, t = lex.next()) {
+    if (t.type != Tok::string || prev.type != Tok::word || prev.end != t.begin ||
+        prev.end != prev.begin + 1 || (tsql[prev.begin] | 0x20) != 'n') {
+      continue;
+    }
+    out.append(tsql.substr(copied, prev.begin - copied));
+    copied = t.begin;
+  }
+  if (copied == 0) return std::nullopt;
+  out.append(tsql.substr(copied));
+  return out;
+}
+
 // ---- session effects (PostgreSQL) ----------------------------------------------
 
 namespace {

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +90,11 @@ std::vector<Marker> find_markers(std::string_view text, Dialect d);
 /// `@name`, each outside strings, [bracketed] and "quoted" identifiers and
 /// comments; for the other dialects the same as find_markers().
 std::vector<Marker> find_client_markers(std::string_view text, Dialect d);
+
+/// T-SQL text for a backend without N'...' literals (SQLite, whose '...' is
+/// already Unicode): the N of each N'...' removed, outside strings, identifiers
+/// and comments; nullopt when there is none.
+std::optional<std::string> drop_national_prefixes(std::string_view tsql);
 
 // ---------------------------------------------------------------------------
 // Rewriting markers for the mysql driver

@@ -10,8 +10,14 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstring>
 #include <map>
 #include <optional>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace wirepool::sql {
 
@@ -470,63 +476,189 @@ class PgRewriter final : public TokenWalk {
 
 namespace {
 
-/// Whether a lower-cased word is one rewrite_pg_sql() may act on.
-bool rewrite_word(std::string_view w) {
-  switch (w.size()) {
-    case 3:
-      return w == "now" || w == "any" || w == "all";
-    case 4:
-      return w == "some";
-    case 5:
-      return w == "ilike" || w == "array";
-    case 6:
-      return w == "unnest";
-    case 7:
-      return w == "collate" || w == "default";
-    case 8:
-      return w == "operator";
-    case 10:
-      return w == "pg_catalog";
-    case 12:
-      return w == "current_user" || w == "session_user" || w == "current_role";
-    case 15:
-      return w == "generate_series";
-    case 17:
-      return w == "json_build_object";
-    case 19:
-      return w == "generate_subscripts";
-    case 22:
-      return w == "pg_partition_ancestors";
-    default:
-      return false;
+/// The words rewrite_pg_sql() may act on (PgRewriter::step_word, TokenWalk::step).
+constexpr std::array<std::string_view, 19> kRewriteWords = {
+    "now",
+    "any",
+    "all",
+    "some",
+    "ilike",
+    "array",
+    "unnest",
+    "collate",
+    "default",
+    "operator",
+    "pg_catalog",
+    "current_user",
+    "session_user",
+    "current_role",
+    "generate_series",
+    "json_build_object",
+    "generate_subscripts",
+    "pg_partition_ancestors",
+    "pg_partition_tree",
+};
+
+/// Byte classes of the quick scan.
+enum ScanClass : uint8_t { kOther, kLetter, kDigit, kMark };
+constexpr std::array<uint8_t, 256> kScanClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c)
+    t[c] = t[c - 32] = kLetter;
+  t['_'] = kLetter;
+  for (int c = '0'; c <= '9'; ++c)
+    t[c] = kDigit;
+  t[':'] = t['~'] = t['['] = t['$'] = kMark;
+  return t;
+}();
+
+/// Per first letter (its code | 0x20, minus 'a'; '_' is 30): a bit per length
+/// of the rewrite words that start with it, so most words are passed over
+/// without a comparison.
+constexpr std::array<uint32_t, 32> kWordLengths = [] {
+  std::array<uint32_t, 32> t{};
+  for (std::string_view w : kRewriteWords)
+    t[(w[0] | 0x20) - 'a'] |= 1u << w.size();
+  return t;
+}();
+
+/// Per first letter (as kWordLengths), the rewrite words that start with it.
+constexpr std::array<std::array<std::string_view, 3>, 32> kWordsByLetter = [] {
+  std::array<std::array<std::string_view, 3>, 32> t{};
+  for (std::string_view w : kRewriteWords) {
+    for (auto& slot : t[(w[0] | 0x20) - 'a']) {
+      if (slot.empty()) {
+        slot = w;
+        break;
+      }
+    }
   }
-}
+  return t;
+}();
 
-}  // namespace
-
-bool may_need_pg_rewrite(std::string_view text) {
-  const size_t n = text.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if ((c == ':' && i + 1 < n && text[i + 1] == ':') || c == '~' || c == '[') return true;
-    if (!is_alpha(c) && c != '_') {
-      ++i;
-      continue;
-    }
-    char buf[24];
-    size_t len = 0;
-    size_t j = i;
-    for (; j < n; ++j) {
-      unsigned char d = static_cast<unsigned char>(text[j]);
-      if (!is_alpha(d) && !is_digit(d) && d != '_') break;
-      if (len < sizeof buf) buf[len++] = static_cast<char>(d >= 'A' && d <= 'Z' ? d + 32 : d);
-    }
-    if (j < n && text[j] == '\'' && j == i + 1 && (c == 'E' || c == 'e')) return true;
-    if (j - i <= sizeof buf && rewrite_word(std::string_view(buf, len))) return true;
-    i = j;
+/// Whether the run of letters and '_' at p is a rewrite word (any case).
+bool rewrite_word(const unsigned char* p, size_t len) {
+  for (std::string_view w : kWordsByLetter[(p[0] | 0x20) - 'a']) {
+    if (w.size() != len) continue;
+    size_t i = 1;
+    while (i < len && (p[i] | 0x20) == (static_cast<unsigned char>(w[i]) | 0x20))
+      ++i;  // letters and '_' only: | 0x20 folds case and keeps '_' apart
+    if (i == len) return true;
   }
   return false;
 }
+
+/// At a byte that may start a rewrite (kMark) at i: does it?
+bool mark_starts_rewrite(const unsigned char* p, size_t n, size_t i) {
+  const unsigned char c = p[i], next = i + 1 < n ? p[i + 1] : 0;
+  if (c == '~' || c == '[') return true;
+  if (c == ':') return next == ':';
+  if (c == '$') return next == '$' || kScanClass[next] == kLetter;  // $$, $tag$ (not $1)
+  // E'...': a lone e before the quote (a digit before it may end a number).
+  return c == '\'' && i >= 1 && (p[i - 1] | 0x20) == 'e' &&
+         (i < 2 || kScanClass[p[i - 2]] != kLetter);
+}
+
+/// A word of `len` bytes at p: one the rewrite acts on, by its first letter and
+/// length first.
+bool candidate_word(const unsigned char* p, size_t len) {
+  return len < 32 && (kWordLengths[(p[0] | 0x20) - 'a'] >> len & 1u) && rewrite_word(p, len);
+}
+
+#if defined(__SSE2__)
+/// Bit i: byte i of the 64 at p is a letter or '_' (alpha), or one of
+/// : ~ [ $ ' (mark).
+struct BlockMasks {
+  uint64_t alpha = 0;
+  uint64_t mark = 0;
+};
+BlockMasks block_masks(const unsigned char* p, size_t len) {
+  BlockMasks m;
+  const auto eq = [](__m128i c, char x) { return _mm_cmpeq_epi8(c, _mm_set1_epi8(x)); };
+  for (size_t k = 0; k < 4 && 16 * k < len; ++k) {
+    __m128i c;
+    if (len - 16 * k >= 16) {
+      c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    } else {  // the last bytes, zero-padded (zero is neither)
+      alignas(16) unsigned char last[16] = {};
+      std::memcpy(last, p + 16 * k, len - 16 * k);
+      c = _mm_load_si128(reinterpret_cast<const __m128i*>(last));
+    }
+    // Signed compares: bytes >= 0x80 are negative, so neither letters nor marks.
+    const __m128i low = _mm_or_si128(c, _mm_set1_epi8(0x20));
+    const __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(low, _mm_set1_epi8('a' - 1)),
+                                         _mm_cmplt_epi8(low, _mm_set1_epi8('z' + 1)));
+    const __m128i alpha = _mm_or_si128(letter, eq(c, '_'));
+    const __m128i mark =
+        _mm_or_si128(_mm_or_si128(eq(c, ':'), eq(c, '~')),
+                     _mm_or_si128(_mm_or_si128(eq(c, '['), eq(c, '$')), eq(c, '\'')));
+    m.alpha |= static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(alpha))) << (16 * k);
+    m.mark |= static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(mark))) << (16 * k);
+  }
+  return m;
+}
+#endif
+
+}  // namespace
+
+// 64 bytes at a time (SSE2): masks of the letters and of the bytes that may
+// start a rewrite; a word (a run of letters and '_', digits ending it: the
+// rewrite's words have none) is compared only when a rewrite word has its first
+// letter and length. Conservative: bytes the lexer reads as identifier
+// characters (digits, >= 0x80) only split words here.
+bool may_need_pg_rewrite(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+#if defined(__SSE2__)
+  bool prev_alpha = false;  // the byte before the block
+  for (size_t base = 0; base < n; base += 64) {
+    const BlockMasks m = block_masks(p + base, std::min<size_t>(64, n - base));
+    for (uint64_t marks = m.mark; marks != 0; marks &= marks - 1) {
+      if (mark_starts_rewrite(p, n, base + static_cast<size_t>(std::countr_zero(marks)))) {
+        return true;
+      }
+    }
+    uint64_t starts = m.alpha & ~((m.alpha << 1) | (prev_alpha ? 1u : 0u));
+    prev_alpha = (m.alpha >> 63) != 0;
+    for (; starts != 0; starts &= starts - 1) {
+      const int s = std::countr_zero(starts);
+      size_t len = static_cast<size_t>(std::countr_zero(~(m.alpha >> s)));  // within the block
+      if (s + len == 64) {  // it goes on into the next block
+        size_t j = base + 64;
+        while (j < n && kScanClass[p[j]] == kLetter)
+          ++j;
+        len = j - base - static_cast<size_t>(s);
+      }
+      if (candidate_word(p + base + s, len)) return true;
+    }
+  }
+  return false;
+#else
+  for (size_t i = 0; i < n;) {
+    const uint8_t k = kScanClass[p[i]];
+    if (k == kMark && mark_starts_rewrite(p, n, i)) return true;
+    if (k != kLetter) {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < n && kScanClass[p[j]] == kLetter)
+      ++j;
+    if (candidate_word(p + i, j - i)) return true;
+    i = j;
+  }
+  return false;
+#endif
+}
+
+namespace detail {
+
+std::optional<std::string> rewrite_sqlite_unscanned(std::string_view text,
+                                                    const RewriteOptions& options) {
+  return PgRewriter(text, options).run();
+}
+
+}  // namespace detail
 
 std::optional<std::string> rewrite_pg_sql(std::string_view text, Dialect d,
                                           const RewriteOptions& options) {

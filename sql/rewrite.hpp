@@ -14,7 +14,8 @@ struct RewriteOptions {
   std::string_view user;  ///< what current_user / session_user answer
 };
 /// Cheap and conservative (one pass, no lexing): false when rewrite_pg_sql()
-/// would surely leave `text` as it is, as for plain SELECT/INSERT/UPDATE text.
+/// would surely leave `text` as it is, as for plain SELECT/INSERT/UPDATE text
+/// (no "::", ~, [, E'', $tag$ and no word the rewrite acts on).
 bool may_need_pg_rewrite(std::string_view text);
 /// Rewrites PostgreSQL syntax a PostgreSQL client sends into what a backend of
 /// dialect `d` runs with the same meaning; nullopt when nothing changes (and for
@@ -27,5 +28,12 @@ bool may_need_pg_rewrite(std::string_view text);
 /// conversion functions are the SQLite driver's (backends/sqlite/sqlite_catalog).
 std::optional<std::string> rewrite_pg_sql(std::string_view text, Dialect d,
                                           const RewriteOptions& options);
+
+namespace detail {
+/// rewrite_pg_sql() for sqlite without may_need_pg_rewrite() first: what the
+/// unit tests hold the quick scan to.
+std::optional<std::string> rewrite_sqlite_unscanned(std::string_view text,
+                                                    const RewriteOptions& options);
+}  // namespace detail
 
 }  // namespace wirepool::sql

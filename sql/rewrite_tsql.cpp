@@ -7,6 +7,8 @@
 #include "sql/rewrite_mysql.hpp"
 #include "sql/token_walk.hpp"
 
+#include <algorithm>
+
 namespace wirepool::sql {
 
 namespace {
@@ -14,9 +16,16 @@ namespace {
 using detail::lower;
 using detail::Tok;
 
-/// 'value' as a T-SQL literal (no backslash escapes in T-SQL).
+bool non_ascii(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+}
+
+/// 'value' as a T-SQL literal (no backslash escapes in T-SQL); N'value' when it
+/// holds characters beyond ASCII, which a '...' literal would read in the
+/// database's code page (as '?' where it has none).
 std::string tsql_literal(std::string_view value) {
-  std::string out = "'";
+  std::string out = non_ascii(value) ? "N'" : "'";
   for (char c : value) {
     out.push_back(c);
     if (c == '\'') out.push_back('\'');
@@ -62,6 +71,11 @@ class TsqlRewriter final : public detail::TokenWalk {
 
  private:
   std::string literal(std::string_view value) const override { return tsql_literal(value); }
+
+  void plain_string(size_t i) override {
+    const bool prefixed = i > 0 && adjacent(i - 1) && (word(i - 1, "n"));
+    if (!prefixed && non_ascii(txt(i))) insert(toks_[i].begin, "N");
+  }
 
   size_t step_word(size_t i, bool after_dot) override {
     const detail::Token& k = toks_[i];
@@ -138,7 +152,8 @@ class TsqlRewriter final : public detail::TokenWalk {
 
 std::optional<std::string> rewrite_pg_sql_for_tsql(std::string_view text,
                                                    const RewriteOptions& options) {
-  if (!detail::may_need_word_rewrite(text, true) || reads_pg_catalog(text, Dialect::tsql)) {
+  if ((!detail::may_need_word_rewrite(text, true) && !non_ascii(text)) ||
+      reads_pg_catalog(text, Dialect::tsql)) {
     return std::nullopt;
   }
   return TsqlRewriter(text, options).run();

@@ -119,6 +119,8 @@ size_t TokenWalk::step(size_t i) {
       const char c = t_[k.begin];
       if (((c == 'E' || c == 'e') && k.end > k.begin + 1 && t_[k.begin + 1] == '\'') || c == '$') {
         replace(k.begin, k.end, literal(pg_string_value(txt(i))));
+      } else if (c == '\'') {
+        plain_string(i);
       }
       pstart_[i] = k.begin;
       return i;

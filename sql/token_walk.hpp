@@ -85,6 +85,8 @@ class TokenWalk {
   virtual size_t cast(size_t i) = 0;
   /// A string value (of an E'...' or a $tag$ literal) as the dialect's literal.
   virtual std::string literal(std::string_view value) const = 0;
+  /// A plain '...' string at token i (default: unchanged).
+  virtual void plain_string(size_t) {}
 
   /// The target of `x::type` at token i: the type's name (lower-cased, its
   /// words joined: "double precision"; pg_catalog. dropped), its typmod's text

@@ -93,6 +93,9 @@ ColumnType classify(std::string_view name, enum_field_types type, unsigned flags
   const bool is_unsigned = (flags & UNSIGNED_FLAG) != 0;
   const bool binary = charsetnr == kBinaryCharset;
   c.native.name = type_name(type, is_unsigned, length);
+  // ENUM and SET columns arrive as MYSQL_TYPE_STRING: text, not CHAR(n).
+  if (type == MYSQL_TYPE_STRING && (flags & ENUM_FLAG) != 0) c.native.name = "ENUM";
+  if (type == MYSQL_TYPE_STRING && (flags & SET_FLAG) != 0) c.native.name = "SET";
   switch (type) {
     case MYSQL_TYPE_TINY:
       // TINYINT(1) is MySQL's BOOL; the display width is all that says so.

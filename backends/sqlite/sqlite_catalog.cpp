@@ -707,12 +707,8 @@ pg::WireType wire_type(sqlite3_value* decl) {
   }
   const DeclaredType t = parse_declared_type(text ? *text : "");
   if (t.decl == Decl::blob) return {pg::oid::kBytea, -1, -1};
-  // VARCHAR(n) / CHAR(n): the declared length, as PostgreSQL would show it
-  // (rows arrive as text, which the type's values are).
-  if (t.decl == Decl::text && t.native.length > 0 &&
-      sqlite3_strglob("*[Cc][Hh][Aa][Rr]*", text->c_str()) == 0) {
-    return {pg::oid::kVarchar, -1, static_cast<int32_t>(t.native.length) + 4};
-  }
+  // VARCHAR(n) / CHAR(n): varchar / bpchar with the declared length, as the
+  // driver describes their columns (pg::wire_type_for).
   db::Column c;
   c.kind = declared_kind(t.decl);
   c.native = t.native;
@@ -921,16 +917,17 @@ int attach_catalog(sqlite3* db, Catalog& catalog) {
   return SQLITE_OK;
 }
 
+// Both names hold a '_': memchr finds the candidates, most statements have none.
 bool mentions_catalog(std::string_view sql) {
-  for (size_t i = 0; i + 2 < sql.size(); ++i) {
-    const char c = sql[i];
-    if ((c == 'p' || c == 'P') && (sql[i + 1] == 'g' || sql[i + 1] == 'G') && sql[i + 2] == '_') {
+  const char* s = sql.data();
+  const size_t n = sql.size();
+  for (const void* q = std::memchr(s, '_', n); q != nullptr;) {
+    const size_t k = static_cast<size_t>(static_cast<const char*>(q) - s);
+    if (k >= 2 && (s[k - 2] | 0x20) == 'p' && (s[k - 1] | 0x20) == 'g') return true;
+    if (k >= 11 && n - k >= 7 && sqlite3_strnicmp(s + k - 11, "information_schema", 18) == 0) {
       return true;
     }
-    if ((c == 'i' || c == 'I') && sql.size() - i >= 18 &&
-        sqlite3_strnicmp(sql.data() + i, "information_schema", 18) == 0) {
-      return true;
-    }
+    q = k + 1 < n ? std::memchr(s + k + 1, '_', n - k - 1) : nullptr;
   }
   return false;
 }

@@ -776,7 +776,7 @@ class SqliteConnection final : public db::ConnectionImpl {
   Result<std::unique_ptr<db::RowsImpl>> query(std::string_view text, db::Params params,
                                               const db::QueryOptions&) override {
     if (session_->closed) return Error::closed();
-    if (auto e = refresh_catalog_for(text)) return *e;
+    if (auto e = refresh_catalog_if(mentions_catalog(text))) return *e;
     auto rows = std::make_unique<SqliteRows>(session_);
     if (auto e = rows->start_text(text, params)) return *e;
     return std::unique_ptr<db::RowsImpl>(std::move(rows));
@@ -786,7 +786,8 @@ class SqliteConnection final : public db::ConnectionImpl {
       std::string_view text, std::span<const db::ParamInfo> hints) override {
     if (session_->closed) return Error::closed();
     if (auto e = check_length(text)) return *e;
-    if (auto e = refresh_catalog_for(text)) return *e;
+    const bool catalog = mentions_catalog(text);
+    if (auto e = refresh_catalog_if(catalog)) return *e;
     const char* p = text.data();
     const char* end = text.data() + text.size();
     sqlite3_stmt* stmt = nullptr;
@@ -799,7 +800,7 @@ class SqliteConnection final : public db::ConnectionImpl {
       p = tail;
     }
     PreparedPtr ps = stmt ? std::make_shared<PreparedStmt>(session_, stmt) : nullptr;
-    if (ps) ps->catalog = mentions_catalog(text);
+    if (ps) ps->catalog = catalog;
     if (ps &&
         !sql::is_blank(std::string_view(tail, static_cast<size_t>(end - tail)), Dialect::sqlite)) {
       // PostgreSQL's answer to the same request.
@@ -811,9 +812,9 @@ class SqliteConnection final : public db::ConnectionImpl {
   }
 
   /// The catalog's tables follow the main database's schema before a
-  /// statement that may read them is prepared.
-  std::optional<Error> refresh_catalog_for(std::string_view text) {
-    if (!mentions_catalog(text)) return std::nullopt;
+  /// statement that may read them (`mentions`: mentions_catalog()) is prepared.
+  std::optional<Error> refresh_catalog_if(bool mentions) {
+    if (!mentions) return std::nullopt;
     const int rc = refresh_catalog(session_->db, session_->catalog);
     if (rc != SQLITE_OK) return session_->error(rc);
     return std::nullopt;

@@ -206,13 +206,28 @@ bool encode_into(const db::ValueView& v, uint32_t type_oid, int16_t format, std:
   return false;
 }
 
-/// A backend's name of a variable-length character type: VARCHAR, NVARCHAR,
-/// VARCHAR2, "character varying", ODBC's WVARCHAR (any case, with or without "(n)").
-bool is_varchar_name(std::string_view name) {
+std::string lower_prefix(std::string_view name) {
   std::string lower;
   for (char c : name.substr(0, 32))
     lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return lower.find("varchar") != std::string::npos || lower.rfind("character varying", 0) == 0;
+  return lower;
+}
+
+/// A backend's name of a variable-length character type: VARCHAR, NVARCHAR,
+/// VARCHAR2, "character varying", ODBC's WVARCHAR (any case, with or without "(n)").
+bool is_varchar_name(std::string_view name) {
+  const std::string lower = lower_prefix(name);
+  return lower.find("varchar") != std::string::npos || lower.find("varying") != std::string::npos;
+}
+
+/// A backend's name of a fixed-length character type: CHAR, NCHAR, CHARACTER,
+/// bpchar, ODBC's WCHAR (any case, with or without "(n)").
+bool is_char_name(std::string_view name) {
+  std::string base = lower_prefix(name.substr(0, name.find('(')));
+  while (!base.empty() && base.back() == ' ')
+    base.pop_back();
+  return base == "char" || base == "nchar" || base == "character" || base == "bpchar" ||
+         base == "wchar" || base == "national character" || base == "national char";
 }
 
 }  // namespace
@@ -251,10 +266,12 @@ WireType wire_type_for(const db::Column& column) {
       return {oid::kNumeric, -1, -1};
     }
     case db::Kind::Text:
-      // VARCHAR(n) with the n the driver knows: varchar, typmod n + VARHDRSZ.
-      if (column.native.length > 0 && column.native.length <= 10485760 &&
-          is_varchar_name(column.native.name)) {
-        return {oid::kVarchar, -1, static_cast<int32_t>(column.native.length) + 4};
+      // VARCHAR(n) / CHAR(n) with the n the driver knows: varchar / bpchar,
+      // typmod n + VARHDRSZ, as PostgreSQL describes them.
+      if (column.native.length > 0 && column.native.length <= 10485760) {
+        const auto typmod = static_cast<int32_t>(column.native.length) + 4;
+        if (is_varchar_name(column.native.name)) return {oid::kVarchar, -1, typmod};
+        if (is_char_name(column.native.name)) return {oid::kBpchar, -1, typmod};
       }
       break;
     case db::Kind::Null:

@@ -166,6 +166,11 @@ awaitable<void> TdsClient::sql_batch(const std::string& text) {
   session_->statement_end();
 }
 
+std::optional<std::string> TdsClient::backend_text(const std::string& sql) const {
+  if (session_->pool().dialect() != sql::Dialect::sqlite) return std::nullopt;
+  return sql::drop_national_prefixes(sql);
+}
+
 awaitable<bool> TdsClient::run_statement(const std::string& sql,
                                          const std::vector<db::Param>& params, bool in_proc,
                                          bool more) {
@@ -179,8 +184,10 @@ awaitable<bool> TdsClient::run_statement(const std::string& sql,
   Result r;
   db::Error err;
   std::string* out = &payload_;
+  const auto rewritten = backend_text(sql);
+  const std::string& text = rewritten ? *rewritten : sql;
   auto first = co_await session_->run([&](Backend& b) -> Fetch {
-    return r.start([&] { return b.conn.query(sql, params); }, r, *out, 0, err);
+    return r.start([&] { return b.conn.query(text, params); }, r, *out, 0, err);
   });
   Fetch f = co_await pump_result(r, r, payload_, 0, err, first);
   forward_notices();

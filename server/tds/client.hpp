@@ -100,6 +100,8 @@ class TdsClient final : public ClientConnection, public std::enable_shared_from_
   void backend_error(db::Error err);
   /// The result columns of `sql` as the backend prepares it (sp_prepare's
   /// RETURN_METADATA); the backend is given back if no transaction holds it.
+  /// `sql` as the backend reads it: a SQLite backend gets N'...' as '...'.
+  std::optional<std::string> backend_text(const std::string& sql) const;
   boost::asio::awaitable<std::optional<db::Error>> describe(const std::string& sql,
                                                             std::vector<db::Column>& cols);
   /// pump_result's hooks: payload_ framed into whole packets before out_ is

@@ -286,7 +286,9 @@ awaitable<void> TdsClient::rpc(tds::RpcRequest& req) {
 awaitable<std::optional<db::Error>> TdsClient::describe(const std::string& sql,
                                                         std::vector<db::Column>& cols) {
   if (auto err = co_await session_->ensure_backend()) co_return err;
-  auto stmt = co_await session_->backend_statement(sql, sql, {});
+  const auto rewritten = backend_text(sql);
+  const std::string& text = rewritten ? *rewritten : sql;
+  auto stmt = co_await session_->backend_statement(text, text, {});
   std::optional<db::Error> failed;
   if (stmt.ok()) {
     auto c = stmt.value()->columns();

@@ -180,6 +180,23 @@ class FaithfulTypesTest(WirepoolTestCase):
                    "ON c.oid = a.attrelid WHERE c.relname = 'widths' ORDER BY attnum").stdout.strip()
         self.assertEqual([int(line.split("|")[1]) for line in out.split("\n")], self.WANT)
 
+    def test_char_columns_are_bpchar_with_their_length(self):
+        # As PostgreSQL describes CHAR(n): bpchar (1042), typmod n + 4; VARCHAR(n) varchar.
+        import psycopg
+        psql(self.wp.dsn(), "-c", "CREATE TABLE chars (c CHAR(10), v VARCHAR(20), t TEXT)")
+        want = [(1042, 14), (1043, 24), (25, -1)]
+        with psycopg.connect(self.wp.kv(), autocommit=True) as c:
+            res = c.pgconn.exec_(b"SELECT * FROM chars")  # RowDescription of a simple query
+            self.assertEqual([(res.ftype(i), res.fmod(i)) for i in range(res.nfields)], want)
+            c.pgconn.prepare(b"ch", b"SELECT * FROM chars WHERE c = $1")
+            desc = c.pgconn.describe_prepared(b"ch")
+            self.assertEqual([(desc.ftype(i), desc.fmod(i)) for i in range(desc.nfields)], want)
+        out = psql(self.wp.dsn(), "-A", "-t", "-c", "SELECT atttypid, atttypmod, format_type(atttypid, "
+                   "atttypmod) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                   "WHERE c.relname = 'chars' ORDER BY attnum").stdout.splitlines()
+        self.assertEqual(out, ["1042|14|character(10)", "1043|24|character varying(20)",
+                               "25|-1|text"])
+
     def test_value_wider_than_its_declared_width_fails_its_row(self):
         # SQLite stores it (it enforces no width); PostgreSQL clients were told int2.
         psql(self.wp.dsn(), "-c", "CREATE TABLE wide (s SMALLINT)")

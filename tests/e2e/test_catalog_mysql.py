@@ -43,6 +43,7 @@ SCHEMA = [
 
 SQLITE_SCHEMA = """
 CREATE TABLE cat_items (id INTEGER PRIMARY KEY, label VARCHAR(20) NOT NULL UNIQUE);
+CREATE TABLE cat_chars (code CHAR(2), name VARCHAR(40));
 """
 
 
@@ -164,6 +165,22 @@ print(json.dumps({{"tables": sorted(i.get_table_names()),
                                           ["code", "CHAR(2)", True],
                                           ["rank", "NUMERIC(5, 2)", True]])
         self.assertEqual(got["pk"], {"constrained_columns": ["id"], "name": "cat_languages_pkey"})
+
+    def test_char_columns_are_bpchar_with_their_length(self):
+        # As PostgreSQL describes CHAR(n): bpchar (1042), typmod n + 4, in the
+        # RowDescription and in the catalog; VARCHAR(n) varchar.
+        import psycopg
+        want = [(1042, 6), (1043, 44)]
+        for db, table in (("my", "cat_languages"), ("odbc_maria", "cat_languages"),
+                          ("odbc_sqlite", "cat_chars")):
+            with self.subTest(db=db), psycopg.connect(self.wp.kv(database=db),
+                                                      autocommit=True) as c:
+                res = c.pgconn.exec_(f"SELECT code, name FROM {table}".encode())
+                self.assertEqual([(res.ftype(i), res.fmod(i)) for i in range(res.nfields)], want)
+                out = self.q(f"SELECT attname, atttypid, atttypmod FROM pg_attribute a JOIN "
+                             f"pg_class c ON c.oid = a.attrelid WHERE c.relname = '{table}' AND "
+                             f"attname IN ('code', 'name') ORDER BY attname", database=db)
+                self.assertEqual(out.split(), ["code|1042|6", "name|1043|44"])
 
     def test_uncovered_catalog_relation_is_0A000(self):
         r = psql(self.wp.dsn(database="my"), "-v", "VERBOSITY=verbose", "-c",

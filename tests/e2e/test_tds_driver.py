@@ -81,6 +81,10 @@ class TdsDriverEndToEnd(unittest.TestCase):
         conn.rollback()
         cur.execute("SELECT i, f, t, n FROM e1 ORDER BY i")
         self.assertEqual(cur.fetchall(), [(9007199254740993, 3.25, "grüße, 世界", None)])
+        # The T-SQL rewrite sends that parameter as N'grüße, 世界'; wirepool's TDS
+        # front end hands SQLite (which has no N'') the literal without its N.
+        cur.execute("SELECT N'Zoë', n'x', 'N''y' -- N'z'")
+        self.assertEqual(cur.fetchone(), ("Zoë", "x", "N'y"))
         conn.commit()
         conn.close()
 

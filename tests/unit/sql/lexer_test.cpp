@@ -14,6 +14,8 @@
 //  - find_markers: per dialect, never inside literals, identifiers or comments;
 //    the mysql line from the seed has exactly one marker; "::" is a cast;
 //    sqlite numbers ? as SQLite does and reads $1::int as one marker
+//  - drop_national_prefixes: N'...' -> '...' for a SQLite backend of the TDS
+//    front end; not in strings, identifiers or comments, nor a word ending in N
 
 #include <gtest/gtest.h>
 
@@ -333,6 +335,16 @@ TEST(FindMarkers, AnsiQuestionMarks) {
                                    {"SELECT ?, '?', \"?\" -- ?\n, ? /* ? */", {"?", "?"}},
                                    {"SELECT $1, :a, @b", {"$1"}},
                                });
+}
+
+TEST(DropNationalPrefixes, NOfNLiteralsOnly) {
+  EXPECT_EQ(drop_national_prefixes("SELECT N'Zoë', n'x' FROM t WHERE a = N'y'"),
+            "SELECT 'Zoë', 'x' FROM t WHERE a = 'y'");
+  EXPECT_EQ(drop_national_prefixes("N'a'"), "'a'");
+  for (const char* text : {"SELECT 'N''x', [N'y], \"N'z\" -- N'c\n", "SELECT 1 /* N'a' */",
+                           "SELECT N 'x'", "SELECT an'x'", "SELECT 1"}) {
+    EXPECT_EQ(drop_national_prefixes(text), std::nullopt) << text;
+  }
 }
 
 }  // namespace

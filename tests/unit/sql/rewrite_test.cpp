@@ -22,8 +22,13 @@
 namespace wirepool::sql {
 namespace {
 
+// Every statement here also holds the quick scan to the full token walk: when
+// the walk changes the text, may_need_pg_rewrite() must have said maybe.
 std::string rw(std::string_view text) {
   auto r = rewrite_pg_sql(text, Dialect::sqlite, {"alice"});
+  auto full = detail::rewrite_sqlite_unscanned(text, {"alice"});
+  EXPECT_TRUE(!full || may_need_pg_rewrite(text)) << "the quick scan passes over: " << text;
+  EXPECT_EQ(r, full) << text;
   return r ? *r : std::string(text);
 }
 
@@ -102,11 +107,18 @@ TEST(RewritePgSql, ArraysAndSetReturningFunctions) {
       rw("SELECT unnest(ix.k) n, generate_subscripts(ix.k, 1) o FROM ix WHERE x"),
       "SELECT _wp_srf1.value n, (_wp_srf1.key + 1) o FROM ix , json_each(pg_array_json(ix.k)) "
       "AS _wp_srf1 WHERE x");
+  // psql's \d+ on a partitioned table; the quick scan knows both names.
+  EXPECT_EQ(rw("SELECT count(*) FROM pg_partition_tree('t') p"),
+            "SELECT count(*) FROM (SELECT NULL AS relid WHERE 0) AS p");
+  EXPECT_EQ(rw("SELECT * FROM pg_partition_ancestors('t') AS a(relid)"),
+            "SELECT * FROM (SELECT NULL AS relid WHERE 0) AS a");
 }
 
 TEST(RewritePgSql, EscapeAndDollarStringsBecomeSqliteLiterals) {
   EXPECT_EQ(rw("SELECT E'a\\nb', E'it\\'s', E'\\x41\\101'"), "SELECT 'a\nb', 'it''s', 'AA'");
   EXPECT_EQ(rw("SELECT $$it's ::int$$, $f$x$f$"), "SELECT 'it''s ::int', 'x'");
+  EXPECT_EQ(rw("SELECT $$abc$$"), "SELECT 'abc'");  // no other trigger in the text
+  EXPECT_EQ(rw("SELECT $f$x$f$ AS v"), "SELECT 'x' AS v");
 }
 
 TEST(RewritePgSql, NeverTouchesStringsIdentifiersOrComments) {
@@ -122,6 +134,42 @@ TEST(RewritePgSql, NeverTouchesStringsIdentifiersOrComments) {
   }
 }
 
+// Random text over the bytes that matter: whenever the full walk rewrites it,
+// the quick scan must have said maybe.
+TEST(RewritePgSql, QuickScanIsConservativeOnRandomText) {
+  static constexpr std::string_view kPieces[] = {" ",          "now",  "()",
+                                                 "any",        "(",    ")",
+                                                 "::",         ":",    "int",
+                                                 "e",          "E",    "'",
+                                                 "$",          "$$",   "$1",
+                                                 "~",          "[",    "]",
+                                                 "1",          "_",    "\"",
+                                                 "--",         "\n",   "/*",
+                                                 "*/",         "=",    "ilike",
+                                                 "x",          "é",    "pg_",
+                                                 "all",        "some", "cat",
+                                                 "pg_catalog", ".",    "array",
+                                                 "collate",    "as",   "default",
+                                                 "oper",       "ator", "current_user",
+                                                 "unnest",     ",",    "generate_series"};
+  uint64_t state = 42;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>(state >> 33);
+  };
+  int rewritten = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const size_t pieces = 1 + next() % 40;
+    for (size_t i = 0; i < pieces; ++i)
+      text += kPieces[next() % std::size(kPieces)];
+    if (!detail::rewrite_sqlite_unscanned(text, {"u"})) continue;
+    ++rewritten;
+    ASSERT_TRUE(may_need_pg_rewrite(text)) << text;
+  }
+  EXPECT_GT(rewritten, 1000);
+}
+
 TEST(RewritePgSql, PlainStatementsTakeTheCheapPath) {
   for (std::string_view text : {
            "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
@@ -133,6 +181,22 @@ TEST(RewritePgSql, PlainStatementsTakeTheCheapPath) {
     EXPECT_FALSE(rewrite_pg_sql(text, Dialect::sqlite, {"u"}).has_value());
   }
   EXPECT_TRUE(may_need_pg_rewrite("SELECT 1::int"));
+  // Bytes that only look like a trigger: $N markers, a single ':', words that
+  // share a rewrite word's first letter and length.
+  for (std::string_view text : {"SELECT $1, $12 FROM t WHERE a = :x", "SELECT aid, ann, nov FROM t",
+                                "UPDATE t SET unnset = 1", "SELECT é, ñow FROM t"}) {
+    SCOPED_TRACE(text);
+    EXPECT_FALSE(may_need_pg_rewrite(text));
+  }
+  // The scan reads 64 bytes at a time: words across a block's end, at its start.
+  const std::string pad(61, 'x');
+  for (const std::string& text : {pad + " now()", "SELECT " + pad + "::int", pad + "   now()",
+                                  std::string(64, 'y') + " now()", pad + "  current_user",
+                                  std::string(63, ' ') + "E'x'", std::string(120, ' ') + "~"}) {
+    SCOPED_TRACE(text);
+    EXPECT_TRUE(may_need_pg_rewrite(text));
+  }
+  EXPECT_FALSE(may_need_pg_rewrite(std::string(62, 'x') + "now()"));  // one word: xx...xnow
   for (Dialect d : {Dialect::postgres, Dialect::ansi}) {  // mysql, tsql: their own files
     EXPECT_FALSE(rewrite_pg_sql("SELECT 1::int, current_user", d, {"u"}).has_value());
   }

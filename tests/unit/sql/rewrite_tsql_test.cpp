@@ -14,6 +14,9 @@
 //    markers keep their numbers; a qualified name's part (t.now) is a column
 //  - catalog queries are left as written (the catalog takes them); pg_sleep()
 //    and other functions on the session are not catalog queries
+//  - a string literal with characters beyond ASCII gets the N prefix (psycopg2
+//    interpolates parameters into '...'), and so does an E'' or $$ one; not
+//    one that has it, nor text in comments or quoted identifiers
 //  - the plain path: nothing changes for statements without PostgreSQL syntax
 
 #include <gtest/gtest.h>
@@ -97,6 +100,22 @@ TEST(RewritePgSqlForTsql, NeverInsideStringsIdentifiersOrComments) {
            "SELECT 1 -- ::int current_user true\n",
            "SELECT 1 /* E'x' ilike version() */",
            "SELECT 'it''s ::int'",
+       }) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(rw(text), text);
+  }
+}
+
+TEST(RewritePgSqlForTsql, NonAsciiLiteralsAreNational) {
+  EXPECT_EQ(rw("INSERT INTO t (s) VALUES ('Grüße', 'plain', '日本')"),
+            "INSERT INTO t (s) VALUES (N'Grüße', 'plain', N'日本')");
+  EXPECT_EQ(rw("SELECT * FROM t WHERE s = 'é''s'"), "SELECT * FROM t WHERE s = N'é''s'");
+  EXPECT_EQ(rw("SELECT E'\\u00e9x', $$ü$$, $$u$$"), "SELECT N'éx', N'ü', 'u'");
+  EXPECT_EQ(rw("SELECT 'é'::varchar(3)"), "SELECT CAST(N'é' AS nvarchar(3))");
+  for (std::string_view text : {
+           "SELECT N'Grüße', n'é' FROM t",
+           "SELECT [é] FROM \"tä\" -- 'é'\n",
+           "SELECT 1 /* 'ü' */",
        }) {
     SCOPED_TRACE(text);
     EXPECT_EQ(rw(text), text);

@@ -47,7 +47,7 @@ TEST(WireType, EachKindMapsAsTheDesignSays) {
   EXPECT_EQ(of(db::Kind::Time).oid, oid::kTimestamptz);
 }
 
-TEST(WireType, VarcharWithItsLengthIsVarcharWithTypmod) {
+TEST(WireType, VarcharAndCharWithTheirLengthHaveTypmod) {
   db::Column c;
   c.kind = db::Kind::Text;
   c.native.length = 40;
@@ -57,14 +57,22 @@ TEST(WireType, VarcharWithItsLengthIsVarcharWithTypmod) {
     EXPECT_EQ(wire_type_for(c).oid, oid::kVarchar) << name;
     EXPECT_EQ(wire_type_for(c).modifier, 44) << name;  // n + VARHDRSZ
   }
-  c.native.name = "CHAR";  // not varchar: text
+  for (const char* name :
+       {"CHAR", "char(40)", "NCHAR", "nchar(40)", "WCHAR", "character", "bpchar"}) {
+    c.native.name = name;  // fixed length: bpchar, as PostgreSQL describes CHAR(n)
+    EXPECT_EQ(wire_type_for(c).oid, oid::kBpchar) << name;
+    EXPECT_EQ(wire_type_for(c).modifier, 44) << name;
+  }
+  c.native.name = "CLOB";
   EXPECT_EQ(wire_type_for(c).oid, oid::kText);
   c.native.name = "TIME";  // ODBC's times arrive as text
   EXPECT_EQ(wire_type_for(c).oid, oid::kText);
-  c.native.name = "VARCHAR";
-  c.native.length = -1;  // the driver does not know n
-  EXPECT_EQ(wire_type_for(c).oid, oid::kText);
-  EXPECT_EQ(wire_type_for(c).modifier, -1);
+  for (const char* name : {"VARCHAR", "CHAR"}) {
+    c.native.name = name;
+    c.native.length = -1;  // the driver does not know n
+    EXPECT_EQ(wire_type_for(c).oid, oid::kText) << name;
+    EXPECT_EQ(wire_type_for(c).modifier, -1) << name;
+  }
 }
 
 TEST(WireType, TimeFollowsTheColumnsTimeForm) {
