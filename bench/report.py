@@ -228,6 +228,16 @@ def rewrite_section(doc_dir):
     return md + [""]
 
 
+def memory_section():
+    """Where an idle client's bytes go: bench/results/idle_memory.md, an
+    accounting made by hand (sizeof and a malloc count; not part of `make bench`)."""
+    path = os.path.join(HERE, "results", "idle_memory.md")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().rstrip("\n").split("\n") + [""]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("result", nargs="?")
@@ -364,6 +374,7 @@ def main():
         md += crosscheck_section(w["crosscheck"])
     md += storm_section(os.path.dirname(os.path.abspath(a.out)))
     md += rewrite_section(os.path.dirname(os.path.abspath(a.out)))
+    md += memory_section()
     if failed:
         md += ["## Workloads that failed in this run", ""]
         for k, v in failed.items():

@@ -18,6 +18,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 namespace wirepool::server {
 
@@ -85,13 +89,19 @@ ClientConnection::ClientConnection(Loop& loop, ClientSocket socket, ProtocolInde
   if (!ec) {
     peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
     address_ = address_key(ep.address());
+    v6_ = ep.address().is_v6();
   }
   socket_.non_blocking(true, ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  fd_ = socket_.native_handle();
   loop_.clients.push_back(*this);
 }
 
 ClientConnection::~ClientConnection() {
+  if (parked_) {
+    loop_.park->unpark(fd_);
+    ::close(fd_);
+  }
   counters_.connected.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -126,7 +136,18 @@ size_t ClientConnection::io_write(const uint8_t* data, size_t size, boost::syste
   ec.clear();
   if (!ssl_) {
     want_write_ = true;
-    size_t n = socket_.write_some(asio::buffer(data, size), ec);
+    size_t n = 0;
+    if (parked_) {
+      // Out of Asio while parked: a LISTEN client's notifications go out meanwhile.
+      const ssize_t r = ::send(fd_, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (r >= 0) {
+        n = static_cast<size_t>(r);
+      } else {
+        ec = boost::system::error_code(errno, asio::error::get_system_category());
+      }
+    } else {
+      n = socket_.write_some(asio::buffer(data, size), ec);
+    }
     count_out(n);
     return n;
   }
@@ -340,8 +361,8 @@ awaitable<ClientConnection::Flushed> ClientConnection::flush_for(
 
 void ClientConnection::sweep(TimePoint now) {
   expire_io(now);
-  if (hot_wait_ && !cooling_ && ++hot_sweeps_ >= kHotSweeps) {
-    cooling_ = true;  // the hot wait's handler starts a cold one
+  if (idle_wait_ && !parked_ && !cooling_ && ++hot_sweeps_ >= kHotSweeps) {
+    cooling_ = true;  // the wait's handler parks the client
     boost::system::error_code ec;
     socket_.cancel(ec);
   }
@@ -360,23 +381,19 @@ void ClientConnection::sweep(TimePoint now) {
 }
 
 bool ClientConnection::hung_up() {
-  pollfd p{socket_.native_handle(), POLLRDHUP, 0};
+  pollfd p{native_fd(), POLLRDHUP, 0};
   return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 void ClientConnection::drain() {
   draining_ = true;
-  if (idle_wait_ && (!session_ || !session_->in_transaction())) {
-    boost::system::error_code ec;
-    socket_.cancel(ec);
-  }
+  if (idle_wait_ && (!session_ || !session_->in_transaction())) cancel_waits();
 }
 
 void ClientConnection::terminate() {
   draining_ = true;
   terminating_ = true;
-  boost::system::error_code ec;
-  socket_.cancel(ec);
+  cancel_waits();
   if (session_) session_->cancel(CancelReason::user);
 }
 
@@ -433,8 +450,12 @@ struct ExactAllocator {
 
 }  // namespace
 
-void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool hot) {
+void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool hot, bool park_now) {
   idle_wait_ = true;
+  if (park_now) {
+    park(std::move(self));
+    return;
+  }
   if (hot && !ssl_) {
     hot_wait_ = true;
     hot_sweeps_ = 0;
@@ -459,7 +480,7 @@ void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool ho
             spdlog::debug("client {}: idle wait turns cold", c.peer_);
             c.in_.release();
             std::string().swap(c.out_);
-            c.wait_idle(std::move(self));
+            c.park(std::move(self));
             return;
           }
           c.on_readable(ec);
@@ -469,20 +490,94 @@ void ClientConnection::wait_idle(std::shared_ptr<ClientConnection> self, bool ho
   // The byte stays in the socket (read_now takes it); EOF and errors end the
   // wait with their error code, a cancel (drain, KILL, a deadline) with
   // operation_aborted.
+  hot_sweeps_ = 0;
   socket_.async_receive(
       asio::buffer(&peeked_, 1), ClientSocket::message_peek,
       asio::bind_allocator(ExactAllocator<void>(),
                            [self = std::move(self)](boost::system::error_code ec, size_t) {
-                             self->on_readable(ec);
+                             ClientConnection& c = *self;
+                             const bool cool = std::exchange(c.cooling_, false);
+                             if (cool && ec == asio::error::operation_aborted && !c.draining_ &&
+                                 !c.terminating_ && !c.timed_out_) {
+                               c.park(std::move(self));
+                               return;
+                             }
+                             c.on_readable(ec);
                            }));
+}
+
+void ClientConnection::park(std::shared_ptr<ClientConnection> self) {
+  if (!loop_.park) loop_.park = std::make_unique<IdlePark>(loop_.io, &on_park_ready);
+  boost::system::error_code ec;
+  const int fd = socket_.release(ec);
+  if (ec) {
+    on_readable(ec);
+    return;
+  }
+  if (!loop_.park->park(fd, this)) {
+    // The kernel refused (out of memory): wait in Asio's reactor as before.
+    socket_.assign(v6_ ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
+    socket_.non_blocking(true, ec);
+    wait_idle(std::move(self));
+    return;
+  }
+  parked_ = true;
+  park_self_ = std::move(self);
+}
+
+void ClientConnection::on_park_ready(void* who) {
+  static_cast<ClientConnection*>(who)->unpark({});
+}
+
+void ClientConnection::unpark(boost::system::error_code ec) {
+  parked_ = false;
+  const int fd = fd_;
+  loop_.park->unpark(fd);
+  boost::system::error_code e;
+  socket_.assign(v6_ ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, e);
+  if (e) {
+    ::close(fd);
+    ec = e;
+  } else {
+    socket_.non_blocking(true, e);
+  }
+  if (!ec) {
+    // What the cold wait's one-byte peek would have ended with: EOF and
+    // socket errors as its error code.
+    const ssize_t n = ::recv(fd, &peeked_, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) {
+      ec = asio::error::eof;
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      ec = boost::system::error_code(errno, asio::error::get_system_category());
+    }
+  }
+  // Posted, as a cancelled operation's handler is: the sweep, drain and the
+  // park's own wake-up may be walking the loop's clients.
+  asio::post(loop_.io, [self = std::move(park_self_), ec] { self->on_readable(ec); });
+}
+
+std::shared_ptr<ClientConnection> ClientConnection::leave_park_for_exit() {
+  if (!parked_) return nullptr;
+  parked_ = false;
+  loop_.park->unpark(fd_);
+  ::close(fd_);
+  return std::move(park_self_);
+}
+
+void ClientConnection::cancel_waits() {
+  if (parked_) {
+    unpark(asio::error::operation_aborted);
+    return;
+  }
+  boost::system::error_code ec;
+  socket_.cancel(ec);
 }
 
 void ClientConnection::expire_io(TimePoint now) {
   if (now == TimePoint::max() || (io_deadline_ && now >= *io_deadline_)) {
     timed_out_ = true;
     io_deadline_.reset();
-    boost::system::error_code ec;
-    socket_.cancel(ec);
+    cancel_waits();
   }
 }
 
@@ -637,14 +732,17 @@ void ClientConnection::close_transport() {
 namespace wirepool::server {
 
 void ClientConnection::describe_connection(ClientInfo& out, const Session* session) const {
-  boost::system::error_code ec;
-  auto remote = socket_.remote_endpoint(ec);
-  if (!ec) {
+  // From the descriptor: a parked client's socket_ is closed meanwhile.
+  asio::ip::tcp::endpoint remote, local;
+  socklen_t len = remote.capacity();
+  if (::getpeername(native_fd(), remote.data(), &len) == 0) {
+    remote.resize(len);
     out.address = remote.address().to_string();
     out.port = remote.port();
   }
-  auto local = socket_.local_endpoint(ec);
-  if (!ec) {
+  len = local.capacity();
+  if (::getsockname(native_fd(), local.data(), &len) == 0) {
+    local.resize(len);
     out.local_address = local.address().to_string();
     out.local_port = local.port();
   }

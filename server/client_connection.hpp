@@ -91,6 +91,9 @@ class ClientConnection : public Client {
   /// Serves a new connection on its loop, whatever its protocol: the login,
   /// then its requests until it leaves (`client` keeps it alive meanwhile).
   static void start(std::shared_ptr<ClientConnection> client);
+  /// At exit, its loop stopped: a parked client's hold on itself (the caller
+  /// drops it once done walking the loop's clients), else null.
+  std::shared_ptr<ClientConnection> leave_park_for_exit();
 
  protected:
   /// `protocol`: where its connection, byte and TLS counts go (/metrics);
@@ -213,9 +216,27 @@ class ClientConnection : public Client {
   /// turns a hot wait that lasted kHotSweeps sweeps into a cold one and
   /// releases both. TLS clients always wait cold (their bytes are records
   /// for OpenSSL to read).
-  void wait_idle(std::shared_ptr<ClientConnection> self, bool hot = false);
-  /// Sweeps a hot idle wait lasts before it turns cold.
+  ///
+  /// `park_now`: the client is parked at once (after login, when a client
+  /// that was served nothing is likely to stay idle).
+  void wait_idle(std::shared_ptr<ClientConnection> self, bool hot = false, bool park_now = false);
+  /// Sweeps an idle wait lasts in Asio's reactor (hot or cold) before the
+  /// client is parked (park()).
   static constexpr int kHotSweeps = 4;
+  /// Moves a long-idle client out of Asio's reactor into its loop's IdlePark:
+  /// the socket is released (Asio frees its descriptor state) and no
+  /// operation is pending, so the client holds only itself. It comes back
+  /// (unpark()) when the socket is readable, or on a cancel of its waits;
+  /// on_readable then sees what the cold wait's peek would have seen.
+  void park(std::shared_ptr<ClientConnection> self);
+  /// Gives a parked socket back to Asio and ends the wait with `ec`
+  /// (success: its readiness is checked with a peek, as the cold wait does).
+  void unpark(boost::system::error_code ec);
+  static void on_park_ready(void* who);
+  /// Cancels the socket's waits, a parked one included.
+  void cancel_waits();
+  /// The socket's descriptor, parked or not.
+  int native_fd() const { return fd_; }
   /// Takes what the hot idle wait received (true: the bytes are in in_, and
   /// the socket had no more), else false: the caller reads.
   bool take_hot_read() { return std::exchange(hot_read_, false); }
@@ -271,6 +292,10 @@ class ClientConnection : public Client {
   ClientSocket socket_;
   std::string peer_;  ///< "address:port", for log lines
   AddressKey address_{};
+  // In the padding after address_.
+  bool v6_ = false;      ///< the socket's protocol, to give a parked one back to Asio
+  bool parked_ = false;  ///< in loop_.park, out of Asio (socket_ is closed meanwhile)
+  int fd_ = -1;          ///< the socket's descriptor, parked or not
   Admission::TicketPtr ticket_;
   InBuffer in_;
   std::string out_;
@@ -295,6 +320,8 @@ class ClientConnection : public Client {
   uint8_t hot_sweeps_ = 0;    ///< sweeps the hot wait has lasted
   bool draining_ = false;     ///< shutdown or reload: finish, then close
   bool terminating_ = false;  ///< shutdown_grace is over
+  /// Keeps a parked client alive: no pending operation holds it meanwhile.
+  std::shared_ptr<ClientConnection> park_self_;
 
  private:
   size_t tls_error(int result, boost::system::error_code& ec);

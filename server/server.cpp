@@ -836,6 +836,16 @@ void Server::stop_all() {
   for (auto& loop : loops_) {
     if (loop->thread.joinable()) loop->thread.join();
   }
+  // A parked client is held by itself, not by an operation that goes with the
+  // loop: let it go too.
+  for (auto& loop : loops_) {
+    std::vector<std::shared_ptr<ClientConnection>> parked;
+    for (auto& c : loop->clients) {
+      if (auto* conn = dynamic_cast<ClientConnection*>(&c)) {
+        if (auto self = conn->leave_park_for_exit()) parked.push_back(std::move(self));
+      }
+    }
+  }
   blocking_.stop();
   blocking_.join();
   hashing_.stop();

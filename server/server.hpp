@@ -22,6 +22,7 @@
 #include "server/auth_lookup.hpp"
 #include "server/backend_pool.hpp"
 #include "server/blocking.hpp"
+#include "server/idle_park.hpp"
 #include "server/log_limiter.hpp"
 #include "server/memory_trim.hpp"
 #include "server/metrics.hpp"
@@ -58,10 +59,22 @@ struct ClientInfo {
 /// A client connection as the event loop sees it: swept for deadlines
 /// (timeouts are checked by one periodic sweep per loop instead of a timer per
 /// client, so an idle client costs no timer) and told when the server drains.
-class Client : public boost::intrusive::list_base_hook<
+/// Something a CancelRequest can reach (any thread).
+class CancelTarget {
+ public:
+  virtual ~CancelTarget() = default;
+  virtual void cancel_request() = 0;
+};
+
+/// A client connection as its loop sees it. A CancelTarget itself, so that a
+/// client has one vtable pointer, not two (it is kept per idle client).
+class Client : public CancelTarget,
+               public boost::intrusive::list_base_hook<
                    boost::intrusive::link_mode<boost::intrusive::auto_unlink>> {
  public:
-  virtual ~Client() = default;
+  ~Client() override = default;
+  /// A CancelRequest for it (protocols without one ignore it).
+  void cancel_request() override {}
   /// Expire whatever deadline passed. Runs on the client's own loop thread.
   virtual void sweep(TimePoint now) = 0;
   /// The server is shutting down: finish the current transaction, then leave.
@@ -82,16 +95,11 @@ struct Loop {
   asio::io_context io{1};
   boost::intrusive::list<Client, boost::intrusive::constant_time_size<false>> clients;
   asio::steady_timer sweep_timer{io};
+  /// Where its long-idle clients wait (server/idle_park.hpp), made at first use.
+  std::unique_ptr<IdlePark> park;
   std::thread thread;
   /// The PostgreSQL relay's state on this loop (server/pg_relay.hpp), made at first use.
   std::shared_ptr<RelayPath> relay;
-};
-
-/// Something a CancelRequest can reach (any thread).
-class CancelTarget {
- public:
-  virtual ~CancelTarget() = default;
-  virtual void cancel_request() = 0;
 };
 
 /// BackendKeyData keys -> the client they cancel.

@@ -170,7 +170,7 @@ awaitable<void> PgClient::resume(boost::system::error_code ec) {
   }
 }
 
-void PgClient::go_idle(bool hot) {
+void PgClient::go_idle(bool hot, bool park_now) {
   hot = hot && !ssl_;  // a TLS client waits cold (wait_idle): its buffers go now
   // A hot client keeps both buffers (no free and malloc per transaction)
   // unless a large message or answer grew them; the cold wait frees them.
@@ -182,7 +182,7 @@ void PgClient::go_idle(bool hot) {
   relay_.give_back();
   arm_idle_deadline(server_.config().server);
   // Readability: everything was written, so TLS wants nothing else.
-  wait_idle(shared_from_this(), hot);
+  wait_idle(shared_from_this(), hot, park_now);
   if (listening_) watch_notifications();
 }
 
@@ -428,7 +428,7 @@ awaitable<void> PgClient::serve(bool readable) {
           open = false;
           break;
         }
-        unconsumed_ = d.consumed;
+        unconsumed_ = static_cast<uint32_t>(d.consumed);
         served = true;
         open = co_await handle(d.message);
         in_.consume(unconsumed_);  // zero if the handler consumed it (COPY)
@@ -462,7 +462,9 @@ awaitable<void> PgClient::serve(bool readable) {
           if (!n) break;
           if (*n > 0) continue;  // else a partial record: wait for the rest
         }
-        go_idle(served);
+        // Served nothing (just logged in, or a wake-up without a request):
+        // likely to stay idle, so it leaves Asio's reactor at once.
+        go_idle(served, !served);
         co_return;
       }
       // Part of a message is here: wait for the rest (bounded by the I/O timeout).

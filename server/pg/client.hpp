@@ -29,9 +29,7 @@ inline constexpr auto kPeerCancelTimeout = std::chrono::seconds(2);
 /// under it (0A000): the backend's statements predate DDL.
 inline constexpr std::string_view kCachedPlanChanged = "cached plan must not change result type";
 
-class PgClient final : public ClientConnection,
-                       public CancelTarget,
-                       public std::enable_shared_from_this<PgClient> {
+class PgClient final : public ClientConnection, public std::enable_shared_from_this<PgClient> {
  public:
   PgClient(Server& server, Loop& loop, ClientSocket socket, const config::Listener& listener,
            Admission::TicketPtr ticket);
@@ -157,7 +155,7 @@ class PgClient final : public ClientConnection,
                                         bool flush_first);
   /// A client with nothing left to do: buffers go, the idle wait starts
   /// (`hot`: it has just been answered; ClientConnection::wait_idle).
-  void go_idle(bool hot);
+  void go_idle(bool hot, bool park_now = false);
   void watch_notifications();
   /// Ends that watch before the backend goes back to the pool.
   void stop_watching_backend();
@@ -260,6 +258,10 @@ class PgClient final : public ClientConnection,
   Server& server_;
   const config::Listener& listener_;
   int32_t pid_ = 0;
+  /// Bytes of the message being handled, consumed after its handler returns
+  /// unless the handler consumed them itself (COPY reads the messages after it).
+  /// 32 bits (a message's length field is), beside pid_ in one word.
+  uint32_t unconsumed_ = 0;
   /// Set for an admin console client (no session): the admin user (held by
   /// users_ or backend_user_).
   const UserRecord* admin_user_ = nullptr;
@@ -308,9 +310,6 @@ class PgClient final : public ClientConnection,
   bool retry_on_primary(const db::Error& err) const;
   /// native_simple_query's run of `text` on the session's backend.
   boost::asio::awaitable<Fetch> run_native(std::string_view text, Streamer& s, db::Error& err);
-  /// Bytes of the message being handled, consumed after its handler returns
-  /// unless the handler consumed them itself (COPY reads the messages after it).
-  size_t unconsumed_ = 0;
   /// The relay of this client's batches (transaction mode, PostgreSQL backends).
   PgRelay relay_{*this};
 };

@@ -80,7 +80,7 @@ bool PgClient::cursor_portal(const Prepared& p, std::string_view portal) const {
 }
 
 bool PgClient::next_is_sync() const {
-  auto rest = in_.view().subspan(std::min(unconsumed_, in_.size()));
+  auto rest = in_.view().subspan(std::min<size_t>(unconsumed_, in_.size()));
   return !rest.empty() && rest[0] == 'S';
 }
 

@@ -14,7 +14,7 @@ PostgreSQL restart is survived without restarting wirepool; SET follows the
 client across backends in transaction mode (and a rolled-back SET does not);
 named prepared statements in transaction mode from many clients, the same name
 in two clients, DEALLOCATE; COPY FROM STDIN and TO STDOUT; LISTEN/NOTIFY in
-session mode, refused in transaction mode, and 20 listeners that left neither
+session mode (also to a listener parked while idle), refused in transaction mode, and 20 listeners that left neither
 counted nor waited for by SIGTERM's drain; psql's \\d, \\dt, \\l; pgbench -i, then
 -S and the TPC-B-like script in simple, extended and prepared modes with zero
 failed transactions.
@@ -323,6 +323,13 @@ class PostgresTest(WirepoolTestCase):
         t, body = rd.one()
         self.assertEqual(t, "A")
         self.assertIn(b"again", body)
+        # Idle for over a second, the listener is parked outside Asio's
+        # reactor (docs/architecture.md): a notification still reaches it.
+        time.sleep(1.5)
+        self.conn().cursor().execute("NOTIFY ch2, 'parked'")
+        t, body = rd.one()
+        self.assertEqual(t, "A")
+        self.assertIn(b"parked", body)
         s.close()
 
     def test_psql_describe_commands(self):
