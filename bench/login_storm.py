@@ -8,13 +8,16 @@ reason when absent).
 
 Prints one JSON object: per pooler the clients that logged in and that failed,
 login latency (TCP connect to the first ReadyForQuery) p50/p99/max in ms, logins
-per second (clients logged in / from the first connect to the last login), and
-the query's p50/p99. `--baseline OLD/wirepool` adds an older build as
+per second (clients logged in / from the first connect to the last login), the
+query's p50/p99, and CPU µs per login of the pooler (/proc/PID/stat) and of the
+client (this process: SCRAM's PBKDF2 runs here), and the connections the kernel
+dropped from a full listen queue meanwhile (each costs its client a 1 s SYN retry). `--rounds N` starts every
+pooler afresh each round, the order turning by one; "summary" has the medians. `--baseline OLD/wirepool` adds an older build as
 "baseline", started the same way. A measurement, not a test: the client side (SCRAM in
 Python threads) shares the 2 cores with the pooler and PostgreSQL, so only the
 ratio within one run means anything.
 
-Usage: bench/login_storm.py [--clients 2000] [--spread 1.0] [--pool 10]
+Usage: bench/login_storm.py [--clients 2000] [--spread 1.0] [--pool 10] [--rounds 1] [--threads N]
                             [--only wirepool,baseline,pgbouncer-1.25] [--baseline BIN]   (run with /usr/bin/python3)
 """
 
@@ -33,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 from harness import Wirepool, raw_login  # noqa: E402
-from pgbench_poolers import FIXTURE, percentile, start_peers  # noqa: E402
+from pgbench_poolers import FIXTURE, cpu_seconds, percentile, start_peers  # noqa: E402
 
 
 def one_query(sock):
@@ -90,11 +93,79 @@ def storm(port, clients, spread):
     return out
 
 
+def listen_overflows():
+    """The kernel's count of connections dropped because a listen queue was
+    full (TcpExt ListenOverflows, machine-wide): the client retries its SYN
+    after 1 s, which shows as a login taking over a second."""
+    with open("/proc/net/netstat") as f:
+        lines = f.read().splitlines()
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            return int(dict(zip(names.split()[1:], values.split()[1:]))["ListenOverflows"])
+    return 0
+
+
+def run_one(name, binary, pg, args):
+    """One fresh pooler process through one storm, with its CPU and the
+    client's (this process: SCRAM's PBKDF2 in the client threads) over it."""
+    if name == "pgbouncer-1.25":
+        peers = start_peers(pg, args.pool, "scram", log=lambda m: print(m, file=sys.stderr),
+                            only=name)
+        if name not in peers:
+            return None
+        peer = peers[name]
+        port, pid, stop = peer.port, peer.pid, peer.stop
+    else:
+        wp = Wirepool(databases=f"""
+          - name: bench
+            driver: postgresql
+            connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
+            password_env: WIREPOOL_BENCH_PG_PASSWORD
+            pool: {{ mode: transaction, max: {args.pool} }}
+        """, users="- { name: bench, password: bench }",
+                      server="log: { level: warn }\nmax_clients: 100000" +
+                      (f"\nthreads: {args.threads}" if args.threads is not None else ""),
+                      name="storm", binary=binary)
+        wp.start(timeout=120)  # long enough for valgrind (a callgrind profile)
+        port, pid, stop = wp.port, wp.proc.pid, wp.cleanup
+    try:
+        cpu0, mine0, drops0 = cpu_seconds(pid), os.times(), listen_overflows()
+        out = storm(port, args.clients, args.spread)
+        cpu1, mine1, drops1 = cpu_seconds(pid), os.times(), listen_overflows()
+        out["listen_overflows"] = drops1 - drops0
+    finally:
+        stop()
+    if out["ok"]:
+        out["cpu_us_per_login"] = round((cpu1 - cpu0) * 1e6 / out["ok"])
+        client = mine1.user + mine1.system - mine0.user - mine0.system
+        out["client_cpu_us_per_login"] = round(client * 1e6 / out["ok"])
+    return out
+
+
+def summarize(runs):
+    """Per pooler: the median and min/max of each figure over the rounds."""
+    out = {}
+    names = sorted({n for r in runs for n in r})
+    for name in names:
+        rs = [r[name] for r in runs if name in r]
+        s = {"ok": [r["ok"] for r in rs], "failed": [r["failed"] for r in rs]}
+        for key in ("logins_per_s", "login_p50_ms", "login_p99_ms", "cpu_us_per_login",
+                    "client_cpu_us_per_login"):
+            v = sorted(r[key] for r in rs if key in r)
+            if v:
+                s[key] = {"median": v[len(v) // 2], "min": v[0], "max": v[-1]}
+        out[name] = s
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=2000)
     ap.add_argument("--spread", type=float, default=1.0)
     ap.add_argument("--pool", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds; each starts every pooler afresh, the order turning by one")
+    ap.add_argument("--threads", type=int, default=None, help="wirepool's server.threads")
     ap.add_argument("--only", default="", help="comma-separated poolers (default: all)")
     ap.add_argument("--baseline", default="", help="an older wirepool binary, run as 'baseline'")
     args = ap.parse_args()
@@ -103,43 +174,31 @@ def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, args.clients + 1000)), hard))
     threading.stack_size(256 << 10)
 
+    targets = [("wirepool", None)]
+    if args.baseline:
+        targets.append(("baseline", args.baseline))
+    targets.append(("pgbouncer-1.25", None))
+    targets = [t for t in targets if not only or t[0] in only]
+
     pgdir = tempfile.mkdtemp(prefix="storm-pg-")
     subprocess.run(["/usr/bin/python3", FIXTURE, "start", pgdir], check=True,
                    stdout=subprocess.DEVNULL)
-    result = {"clients": args.clients, "spread_s": args.spread, "pool": args.pool}
+    result = {"clients": args.clients, "spread_s": args.spread, "pool": args.pool,
+              "rounds": args.rounds, "runs": []}
     try:
         with open(os.path.join(pgdir, "info.json")) as f:
             pg = json.load(f)
         os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
-        builds = [("wirepool", None)]
-        if args.baseline:
-            builds.append(("baseline", args.baseline))
-        for build_name, binary in builds:
-            if only and build_name not in only:
-                continue
-            wp = Wirepool(databases=f"""
-              - name: bench
-                driver: postgresql
-                connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
-                password_env: WIREPOOL_BENCH_PG_PASSWORD
-                pool: {{ mode: transaction, max: {args.pool} }}
-            """, users="- { name: bench, password: bench }",
-                          server="log: { level: warn }\nmax_clients: 100000", name="storm",
-                          binary=binary)
-            wp.start()
-            try:
-                result[build_name] = storm(wp.port, args.clients, args.spread)
-            finally:
-                wp.cleanup()
-        peer_name = "pgbouncer-1.25"
-        if not only or peer_name in only:
-            peers = start_peers(pg, args.pool, "scram", log=lambda m: print(m, file=sys.stderr),
-                                only=peer_name)
-            for name, peer in peers.items():
-                try:
-                    result[name] = storm(peer.port, args.clients, args.spread)
-                finally:
-                    peer.stop()
+        for i in range(args.rounds):
+            run = {}
+            turn = i % len(targets)
+            for name, binary in targets[turn:] + targets[:turn]:
+                r = run_one(name, binary, pg, args)
+                if r is not None:
+                    run[name] = r
+                print(f"round {i + 1} {name}: {r}", file=sys.stderr)
+            result["runs"].append(run)
+        result["summary"] = summarize(result["runs"])
     finally:
         subprocess.run(["/usr/bin/python3", FIXTURE, "stop", pgdir], stdout=subprocess.DEVNULL)
     print(json.dumps(result))

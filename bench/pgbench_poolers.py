@@ -328,10 +328,13 @@ def main():
     # One event loop: on a 2-core host that also runs PostgreSQL and pgbench it
     # costs less CPU per transaction than one per core (cross-loop handoffs);
     # PgBouncer is single-threaded too.
-    ap.add_argument("--wirepool-threads", type=int, default=1)
+    # A comma-separated list ("1,2,0") runs one wirepool per value, as targets
+    # "wirepool-t1", "wirepool-t2", ... (0: the default, one loop per two cores).
+    ap.add_argument("--wirepool-threads", default="1")
     ap.add_argument("--baseline", help="another wirepool binary, run as target 'baseline'")
     ap.add_argument("--only", default="", help="comma-separated targets (default: all)")
     args = ap.parse_args()
+    thread_counts = [int(t) for t in args.wirepool_threads.split(",")]
 
     pgdir = tempfile.mkdtemp(prefix="bench-pg-")
     subprocess.run(["/usr/bin/python3", FIXTURE, "start", pgdir], check=True,
@@ -343,7 +346,7 @@ def main():
                     str(pg["port"]), "-U", pg["user"], pg["database"]], check=True,
                    env=direct_env, capture_output=True)
     os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
-    def start_wirepool(binary=None):
+    def start_wirepool(binary=None, threads=thread_counts[0]):
         w = Wirepool(databases=f"""
           - name: bench
             driver: postgresql
@@ -351,11 +354,12 @@ def main():
             password_env: WIREPOOL_BENCH_PG_PASSWORD
             pool: {{ mode: transaction, max: {args.pool} }}
         """, users="- { name: bench, password: bench }",
-                     server=f"log: {{ level: warn }}\nthreads: {args.wirepool_threads}",
+                     server=f"log: {{ level: warn }}\nthreads: {threads}",
                      name="bench-wirepool", binary=binary)
         return w.start()
 
     wp = start_wirepool()
+    more = {f"wirepool-t{t}": start_wirepool(threads=t) for t in thread_counts[1:]}
     base = start_wirepool(args.baseline) if args.baseline else None
     # SCRAM for both poolers, as bench/run.py does: the same login work.
     bouncer = PgBouncer(pg, args.pool, auth="scram")
@@ -368,6 +372,13 @@ def main():
                                              args.clients, "bench"),
     }
     pids = {"pgbouncer": bouncer.pid, "wirepool": wp.proc.pid}
+    if more:
+        targets[f"wirepool-t{thread_counts[0]}"] = targets.pop("wirepool")
+        pids[f"wirepool-t{thread_counts[0]}"] = pids.pop("wirepool")
+    for name, w in more.items():
+        targets[name] = (lambda port: lambda mode: run_pgbench(
+            port, "bench", "bench", mode, args.seconds, args.clients, "bench"))(w.port)
+        pids[name] = w.proc.pid
     if base:
         targets["baseline"] = lambda mode: run_pgbench(base.port, "bench", "bench", mode,
                                                        args.seconds, args.clients, "bench")
@@ -397,6 +408,8 @@ def main():
     finally:
         bouncer.stop()
         wp.cleanup()
+        for w in more.values():
+            w.cleanup()
         if base:
             base.cleanup()
         subprocess.run(["/usr/bin/python3", FIXTURE, "stop", pgdir], check=False,

@@ -164,14 +164,19 @@ def storm_section(doc_dir):
     with open(files[-1]) as f:
         doc = json.load(f)
     rel = os.path.relpath(files[-1], doc_dir)
+    baseline = doc.get("baseline", "the build before the login waiting room")
     md = ["## Login storm: SCRAM clients connecting at once, one query each", "",
           f"`bench/login_storm.py` on commit `{doc['commit']}`, {doc['date']} "
           f"([`{os.path.basename(files[-1])}`]({rel})), {doc['note']} Medians of "
-          f"{doc['rounds']} runs (min–max); *baseline* is the build before the login waiting "
-          "room. Logins per second: clients logged in / from the first connect to the last "
-          "login.", "",
+          f"{doc['rounds']} runs (min–max); *baseline* is {baseline}. Logins per second: "
+          "clients logged in / from the first connect to the last login. CPU µs per login "
+          "from /proc/PID/stat (10 ms ticks: ±20 µs at 500 logins); *client*: the bench "
+          "process, whose SCRAM (PBKDF2, 4,096 iterations) is most of a login's work; *listen "
+          "drops*: connections the kernel dropped from the pooler's full listen queue in each "
+          "run (each waits 1 s for its SYN retry).", "",
           "| clients | pooler | logged in / failed (each run) | login p50 ms | login p99 ms | "
-          "logins per second |", "|---|---|---|---|---|---|"]
+          "logins per second | CPU µs per login (pooler / client) | listen drops (each run) |",
+          "|---|---|---|---|---|---|---|---|"]
 
     def stat(runs, key, digits=1):
         v = sorted(r[key] for r in runs if key in r)
@@ -186,9 +191,54 @@ def storm_section(doc_dir):
                 continue
             ok = "/".join(str(r["ok"]) for r in runs)
             bad = "/".join(str(r["failed"]) for r in runs)
+            drops = "/".join(str(r["listen_overflows"]) for r in runs
+                             if "listen_overflows" in r) or "—"
             md.append(f"| {load['clients']:,} ({load['spread']}) | {LABELS.get(name, name)} | "
                       f"{ok} / {bad} | {stat(runs, 'login_p50_ms')} | "
-                      f"{stat(runs, 'login_p99_ms')} | {stat(runs, 'logins_per_s', 0)} |")
+                      f"{stat(runs, 'login_p99_ms')} | {stat(runs, 'logins_per_s', 0)} | "
+                      f"{stat(runs, 'cpu_us_per_login', 0)} / "
+                      f"{stat(runs, 'client_cpu_us_per_login', 0)} | {drops} |")
+    md.append("")
+    md += doc.get("findings", [])
+    return md + [""]
+
+
+def threads_section(doc_dir):
+    """`server.threads` side by side, from the newest bench/results/threads-*.json
+    (bench/pgbench_poolers.py --wirepool-threads 1,2,0, run by hand)."""
+    files = sorted(glob.glob(os.path.join(HERE, "results", "threads-*.json")))
+    if not files:
+        return []
+    with open(files[-1]) as f:
+        doc = json.load(f)
+    rel = os.path.relpath(files[-1], doc_dir)
+    r = doc["result"]
+    names = [f"wirepool-t{t}" for t in str(r["wirepool_threads"]).split(",")]
+    label = {n: ("default (`threads: 0`)" if n.endswith("-t0") else f"`threads: {n[10:]}`")
+             for n in names}
+    md = ["## Event loops: `server.threads` at 32 clients", "",
+          f"`bench/pgbench_poolers.py --wirepool-threads {r['wirepool_threads']}` on commit "
+          f"`{doc['commit']}`, {doc['date']} ([`{os.path.basename(files[-1])}`]({rel})), "
+          f"{doc['note']} {r['rounds']} alternating rounds of {r['seconds']} s, "
+          f"{r['clients']} clients, pool {r['pool']}; TPS medians (min–max), p99 and wirepool's "
+          "CPU µs per transaction medians.", "",
+          "| mode | " + " | ".join(f"{label[n]} TPS" for n in names) + " | p99 ms (" +
+          " / ".join(label[n] for n in names) + ") | CPU µs per transaction (" +
+          " / ".join(label[n] for n in names) + ") |",
+          "|---|" + "---|" * (len(names) + 2)]
+    for mode in ("simple", "extended", "prepared"):
+        cells, p99, cpu = [], [], []
+        for n in names:
+            e = r["summary"][mode].get(n, {})
+            cells.append(f"{fmt(e.get('tps_median'))} ({fmt(e.get('tps_min'))}–"
+                         f"{fmt(e.get('tps_max'))})")
+            p99.append(fmt(e.get("p99_ms_median"), 2))
+            xs = [x["cpu_s"] * 1e6 / (x["tps"] * r["seconds"]) for x in r["samples"]
+                  if x["mode"] == mode and x["target"] == n and not x["failed"] and x["tps"]]
+            cpu.append(fmt(sorted(xs)[len(xs) // 2], 1) if xs else "—")
+        md.append(f"| {mode} | {' | '.join(cells)} | {' / '.join(p99)} | {' / '.join(cpu)} |")
+    md.append("")
+    md += doc.get("findings", [])
     return md + [""]
 
 
@@ -373,6 +423,7 @@ def main():
     if "crosscheck" in w:
         md += crosscheck_section(w["crosscheck"])
     md += storm_section(os.path.dirname(os.path.abspath(a.out)))
+    md += threads_section(os.path.dirname(os.path.abspath(a.out)))
     md += rewrite_section(os.path.dirname(os.path.abspath(a.out)))
     md += memory_section()
     if failed:

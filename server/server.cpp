@@ -1,5 +1,6 @@
 #include "server/server.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/signal_set.hpp>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,13 +29,33 @@ namespace wirepool::server {
 // ---------------------------------------------------------------------------
 // CancelRegistry
 
+namespace {
+/// Random words from a per-thread reserve refilled 256 at a time: OpenSSL 3's
+/// RAND_bytes costs ~6k instructions a call whatever its size (a login draws
+/// one key). Each word is handed out once and wiped from the reserve.
+int32_t random_word() {
+  struct Reserve {
+    std::array<int32_t, 256> words{};
+    size_t used = 256;
+    ~Reserve() { OPENSSL_cleanse(words.data(), sizeof words); }
+  };
+  thread_local Reserve r;
+  if (r.used == r.words.size()) {
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(r.words.data()), sizeof r.words) != 1) {
+      throw std::runtime_error("RAND_bytes failed");
+    }
+    r.used = 0;
+  }
+  const int32_t w = r.words[r.used];
+  r.words[r.used++] = 0;
+  return w;
+}
+}  // namespace
+
 std::pair<int32_t, int32_t> CancelRegistry::add(std::weak_ptr<CancelTarget> target) {
   std::lock_guard lock(mu_);
   for (;;) {
-    int32_t key[2];
-    if (RAND_bytes(reinterpret_cast<unsigned char*>(key), sizeof key) != 1) {
-      throw std::runtime_error("RAND_bytes failed");
-    }
+    const int32_t key[2] = {random_word(), random_word()};
     int32_t pid = key[0] & 0x7fffffff;
     if (peer_id_) pid = (peer_id_ << kPeerShift) | (pid & ((1 << kPeerShift) - 1));
     if (pid == 0 || entries_.count(pid)) continue;

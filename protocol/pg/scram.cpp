@@ -27,6 +27,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 namespace wirepool::pg::scram {
@@ -38,17 +39,92 @@ constexpr size_t kServerNonceBytes = 18;
 constexpr size_t kSaltBytes = 16;
 constexpr std::string_view kCbName = "tls-server-end-point";
 
+/// SHA-256 fetched once: OpenSSL 3 looks an algorithm named by EVP_sha256() up
+/// in its provider tables on every use (a third of a login's instructions).
+const EVP_MD* fetched_sha256() {
+  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
+/// One digest context per thread, reused.
+EVP_MD_CTX* digest_context() {
+  struct Free {
+    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+  };
+  thread_local std::unique_ptr<EVP_MD_CTX, Free> ctx(EVP_MD_CTX_new());
+  return ctx.get();
+}
+
+/// Random bytes from a per-thread reserve refilled 512 bytes at a time:
+/// OpenSSL 3's RAND_bytes costs ~6k instructions a call whatever its size.
+/// Each byte is handed out once and wiped from the reserve.
+bool random_bytes(std::span<uint8_t> out) {
+  struct Reserve {
+    std::array<uint8_t, 512> bytes{};
+    size_t used = 512;
+    ~Reserve() { OPENSSL_cleanse(bytes.data(), bytes.size()); }
+  };
+  thread_local Reserve r;
+  if (out.size() > r.bytes.size()) return RAND_bytes(out.data(), static_cast<int>(out.size())) == 1;
+  if (r.used + out.size() > r.bytes.size()) {
+    if (RAND_bytes(r.bytes.data(), static_cast<int>(r.bytes.size())) != 1) return false;
+    r.used = 0;
+  }
+  std::memcpy(out.data(), r.bytes.data() + r.used, out.size());
+  OPENSSL_cleanse(r.bytes.data() + r.used, out.size());
+  r.used += out.size();
+  return true;
+}
+
+/// HMAC-SHA-256 by its definition (RFC 2104) over the fetched digest.
 Key hmac(std::span<const uint8_t> key, std::string_view data) {
   Key out{};
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &len);
+  const EVP_MD* md = fetched_sha256();
+  EVP_MD_CTX* ctx = digest_context();
+  constexpr size_t kBlock = 64;
+  std::array<uint8_t, kBlock> k{};
+  if (!md || !ctx) {  // no provider answer: OpenSSL's own one-shot
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+         reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &len);
+    return out;
+  }
+  if (key.size() > kBlock) {
+    EVP_DigestInit_ex2(ctx, md, nullptr);
+    EVP_DigestUpdate(ctx, key.data(), key.size());
+    EVP_DigestFinal_ex(ctx, k.data(), nullptr);
+  } else {
+    std::memcpy(k.data(), key.data(), key.size());
+  }
+  std::array<uint8_t, kBlock> pad{};
+  for (size_t i = 0; i < kBlock; ++i)
+    pad[i] = k[i] ^ 0x36;
+  EVP_DigestInit_ex2(ctx, md, nullptr);
+  EVP_DigestUpdate(ctx, pad.data(), pad.size());
+  EVP_DigestUpdate(ctx, data.data(), data.size());
+  EVP_DigestFinal_ex(ctx, out.data(), nullptr);
+  for (size_t i = 0; i < kBlock; ++i)
+    pad[i] = k[i] ^ 0x5c;
+  EVP_DigestInit_ex2(ctx, md, nullptr);
+  EVP_DigestUpdate(ctx, pad.data(), pad.size());
+  EVP_DigestUpdate(ctx, out.data(), out.size());
+  EVP_DigestFinal_ex(ctx, out.data(), nullptr);
+  OPENSSL_cleanse(k.data(), k.size());
+  OPENSSL_cleanse(pad.data(), pad.size());
   return out;
 }
 
 Key sha256(std::span<const uint8_t> data) {
   Key out{};
-  SHA256(data.data(), data.size(), out.data());
+  const EVP_MD* md = fetched_sha256();
+  EVP_MD_CTX* ctx = digest_context();
+  if (!md || !ctx) {
+    SHA256(data.data(), data.size(), out.data());
+    return out;
+  }
+  EVP_DigestInit_ex2(ctx, md, nullptr);
+  EVP_DigestUpdate(ctx, data.data(), data.size());
+  EVP_DigestFinal_ex(ctx, out.data(), nullptr);
   return out;
 }
 
@@ -336,7 +412,7 @@ ServerExchange::Answer ServerExchange::client_first(std::string_view mechanism,
   std::string server_nonce = nonce_override_;
   if (server_nonce.empty()) {
     std::array<uint8_t, kServerNonceBytes> raw{};
-    if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
+    if (!random_bytes(raw)) {
       return failure("could not generate a SCRAM nonce");
     }
     server_nonce = base64_encode(raw);
