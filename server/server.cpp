@@ -20,6 +20,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "server/client_connection.hpp"
 #include "server/log.hpp"
 #include "server/notify.hpp"
 #include "tls/tls.hpp"
