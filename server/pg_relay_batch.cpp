@@ -181,6 +181,7 @@ PgRelay::Check PgRelay::check() {
 bool PgRelay::read_only_ahead() {
   Session& s = *c_.session_;
   s.note_movable_begin({});
+  if (s.default_serializable()) return false;  // a hot standby refuses the level
   if (s.routes_transactions() && s.default_read_only()) return true;
   // The first message decides: a Query or a Parse that opens a read-only transaction.
   const auto buf = c_.in_.view();

@@ -82,6 +82,14 @@ bool Session::default_read_only() const {
   return v && (*v == "on" || *v == "true" || *v == "1" || *v == "yes");
 }
 
+bool Session::default_serializable() const {
+  auto v = settings_.get("default_transaction_isolation");
+  return v && v->size() == 12 &&
+         std::equal(v->begin(), v->end(), "serializable", [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         });
+}
+
 void Session::note_movable_begin(std::string_view begin) {
   Work& w = work();
   w.movable_begin.assign(begin);
@@ -138,7 +146,8 @@ asio::awaitable<std::optional<db::Error>> Session::move_to_reads() {
 
 void Session::choose_pool() {
   if (!reads_ || backend_ || waiting_ || queued_) return;
-  const bool reads = read_only_next_ || (route_transactions_ && default_read_only());
+  const bool reads =
+      read_only_next_ || (route_transactions_ && default_read_only() && !default_serializable());
   pool_ = reads ? reads_.get() : primary_.get();
 }
 

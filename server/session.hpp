@@ -85,6 +85,9 @@ class Session : public db::EventSink {
   boost::asio::awaitable<void> leave_standby();
   /// default_transaction_read_only is on: every transaction leases from `reads`.
   bool default_read_only() const;
+  /// default_transaction_isolation is serializable, which a hot standby
+  /// refuses: nothing is routed to `reads`.
+  bool default_serializable() const;
   /// read_only.route_transactions: the next batch, which takes the lease, is
   /// `begin` alone (session/statement.hpp begins_movable); empty: it is not.
   void note_movable_begin(std::string_view begin);

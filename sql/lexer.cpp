@@ -643,6 +643,12 @@ SessionEffects session_effects(std::string_view text, bool backslash_quotes) {
       }
       if (w0 == "CREATE" && (w == "TEMP" || w == "TEMPORARY")) out.opaque = true;
       if (w0 == "DECLARE" && w == "HOLD") out.opaque = true;
+      // SET SESSION CHARACTERISTICS AS TRANSACTION ...: the session's defaults.
+      if (head.size() == 3 && w0 == "SET" && head[1] == "SESSION" && w == "CHARACTERISTICS") {
+        for (const char* n : {"default_transaction_isolation", "default_transaction_read_only",
+                              "default_transaction_deferrable"})
+          out.settings.emplace_back(n);
+      }
     }
     if (w == "INTO") {  // SELECT ... INTO TEMP t
       Lexer ahead = lex;

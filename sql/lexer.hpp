@@ -55,7 +55,8 @@ bool inserts_one_row(std::string_view stmt, Dialect d);
 /// session-level advisory locks, and statements known by their leading words.
 struct SessionEffects {
   /// Settings set for the session by set_config(name, value, false) with a
-  /// literal name (lower-cased): the session layer reads them back to follow
+  /// literal name (lower-cased), or the three defaults SET SESSION
+  /// CHARACTERISTICS changes: the session layer reads them back to follow
   /// the client (is_local true changes nothing beyond the transaction).
   std::vector<std::string> settings;
   /// Something wirepool cannot follow: a set_config() whose name or scope is

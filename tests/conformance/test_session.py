@@ -9,7 +9,8 @@ notice too; a SET inside a committed transaction follows its client, does
 not keep a backend pinned while the client idles (two other clients open
 transactions on a pool of two), and does not reach the next client after the
 first leaves, also when the SET came by the extended protocol and the client
-dropped mid-transaction.
+dropped mid-transaction; SET SESSION CHARACTERISTICS (PgJDBC's
+setTransactionIsolation) follows its client and reaches no other.
 """
 
 import socket
@@ -99,6 +100,32 @@ class SessionTest(DifferentialCase):
             out.append(summary(*br.until_ready()))
             b.close()
             out.append(show(t))
+            return out
+        self.differ(scenario, settle=0.2)
+
+    def test_session_characteristics_stay_with_their_client(self):
+        def scenario(t):
+            out = []
+            a, ar = t.connect()
+            a.sendall(query("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL "
+                            "SERIALIZABLE, READ WRITE, DEFERRABLE"))
+            out.append(summary(*ar.until_ready()))
+            # Others hold every other backend: one of them gets A's last one.
+            held, seen = [], set()
+            for _ in range(self.pool_max - (t.name == "session")):
+                s, rd = t.connect()
+                s.sendall(query("BEGIN; SHOW default_transaction_isolation; "
+                                "SHOW default_transaction_deferrable"))
+                seen.add(repr(summary(*rd.until_ready())))
+                held.append(s)
+            out.append(sorted(seen))  # what the others saw, however many there are
+            for s in held:
+                s.close()
+            for q in ("SHOW default_transaction_isolation", "BEGIN; SHOW transaction_isolation",
+                      "COMMIT", "SHOW default_transaction_deferrable"):
+                a.sendall(query(q))
+                out.append(summary(*ar.until_ready()))
+            a.close()
             return out
         self.differ(scenario, settle=0.2)
 

@@ -366,6 +366,24 @@ class RouteTest(PrimaryStandbyCase):
         cur.execute("COMMIT")
         c.close()
 
+    def test_j_serializable_by_default_stays_on_the_primary(self):
+        # A hot standby refuses SERIALIZABLE, also as the session's default.
+        for how in ("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+                    "SET default_transaction_isolation = 'serializable'"):
+            c = self.connect()
+            cur = c.cursor()
+            cur.execute(how)
+            self.assertFalse(self.on_standby(cur, "BEGIN READ ONLY"), how)
+            cur.execute("BEGIN")
+            cur.execute("SET TRANSACTION READ ONLY")
+            cur.execute("SHOW transaction_isolation")
+            self.assertEqual(cur.fetchone()[0], "serializable", how)
+            cur.execute("COMMIT")
+            cur.execute("SET default_transaction_read_only = on")
+            cur.execute("SELECT pg_is_in_recovery()")
+            self.assertFalse(cur.fetchone()[0], how)
+            c.close()
+
 
 class RouteFallbackTest(PrimaryStandbyCase):
     route = ", route_transactions: true"

@@ -3,6 +3,8 @@
 //
 // Cases: set_config() with a literal name and is_local false is a setting to
 // follow (lower-cased, '' unescaped, qualified pg_catalog.set_config too),
+// SET SESSION CHARACTERISTICS the three transaction defaults (not SET
+// TRANSACTION, which ends with its transaction),
 // with is_local true nothing, with a computed name, a computed scope or a
 // backslash in the name opaque; several calls and nested parentheses in the
 // value; session advisory locks opaque, transaction ones not; CREATE TEMP /
@@ -26,6 +28,19 @@ TEST(SessionEffects, SetConfigWithALiteralNameIsASettingToFollow) {
       "SELECT pg_catalog.set_config('role', 'x', false), SET_CONFIG('a.b''c', f(1, 2), FALSE)");
   EXPECT_EQ(e.settings, (std::vector<std::string>{"role", "a.b'c"}));
   EXPECT_FALSE(e.opaque);
+}
+
+TEST(SessionEffects, SessionCharacteristicsAreTheTransactionDefaults) {
+  const std::vector<std::string> defaults = {"default_transaction_isolation",
+                                             "default_transaction_read_only",
+                                             "default_transaction_deferrable"};
+  auto e = session_effects(
+      "SELECT 1; set /* c */ session characteristics as transaction isolation level serializable");
+  EXPECT_EQ(e.settings, defaults);
+  EXPECT_FALSE(e.opaque);
+  EXPECT_TRUE(session_effects("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE").settings.empty());
+  EXPECT_TRUE(session_effects("SET SESSION search_path TO a").settings.empty());
+  EXPECT_TRUE(session_effects("SELECT 'SET SESSION CHARACTERISTICS'").settings.empty());
 }
 
 TEST(SessionEffects, TransactionLocalSetConfigChangesNothing) {
