@@ -158,22 +158,35 @@ class RouteTest(PrimaryStandbyCase):
             cur, "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE"))
         c.close()
 
-    def test_b_a_write_inside_begin_read_only_fails_as_postgresql_says(self):
+    def write_refused_as_on_the_primary(self, opening, row):
+        """`opening`, then an INSERT of `row`: directly on the primary and through
+        wirepool (where the transaction runs on the standby), the same 25006 and
+        message. Returns wirepool's connection, its transaction rolled back."""
         d = self.direct("primary")
         dc = d.cursor()
-        dc.execute("BEGIN READ ONLY")
+        for q in opening:
+            dc.execute(q)
         with self.assertRaises(psycopg2.Error) as direct:
-            dc.execute("INSERT INTO t VALUES (2)")
+            dc.execute(f"INSERT INTO t VALUES ({row})")
         d.close()
         c = self.connect()
         cur = c.cursor()
-        cur.execute("BEGIN READ ONLY")
+        for q in opening:
+            cur.execute(q)
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertTrue(cur.fetchone()[0], f"{opening}: the transaction runs on the standby")
         with self.assertRaises(psycopg2.Error) as cm:
-            cur.execute("INSERT INTO t VALUES (2)")
+            cur.execute(f"INSERT INTO t VALUES ({row})")
         self.assertEqual(cm.exception.pgcode, "25006")
-        self.assertEqual(cm.exception.pgcode, direct.exception.pgcode)
         self.assertEqual(cm.exception.pgerror, direct.exception.pgerror)
+        self.assertEqual(c.get_transaction_status(),
+                         psycopg2.extensions.TRANSACTION_STATUS_INERROR)
         cur.execute("ROLLBACK")
+        return c
+
+    def test_b_a_write_inside_begin_read_only_fails_as_postgresql_says(self):
+        c = self.write_refused_as_on_the_primary(["BEGIN READ ONLY"], 2)
+        cur = c.cursor()
         cur.execute("INSERT INTO t VALUES (3)")
         cur.execute("SELECT pg_is_in_recovery()")
         self.assertFalse(cur.fetchone()[0])
@@ -329,26 +342,8 @@ class RouteTest(PrimaryStandbyCase):
         self.assertEqual(r.stdout.split(), ["BEGIN", "SET", "t", "COMMIT", "f"], r.stdout)
 
     def test_h_a_write_after_set_transaction_read_only_fails_as_postgresql_says(self):
-        d = self.direct("primary")
-        dc = d.cursor()
-        dc.execute("BEGIN")
-        dc.execute("SET TRANSACTION READ ONLY")
-        with self.assertRaises(psycopg2.Error) as direct:
-            dc.execute("INSERT INTO t VALUES (6)")
-        d.close()
-        c = self.connect()
+        c = self.write_refused_as_on_the_primary(["BEGIN", "SET TRANSACTION READ ONLY"], 6)
         cur = c.cursor()
-        cur.execute("BEGIN")
-        cur.execute("SET TRANSACTION READ ONLY")
-        cur.execute("SELECT pg_is_in_recovery()")
-        self.assertTrue(cur.fetchone()[0], "the transaction runs on the standby")
-        with self.assertRaises(psycopg2.Error) as cm:
-            cur.execute("INSERT INTO t VALUES (6) RETURNING pg_is_in_recovery()")
-        self.assertEqual(cm.exception.pgcode, "25006")
-        self.assertEqual(cm.exception.pgerror, direct.exception.pgerror)
-        self.assertEqual(c.get_transaction_status(),
-                         psycopg2.extensions.TRANSACTION_STATUS_INERROR)
-        cur.execute("ROLLBACK")
         cur.execute("INSERT INTO t VALUES (7) RETURNING pg_is_in_recovery()")
         self.assertFalse(cur.fetchone()[0])
         c.close()
