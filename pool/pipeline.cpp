@@ -179,13 +179,16 @@ bool Pipeline::is_open(TrainId t) const {
   return tr && tr->open;
 }
 
-HeadFlush Pipeline::head_flush(TrainId t, bool reading_ahead, size_t buffered) const {
+HeadFlush Pipeline::head_flush(TrainId t, const PoolView& view, bool reading_ahead,
+                               size_t buffered) const {
   const bool others_behind = followers(t) != 0;
   if (reading_ahead && buffered >= limits_.max_read_ahead && others_behind) {
     return HeadFlush::disconnect;
   }
-  if (reading_ahead || !others_behind) return HeadFlush::wait;
-  return HeadFlush::with_patience;
+  if (reading_ahead) return HeadFlush::wait;
+  if (others_behind) return HeadFlush::with_patience;
+  if (!view.pipeline) return HeadFlush::wait;
+  return view.clients_waiting ? HeadFlush::with_patience : HeadFlush::watch;
 }
 
 bool Pipeline::shape_slow(PoolKey pool, uint64_t shape) const {

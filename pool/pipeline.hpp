@@ -59,7 +59,7 @@ struct PipelineLimits {
   /// they do not wait long behind trains.
   uint32_t busy_train_batches = 4;
   /// A head that takes nothing of its answer for this long while followers
-  /// wait has the rest read ahead into memory ...
+  /// (or clients in its pool's queue) wait has the rest read ahead into memory ...
   std::chrono::milliseconds head_patience{1000};
   /// ... up to this many bytes; past that it is disconnected.
   size_t max_read_ahead = 16 * 1024 * 1024;
@@ -112,8 +112,9 @@ struct TurnReport {
 
 /// How a head's answer is written while others may wait behind it.
 enum class HeadFlush : uint8_t {
-  wait,           ///< as long as the client needs (nobody waits, or read-ahead already)
+  wait,           ///< as long as the client needs (read-ahead already, or no pipelining)
   with_patience,  ///< at most head_patience, then read ahead
+  watch,          ///< nobody waits yet: head_patience at a time, then ask again
   disconnect,     ///< read-ahead full while followers wait
 };
 
@@ -167,8 +168,10 @@ class Pipeline {
   bool is_open(TrainId t) const;
   /// Whether `t` exists (a lease the pipeline saw and not released).
   bool knows(TrainId t) const { return trains_.contains(t); }
-  /// The head of `t` writes its answer: how long it may take.
-  HeadFlush head_flush(TrainId t, bool reading_ahead, size_t buffered) const;
+  /// The head of `t` writes its answer: how long it may take. Followers and
+  /// clients in the pool's queue (`view`) alike wait for it, so both make
+  /// it read ahead after the patience; one may queue while it writes (watch).
+  HeadFlush head_flush(TrainId t, const PoolView& view, bool reading_ahead, size_t buffered) const;
   /// Statements of this shape run long in `pool`: no batch goes behind them.
   bool shape_slow(PoolKey pool, uint64_t shape) const;
   bool waiting(BatchId b) const;

@@ -30,7 +30,7 @@
 // Every handler ends in dispatch(), which grants idle connections to waiters in
 // FIFO order and opens connections for waiters and for `min`, never above `max`
 // (closing connections count until handle_closed); for pipelined waiters alone
-// only up to `pipeline_max` (pipeline_limited); after a failed open, none
+// only up to `pipeline_max` (pipeline_limit); after a failed open, none
 // before retry_at and then one at a time until one succeeds (may_open_now),
 // and waiters that nothing live could serve meanwhile are rejected open_failed.
 
@@ -180,18 +180,18 @@ std::deque<Pool::Waiter>::iterator Pool::drop_waiter(std::deque<Waiter>::iterato
   return waiters_.erase(it);
 }
 
-bool Pool::pipeline_limited(TimePoint now) const {
-  if (config_.pipeline_max == 0 || waiters_.empty()) return false;
+Pool::PipelineLimit Pool::pipeline_limit(TimePoint now) const {
+  if (config_.pipeline_max == 0 || waiters_.empty()) return PipelineLimit::none;
   // A waiter that is not pipelined, past those the connections on their way
   // serve (in FIFO order), needs one of its own.
   const size_t coming = count(State::opening) + count(State::resetting);
   if (waiters_.size() > pipelined_waiting_ &&
       std::any_of(waiters_.begin() + static_cast<std::ptrdiff_t>(std::min(coming, waiters_.size())),
                   waiters_.end(), [](const Waiter& w) { return !w.pipelined; })) {
-    return false;
+    return PipelineLimit::none;
   }
-  if (counted() < config_.pipeline_max) return false;
-  return !(coming == 0 && pipeline_stuck(now));
+  if (counted() < config_.pipeline_max) return PipelineLimit::none;
+  return coming == 0 && pipeline_stuck(now) ? PipelineLimit::past_patience : PipelineLimit::held;
 }
 
 bool Pool::pipeline_stuck(TimePoint now) const {
@@ -229,8 +229,10 @@ void Pool::dispatch(TimePoint now, bool may_open) {
   if (!may_open) return;
   // One Open per waiter not already covered by an opening or resetting connection.
   while (counted() < config_.max &&
-         waiters_.size() > count(State::opening) + count(State::resetting) &&
-         !pipeline_limited(now) && may_open_now(now)) {
+         waiters_.size() > count(State::opening) + count(State::resetting) && may_open_now(now)) {
+    const PipelineLimit limit = pipeline_limit(now);
+    if (limit == PipelineLimit::held) break;
+    if (limit == PipelineLimit::past_patience) ++totals_.patience_opens_total;
     open_one(now);
   }
   // And up to min, counting every connection not closing.

@@ -115,6 +115,9 @@ struct Stats {
   size_t waiting = 0;
   uint64_t granted_total = 0, rejected_timeout_total = 0, rejected_other_total = 0;
   uint64_t opened_total = 0, open_failed_total = 0, closed_total = 0;
+  /// Open actions past pipeline_max because the pipelined waiters' queue made
+  /// no progress for kPipelinePatience.
+  uint64_t patience_opens_total = 0;
   Duration longest_wait{};  ///< of the waiters now waiting
 };
 
@@ -223,8 +226,13 @@ class Pool {
   /// Every waiter leaves waiters_ through here (`progress`: granted or cancelled).
   std::deque<Waiter>::iterator drop_waiter(std::deque<Waiter>::iterator it, TimePoint now,
                                            bool progress);
-  /// Only pipelined waiters wait and none needs a connection past pipeline_max.
-  bool pipeline_limited(TimePoint now) const;
+  /// What pipeline_max says of an Open for the waiters now.
+  enum class PipelineLimit : uint8_t {
+    none,           ///< no limit applies (off, below it, or a waiter needs its own)
+    held,           ///< only pipelined waiters wait and none needs a connection past it
+    past_patience,  ///< held, but their queue is stuck: one opens past it
+  };
+  PipelineLimit pipeline_limit(TimePoint now) const;
   /// The pipelined waiters' queue has made no progress for kPipelinePatience.
   bool pipeline_stuck(TimePoint now) const;
   void dispatch(TimePoint now,

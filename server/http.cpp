@@ -461,6 +461,11 @@ void render_pools(std::string& out, const std::vector<PoolView>& views) {
                 "Backend connections opened, by database and user.");
   for (const auto& v : views)
     add_line(out, "wirepool_backend_connects_total", v.labels, v.stats.opened_total);
+  metric_header(out, "wirepool_pool_patience_opens_total", "counter",
+                "Backend connections opened past pipeline_max because clients waiting for a "
+                "train saw no progress for 50 ms, by database and user.");
+  for (const auto& v : views)
+    add_line(out, "wirepool_pool_patience_opens_total", v.labels, v.stats.patience_opens_total);
   metric_header(out, "wirepool_backend_connect_failures_total", "counter",
                 "Backend connection attempts that failed, by database and user.");
   for (const auto& v : views)

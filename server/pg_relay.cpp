@@ -25,6 +25,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <optional>
 
@@ -404,32 +405,52 @@ awaitable<void> PgRelay::flush() {
   State& R = *state_;
   Backend* b = c_.session_->backend();
   RelayPath& path = RelayPath::of(c_.loop_);
-  switch (b ? path.head_flush(*b, R.reading_ahead, c_.out_.size()) : pool::HeadFlush::wait) {
-    case pool::HeadFlush::disconnect:
-      spdlog::warn(
-          "client {}: disconnected: it stopped reading its result while {} other "
-          "client(s) waited behind it",
-          c_.peer_, path.pipeline().followers(b->lease));
+  const auto patience = path.pipeline().limits().head_patience;
+  bool stalled = false;  // a round of patience passed with the answer not all taken
+  auto progress = std::chrono::steady_clock::now();
+  for (;;) {
+    const pool::HeadFlush how =
+        b ? path.head_flush(*b, c_.session_->pool(), R.reading_ahead, c_.out_.size())
+          : pool::HeadFlush::wait;
+    switch (how) {
+      case pool::HeadFlush::disconnect:
+        spdlog::warn(
+            "client {}: disconnected: it stopped reading its result while {} other "
+            "client(s) waited behind it",
+            c_.peer_, path.pipeline().followers(b->lease));
+        client_left();
+        co_return;
+      case pool::HeadFlush::wait:
+        if (!co_await c_.flush()) client_left();
+        co_return;
+      case pool::HeadFlush::with_patience:
+      case pool::HeadFlush::watch:
+        break;
+    }
+    if (how == pool::HeadFlush::with_patience && stalled) break;  // its patience is spent
+    const size_t before = c_.out_.size();
+    const PgClient::Flushed f = co_await c_.flush_for(patience);
+    if (f == PgClient::Flushed::all) co_return;
+    if (f == PgClient::Flushed::gone) {
       client_left();
       co_return;
-    case pool::HeadFlush::wait:
-      if (!co_await c_.flush()) client_left();
-      co_return;
-    case pool::HeadFlush::with_patience:
-      break;
-  }
-  switch (co_await c_.flush_for(path.pipeline().limits().head_patience)) {
-    case PgClient::Flushed::all:
-      break;
-    case PgClient::Flushed::gone:
+    }
+    if (how == pool::HeadFlush::with_patience) break;
+    // Nobody waited: ask again, and give up on a client that takes nothing
+    // for kIoTimeout, as c_.flush() does.
+    stalled = true;
+    const auto now = std::chrono::steady_clock::now();
+    if (c_.out_.size() < before) {
+      progress = now;
+    } else if (now - progress >= kIoTimeout) {
+      c_.out_.clear();
       client_left();
-      break;
-    case PgClient::Flushed::blocked:
-      R.reading_ahead = true;  // the rest comes into memory; the followers go on
-      spdlog::debug("client {}: slow to read: its answer is read ahead for those behind it",
-                    c_.peer_);
-      break;
+      co_return;
+    }
   }
+  R.reading_ahead = true;  // the rest comes into memory; the others go on
+  spdlog::debug("client {}: slow to read: its answer is read ahead for those waiting for it",
+                c_.peer_);
 }
 
 void PgRelay::client_left() {

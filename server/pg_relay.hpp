@@ -167,7 +167,8 @@ class PgRelay {
   /// much as has arrived) from the client for now (true), or lets it through
   /// after what was held.
   bool hold(char type, std::string_view msg, bool forward);
-  /// Writes out_ for the relay: with others' batches behind, a client that
+  /// Writes out_ for the relay: with others' batches behind or clients in
+  /// the pool's queue (also those that come while it writes), a client that
   /// does not take it within the pipeline's head_patience gets its answer
   /// read ahead (pool::Pipeline::head_flush).
   boost::asio::awaitable<void> flush();
@@ -215,8 +216,9 @@ class RelayPath final : public TrainOwner {
                                      pool::TimePoint now, std::string_view why);
   /// Other clients' batches follow `b`'s running one.
   bool has_followers(const Backend& b) const;
-  /// How `head` writes its answer on `b`.
-  pool::HeadFlush head_flush(const Backend& b, bool reading_ahead, size_t buffered) const;
+  /// How `head` writes its answer on `b`, a backend of `pool`.
+  pool::HeadFlush head_flush(const Backend& b, DatabasePool& pool, bool reading_ahead,
+                             size_t buffered) const;
 
   bool may_cancel(const Backend& b) const override;
   bool release(Backend& b, std::string_view why) override;

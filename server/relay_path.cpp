@@ -207,8 +207,9 @@ bool RelayPath::has_followers(const Backend& b) const {
   return b.train == this && pipeline_.followers(b.lease) != 0;
 }
 
-pool::HeadFlush RelayPath::head_flush(const Backend& b, bool reading_ahead, size_t buffered) const {
-  return pipeline_.head_flush(b.lease, reading_ahead, buffered);
+pool::HeadFlush RelayPath::head_flush(const Backend& b, DatabasePool& pool, bool reading_ahead,
+                                      size_t buffered) const {
+  return pipeline_.head_flush(b.lease, view(pool), reading_ahead, buffered);
 }
 
 bool RelayPath::may_cancel(const Backend& b) const {

@@ -15,7 +15,7 @@
 //  - slow shapes: enter only when others progressed, stay while the average is
 //    above slow_statement, leave below fast_again; a follower of a slow shape
 //    closes the train; a slow batch pauses the pool once;
-//  - may_cancel only without followers; head_flush's three answers;
+//  - may_cancel only without followers; head_flush's four answers;
 //  - handle_released fails the followers and forgets the lease's batch count.
 
 #include <gtest/gtest.h>
@@ -208,12 +208,21 @@ TEST(Pipeline, CancelOnlyWithoutFollowers) {
 
 TEST(Pipeline, HeadFlush) {
   Pipeline p;
-  EXPECT_EQ(p.head_flush(1, false, 0), HeadFlush::wait);
+  PoolView alone, queued, off;
+  queued.clients_waiting = true;
+  off.pipeline = false;
+  off.clients_waiting = true;
+  // Nobody waits for it yet: patience at a time, asking again (one may queue).
+  EXPECT_EQ(p.head_flush(1, alone, false, 0), HeadFlush::watch);
+  // Clients in the pool's queue wait for its connection as followers do.
+  EXPECT_EQ(p.head_flush(1, queued, false, 0), HeadFlush::with_patience);
+  EXPECT_EQ(p.head_flush(1, off, false, 0), HeadFlush::wait);
+  EXPECT_EQ(p.head_flush(1, queued, true, p.limits().max_read_ahead), HeadFlush::wait);
   ASSERT_TRUE(p.handle_turn_began(1, kPool, 1, false, at(0s)));
   p.handle_joined(1, 100, 1, true);
-  EXPECT_EQ(p.head_flush(1, false, 10), HeadFlush::with_patience);
-  EXPECT_EQ(p.head_flush(1, true, p.limits().max_read_ahead - 1), HeadFlush::wait);
-  EXPECT_EQ(p.head_flush(1, true, p.limits().max_read_ahead), HeadFlush::disconnect);
+  EXPECT_EQ(p.head_flush(1, alone, false, 10), HeadFlush::with_patience);
+  EXPECT_EQ(p.head_flush(1, alone, true, p.limits().max_read_ahead - 1), HeadFlush::wait);
+  EXPECT_EQ(p.head_flush(1, alone, true, p.limits().max_read_ahead), HeadFlush::disconnect);
 }
 
 TEST(Pipeline, SlowShapeNeedsOthersProgressAndFadesBelowFastAgain) {

@@ -811,6 +811,22 @@ TEST_F(PoolTest, CancelledPipelinedWaiterCountsAsProgressAndStuckQueueOpensOneAt
   EXPECT_EQ(timeout(), Actions{"open c3"});
 }
 
+TEST_F(PoolTest, OpensPastPipelineMaxAreCountedAndNoOthers) {
+  start(pipelined_limits(10, 1));
+  acquire_pipelined(1);
+  opened(1);
+  acquire(2);  // a transaction: opens past pipeline_max, not for patience
+  opened(2);
+  EXPECT_EQ(pool().stats(now_).patience_opens_total, 0u);
+  acquire_pipelined(3);
+  now_ += kPipelinePatience;
+  EXPECT_EQ(timeout(), Actions{"open c3"});
+  EXPECT_EQ(pool().stats(now_).patience_opens_total, 1u);
+  EXPECT_EQ(open_failed(3), Actions{});  // counted as the pool decided it, open or not
+  EXPECT_EQ(pool().stats(now_).patience_opens_total, 1u);
+  EXPECT_EQ(pool().stats(now_).opened_total, 2u);
+}
+
 TEST_F(PoolTest, SurplusConnectionGivenBackWhileOnlyPipelinedWaitersWaitIsClosed) {
   start(pipelined_limits(10, 1));
   acquire(1);
