@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -53,32 +54,87 @@ int32_t random_word() {
 }
 }  // namespace
 
-std::pair<int32_t, int32_t> CancelRegistry::add(std::weak_ptr<CancelTarget> target) {
+CancelRegistry::CancelRegistry() {
+  rehash(kMinSlots);
+}
+
+size_t CancelRegistry::home(int32_t pid) const {
+  // With a peer id the high bits are fixed: Fibonacci hashing mixes them all.
+  return (static_cast<uint32_t>(pid) * 0x9e3779b1u) >> shift_;
+}
+
+size_t CancelRegistry::find(int32_t pid) const {
+  const size_t mask = slots_.size() - 1;
+  size_t i = home(pid);
+  while (slots_[i].pid != 0 && slots_[i].pid != pid)
+    i = (i + 1) & mask;
+  return i;
+}
+
+void CancelRegistry::rehash(size_t slots) {
+  std::vector<Entry> old(slots, Entry{});
+  old.swap(slots_);
+  shift_ = 32 - std::countr_zero(slots);
+  for (const Entry& e : old) {
+    if (e.pid != 0) slots_[find(e.pid)] = e;
+  }
+}
+
+std::pair<int32_t, int32_t> CancelRegistry::add(CancelTarget& target) {
   std::lock_guard lock(mu_);
+  if ((used_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
   for (;;) {
     const int32_t key[2] = {random_word(), random_word()};
     int32_t pid = key[0] & 0x7fffffff;
     if (peer_id_) pid = (peer_id_ << kPeerShift) | (pid & ((1 << kPeerShift) - 1));
-    if (pid == 0 || entries_.count(pid)) continue;
-    entries_.emplace(pid, Entry{key[1], std::move(target)});
+    if (pid == 0) continue;
+    const size_t i = find(pid);
+    if (slots_[i].pid != 0) continue;  // a live client's pid
+    slots_[i] = Entry{pid, key[1], &target};
+    ++used_;
     return {pid, key[1]};
   }
 }
 
 void CancelRegistry::remove(int32_t pid) {
   std::lock_guard lock(mu_);
-  entries_.erase(pid);
+  if (pid == 0) return;
+  size_t i = find(pid);
+  if (slots_[i].pid == 0) return;
+  // Backward-shift deletion: an entry after the gap moves into it unless its
+  // home lies cyclically in (gap, entry], so every probe sequence stays whole.
+  const size_t mask = slots_.size() - 1;
+  for (size_t j = (i + 1) & mask; slots_[j].pid != 0; j = (j + 1) & mask) {
+    const size_t k = home(slots_[j].pid);
+    if (((j - k) & mask) >= ((j - i) & mask)) {
+      slots_[i] = slots_[j];
+      i = j;
+    }
+  }
+  slots_[i] = Entry{};
+  --used_;
+  // Given back as clients leave (at most 1/8 used: halving leaves it 1/4 used).
+  if (slots_.size() > kMinSlots && used_ * 8 < slots_.size()) rehash(slots_.size() / 2);
 }
 
 bool CancelRegistry::cancel(int32_t pid, int32_t secret) {
   std::lock_guard lock(mu_);
-  auto it = entries_.find(pid);
-  if (it == entries_.end() || it->second.secret != secret) return false;
-  auto target = it->second.target.lock();
-  if (!target) return false;
-  // Under the lock: the target cannot unregister (and tear down) meanwhile.
-  target->cancel_request();
+  if (pid == 0) return false;
+  const Entry& e = slots_[find(pid)];
+  if (e.pid == 0 || e.secret != secret) return false;
+  // Under the lock: the target cannot remove its key (and be destroyed) meanwhile.
+  e.target->cancel_request();
   return true;
+}
+
+size_t CancelRegistry::size() const {
+  std::lock_guard lock(mu_);
+  return used_;
+}
+
+size_t CancelRegistry::capacity() const {
+  std::lock_guard lock(mu_);
+  return slots_.size();
 }
 
 // ---------------------------------------------------------------------------

@@ -102,28 +102,44 @@ struct Loop {
   std::shared_ptr<RelayPath> relay;
 };
 
-/// BackendKeyData keys -> the client they cancel.
+/// BackendKeyData keys -> the client they cancel: an open-addressed table
+/// (linear probing) of 16 B entries, where a hash node and a bucket per key
+/// took 56 B of an idle client's ~830 (bench/results/idle_memory.md). Not
+/// pool::IdMap: its 64-bit key and used flag would make 32 B slots here.
 class CancelRegistry {
  public:
+  CancelRegistry();
   /// With a peer id (1..255, server.peer_id), every key's process id carries it
   /// in bits 23..30 (the rest random), so that a peer can tell whose it is.
   void set_peer_id(int id) { peer_id_ = id; }
   /// The peer id a key's process id carries (0 when this process has none).
   int peer_of(int32_t pid) const { return peer_id_ ? (pid >> kPeerShift) & 0xff : 0; }
   static constexpr int kPeerShift = 23;
-  /// Registers `target` under a fresh random (pid, secret) pair.
-  std::pair<int32_t, int32_t> add(std::weak_ptr<CancelTarget> target);
+  /// Registers `target` under a fresh random (pid, secret) pair. The target
+  /// must remove() the pid before it is destroyed (cancel() reaches it until then).
+  std::pair<int32_t, int32_t> add(CancelTarget& target);
   void remove(int32_t pid);
   /// Cancels the target if the secret matches; true if it did.
   bool cancel(int32_t pid, int32_t secret);
+  /// Keys held, and the table's slots (tests).
+  size_t size() const;
+  size_t capacity() const;
 
  private:
   struct Entry {
-    int32_t secret;
-    std::weak_ptr<CancelTarget> target;
+    int32_t pid = 0;  ///< 0: a free slot (no key has pid 0)
+    int32_t secret = 0;
+    CancelTarget* target = nullptr;
   };
-  std::mutex mu_;
-  std::unordered_map<int32_t, Entry> entries_;
+  static constexpr size_t kMinSlots = 16;
+  size_t home(int32_t pid) const;
+  /// The slot holding `pid`, else the free slot ending its probe sequence.
+  size_t find(int32_t pid) const;
+  void rehash(size_t slots);
+  mutable std::mutex mu_;
+  std::vector<Entry> slots_;  ///< a power of two, at most 3/4 used
+  size_t used_ = 0;
+  int shift_ = 0;  ///< 32 - log2(slots_.size()): home()'s multiplicative hash
   int peer_id_ = 0;
 };
 

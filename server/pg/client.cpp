@@ -49,9 +49,12 @@ PgClient::~PgClient() {
 }
 
 void PgClient::cancel_request() {
-  // Any thread (the registry keeps the client alive meanwhile): the session is
+  // Any thread, under the registry's lock (so ~PgClient's remove() waits); a
+  // client being destroyed has no owner left and is not reached. The session is
   // only touched on its own loop.
-  asio::post(loop_.io, [self = shared_from_this()] {
+  auto self = weak_from_this().lock();
+  if (!self) return;
+  asio::post(loop_.io, [self = std::move(self)] {
     if (self->session_) self->session_->cancel(CancelReason::user);
   });
 }

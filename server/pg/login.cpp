@@ -425,7 +425,7 @@ awaitable<bool> PgClient::finish_login(const std::string& user, const std::strin
       enc.parameter_status(name, session_->settings().get(name).value_or(""));
     }
   }
-  auto [pid, secret] = server_.cancels().add(weak_from_this());
+  auto [pid, secret] = server_.cancels().add(*this);
   pid_ = pid;
   enc.backend_key_data(pid, secret);
   ready_for_query();
@@ -486,7 +486,7 @@ awaitable<bool> PgClient::admin_login(const UserRecord& record) {
   enc.parameter_status("integer_datetimes", "on");
   enc.parameter_status("standard_conforming_strings", "on");
   enc.parameter_status("is_superuser", "on");
-  auto [pid, secret] = server_.cancels().add(weak_from_this());
+  auto [pid, secret] = server_.cancels().add(*this);
   pid_ = pid;
   enc.backend_key_data(pid, secret);
   enc.ready_for_query('I');
