@@ -543,7 +543,8 @@ PgRelay::Relayed PgRelay::finish() {
     // A statement the cache names is gone from the server: none is trusted.
     b.statements.forget();
   }
-  std::vector<bool> ok(R.parses.size(), false);
+  std::vector<bool>& ok = R.confirmed;  // kept with the state: no allocation per batch
+  ok.assign(R.parses.size(), false);
   for (int tag : R.tracker.confirmed()) {
     if (tag < 0 || static_cast<size_t>(tag) >= R.parses.size()) continue;
     ok[tag] = true;

@@ -109,7 +109,8 @@ class PgRelay {
       bool added = false;       ///< the relay added it (the client sent a Bind)
     };
     std::vector<ParseEntry> parses;
-    size_t total = 0;  ///< the batch's bytes in in_
+    std::vector<bool> confirmed;  ///< finish()'s scratch: which of `parses` the server confirmed
+    size_t total = 0;             ///< the batch's bytes in in_
     // Where a started batch stands (start .. finish).
     int fd = -1;
     size_t sent = 0;   ///< of to_server

@@ -30,16 +30,29 @@ inline constexpr size_t kMaxRelayBatchBytes = 256 * 1024;
 
 std::shared_ptr<PgClient::Prepared> PgClient::register_parse(const relay::ParseMsg& m,
                                                              int8_t plain) {
-  auto p = std::make_shared<Prepared>();
-  p->sql = std::string(m.sql);
-  p->param_oids = m.oids;
-  p->cls.kind = StatementKind::backend;
-  p->relay_ok = 1;
-  p->relay_plain = plain;
-  p->key = cache_key_of(p->sql, p->param_oids);
-  p->nparams = p->param_oids.size();
-  ext().statements[std::string(m.name)] = p;
-  return p;
+  auto& slot = ext().statements[std::string(m.name)];
+  if (slot && slot.use_count() == 1 && slot->sql == m.sql && slot->param_oids == m.oids) {
+    // The same text parsed again under its name (an extended-query client's
+    // unnamed statement, each execution): a fresh statement on the old strings.
+    Prepared& p = *slot;
+    std::string sql = std::move(p.sql), key = std::move(p.key);
+    std::vector<uint32_t> oids = std::move(p.param_oids);
+    p = Prepared{};
+    p.sql = std::move(sql);
+    p.param_oids = std::move(oids);
+    p.key = std::move(key);
+  } else {
+    slot = std::make_shared<Prepared>();
+    slot->sql = std::string(m.sql);
+    slot->param_oids = m.oids;
+    slot->key = cache_key_of(slot->sql, slot->param_oids);
+  }
+  Prepared& p = *slot;
+  p.cls.kind = StatementKind::backend;
+  p.relay_ok = 1;
+  p.relay_plain = plain;
+  p.nparams = p.param_oids.size();
+  return slot;
 }
 
 PgRelay::Check PgRelay::check() {

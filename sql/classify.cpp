@@ -1,8 +1,11 @@
 #include "sql/classify.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <iterator>
+#include <span>
+#include <utility>
 #include <vector>
 
 namespace wirepool::sql {
@@ -12,23 +15,28 @@ namespace {
 /// PostgreSQL's rule for a statement outside a transaction block, from its
 /// leading words (PreventInTransactionBlock, RequireTransactionBlock and
 /// WarnNoTransactionBlock in PostgreSQL's sources).
-void block_rule(std::string_view stmt, const std::vector<std::string>& words, StatementInfo& c) {
-  auto is = [&words](size_t i, std::string_view w) { return words.size() > i && words[i] == w; };
+/// The first words of a statement as written (sql::leading_words' views).
+using WordViews = std::span<const std::string_view>;
+
+void block_rule(std::string_view stmt, WordViews words, StatementInfo& c) {
+  auto is = [&words](size_t i, std::string_view w) {
+    return words.size() > i && iequals_upper(words[i], w);
+  };
   auto rule = [&c](BlockRule r, const char* name) {
     c.block = r;
     c.block_name = name;
   };
-  const std::string& w0 = words[0];
-  if (w0 == "SAVEPOINT") {
+  auto w0 = [&is](std::string_view w) { return is(0, w); };
+  if (w0("SAVEPOINT")) {
     rule(BlockRule::require, "SAVEPOINT");
-  } else if (w0 == "RELEASE") {
+  } else if (w0("RELEASE")) {
     rule(BlockRule::require, "RELEASE SAVEPOINT");
-  } else if ((w0 == "ROLLBACK" || w0 == "ABORT") &&
+  } else if ((w0("ROLLBACK") || w0("ABORT")) &&
              (is(1, "TO") || ((is(1, "WORK") || is(1, "TRANSACTION")) && is(2, "TO")))) {
     rule(BlockRule::require, "ROLLBACK TO SAVEPOINT");
-  } else if (w0 == "LOCK") {
+  } else if (w0("LOCK")) {
     rule(BlockRule::require, "LOCK TABLE");
-  } else if (w0 == "DECLARE") {
+  } else if (w0("DECLARE")) {
     // A cursor WITH HOLD outlives its transaction; others need a block.
     auto more = leading_words(stmt, Dialect::postgres, 10);
     bool hold = false;
@@ -36,22 +44,22 @@ void block_rule(std::string_view stmt, const std::vector<std::string>& words, St
       hold = hold || (more[i] == "WITH" && more[i + 1] == "HOLD");
     }
     if (!hold) rule(BlockRule::require, "DECLARE CURSOR");
-  } else if (w0 == "SET" && is(1, "LOCAL")) {
+  } else if (w0("SET") && is(1, "LOCAL")) {
     rule(BlockRule::warn, "SET LOCAL");
-  } else if (w0 == "SET" && is(1, "TRANSACTION")) {
+  } else if (w0("SET") && is(1, "TRANSACTION")) {
     rule(BlockRule::warn, "SET TRANSACTION");
-  } else if (w0 == "VACUUM" || (w0 == "ALTER" && is(1, "SYSTEM")) ||
-             ((w0 == "CREATE" || w0 == "DROP") &&
+  } else if (w0("VACUUM") || (w0("ALTER") && is(1, "SYSTEM")) ||
+             ((w0("CREATE") || w0("DROP")) &&
               (is(1, "DATABASE") || is(1, "TABLESPACE") || is(1, "SUBSCRIPTION"))) ||
-             ((w0 == "COMMIT" || w0 == "ROLLBACK") && is(1, "PREPARED")) ||
-             (w0 == "CLUSTER" && words.size() == 1)) {
+             ((w0("COMMIT") || w0("ROLLBACK")) && is(1, "PREPARED")) ||
+             (w0("CLUSTER") && words.size() == 1)) {
     rule(BlockRule::prevent, "");
-  } else if (w0 == "CREATE" || w0 == "DROP" || w0 == "REINDEX") {
+  } else if (w0("CREATE") || w0("DROP") || w0("REINDEX")) {
     auto more = leading_words(stmt, Dialect::postgres, 5);
     for (const auto& w : more) {
       if (w == "CONCURRENTLY") rule(BlockRule::prevent, "");
     }
-    if (w0 == "REINDEX" && (is(1, "DATABASE") || is(1, "SYSTEM"))) rule(BlockRule::prevent, "");
+    if (w0("REINDEX") && (is(1, "DATABASE") || is(1, "SYSTEM"))) rule(BlockRule::prevent, "");
   }
 }
 
@@ -78,28 +86,43 @@ bool pg_show(std::string_view w1) {
                                                 "MAX_IDENTIFIER_LENGTH",
                                                 "IS_SUPERUSER"};
   for (std::string_view n : kNames) {
-    if (w1 == n) return true;
+    if (iequals_upper(w1, n)) return true;
   }
   return false;
 }
 
-StatementKind kind_of(const std::vector<std::string>& words, Dialect d) {
-  const std::string& w0 = words[0];
-  const std::string_view w1 = words.size() > 1 ? std::string_view(words[1]) : std::string_view();
-  if (w0 == "BEGIN" || (w0 == "START" && w1 == "TRANSACTION")) return StatementKind::begin;
-  if ((w0 == "COMMIT" || w0 == "END") && w1 != "PREPARED") return StatementKind::commit;
-  if (w0 == "ROLLBACK" || w0 == "ABORT") {
+StatementKind kind_of(WordViews words, Dialect d) {
+  auto w0 = [&words](std::string_view w) { return iequals_upper(words[0], w); };
+  auto w1 = [&words](std::string_view w) { return words.size() > 1 && iequals_upper(words[1], w); };
+  if (w0("BEGIN") || (w0("START") && w1("TRANSACTION"))) return StatementKind::begin;
+  if ((w0("COMMIT") || w0("END")) && !w1("PREPARED")) return StatementKind::commit;
+  if (w0("ROLLBACK") || w0("ABORT")) {
     // ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] x and ROLLBACK PREPARED are the backend's.
-    bool to = w1 == "TO" || (words.size() > 2 && words[2] == "TO");
-    return w1 == "PREPARED" || to ? StatementKind::other : StatementKind::rollback;
+    bool to = w1("TO") || (words.size() > 2 && iequals_upper(words[2], "TO"));
+    return w1("PREPARED") || to ? StatementKind::other : StatementKind::rollback;
   }
-  if (w0 == "DEALLOCATE") return StatementKind::deallocate;
-  if (w0 == "DISCARD") return w1 == "ALL" ? StatementKind::discard_all : StatementKind::discard;
-  if (w0 == "SET") return StatementKind::set;
-  if (w0 == "RESET") return StatementKind::reset;
-  if (w0 == "SHOW" && (d != Dialect::mysql || pg_show(w1))) return StatementKind::show;
-  if (w0 == "LISTEN" || w0 == "UNLISTEN" || w0 == "NOTIFY") return StatementKind::listen;
+  if (w0("DEALLOCATE")) return StatementKind::deallocate;
+  if (w0("DISCARD")) return w1("ALL") ? StatementKind::discard_all : StatementKind::discard;
+  if (w0("SET")) return StatementKind::set;
+  if (w0("RESET")) return StatementKind::reset;
+  if (w0("SHOW") && (d != Dialect::mysql || (words.size() > 1 && pg_show(words[1])))) {
+    return StatementKind::show;
+  }
+  if (w0("LISTEN") || w0("UNLISTEN") || w0("NOTIFY")) return StatementKind::listen;
   return StatementKind::other;
+}
+
+/// command_verb() for the first words that name their verb alone (most
+/// statements), without a second lexer pass; empty for the others.
+std::string_view plain_verb(WordViews words) {
+  static constexpr std::pair<std::string_view, std::string_view> kVerbs[] = {
+      {"SELECT", "SELECT"}, {"INSERT", "INSERT"}, {"UPDATE", "UPDATE"}, {"DELETE", "DELETE"},
+      {"VALUES", "SELECT"}, {"TABLE", "SELECT"},  {"BEGIN", "BEGIN"},   {"END", "COMMIT"},
+  };
+  for (const auto& [word, verb] : kVerbs) {
+    if (iequals_upper(words[0], word)) return verb;
+  }
+  return {};
 }
 
 bool is_tran(std::string_view w) {
@@ -117,8 +140,10 @@ std::string lower(std::string_view s) {
 
 StatementInfo classify(std::string_view stmt, Dialect d) {
   StatementInfo c;
-  c.verb = command_verb(stmt, d);
-  auto words = leading_words(stmt, d, 3);
+  std::array<std::string_view, 3> first;
+  const WordViews words(first.data(), leading_words(stmt, d, first));
+  const std::string_view verb = words.empty() ? std::string_view() : plain_verb(words);
+  c.verb = verb.empty() ? command_verb(stmt, d) : std::string(verb);
   if (words.empty()) return c;
   if (d == Dialect::postgres) block_rule(stmt, words, c);
   c.kind = kind_of(words, d);

@@ -443,6 +443,21 @@ std::vector<std::string> leading_words(std::string_view stmt, Dialect d, size_t 
   return out;
 }
 
+size_t leading_words(std::string_view stmt, Dialect d, std::span<std::string_view> out) {
+  Lexer lex(stmt, d);
+  size_t n = 0;
+  while (n < out.size()) {
+    const Token t = lex.next();
+    if (t.type != Tok::word) break;
+    out[n++] = text_of(stmt, t);
+  }
+  return n;
+}
+
+bool iequals_upper(std::string_view word, std::string_view upper) {
+  return iequals(word, upper);
+}
+
 bool inserts_one_row(std::string_view stmt, Dialect d) {
   Words w(stmt, d);
   Token t = w.next();

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,13 @@ bool is_blank(std::string_view text, Dialect d);
 /// The first `n` words of a statement (identifiers and keywords, upper-cased;
 /// comments skipped; stops at the first token that is not a word).
 std::vector<std::string> leading_words(std::string_view stmt, Dialect d, size_t n);
+
+/// The same words as written, without a copy, into `out` (at most its size):
+/// how many. Compare them with iequals_upper().
+size_t leading_words(std::string_view stmt, Dialect d, std::span<std::string_view> out);
+
+/// `word` equals the upper-case ASCII `upper` in any case.
+bool iequals_upper(std::string_view word, std::string_view upper);
 
 /// The command verb PostgreSQL would put in the statement's command tag:
 /// "SELECT", "INSERT", "UPDATE", "DELETE", "CREATE TABLE", "DROP INDEX", "BEGIN", ...

@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <string>
+
 #include "tests/unit/sql/classify_cases.hpp"
 
 namespace wirepool::sql {
@@ -35,6 +38,31 @@ TEST(Classify, RelayUseOfTheFirstWordIgnoresCase) {
   EXPECT_EQ(relay_use("sElEcT"), RelayUse::plain);
   EXPECT_EQ(relay_use("SELECTS"), RelayUse::no);
   EXPECT_EQ(relay_use(""), RelayUse::no);
+}
+
+TEST(Classify, VerbIsCommandVerbAndLetterCaseChangesNothing) {
+  // classify() reads the first words as written and names common verbs without
+  // command_verb(): the decisions must be those of the upper-cased words.
+  for (const auto& c : cases::kPgCases) {
+    const auto info = classify(c.stmt, c.dialect);
+    EXPECT_EQ(info.verb, command_verb(c.stmt, c.dialect)) << c.stmt;
+    for (bool up : {false, true}) {
+      std::string other(c.stmt);
+      for (auto& ch : other)
+        ch = static_cast<char>(up ? std::toupper(static_cast<unsigned char>(ch))
+                                  : std::tolower(static_cast<unsigned char>(ch)));
+      const auto o = classify(other, c.dialect);
+      EXPECT_EQ(o.kind, info.kind) << other;
+      EXPECT_EQ(o.relay, info.relay) << other;
+      EXPECT_EQ(o.block, info.block) << other;
+      EXPECT_STREQ(o.block_name, info.block_name) << other;
+      EXPECT_EQ(o.verb, command_verb(other, c.dialect)) << other;
+    }
+  }
+  EXPECT_EQ(classify("Show server_version", Dialect::mysql).kind, StatementKind::show);
+  EXPECT_EQ(classify("show tables", Dialect::mysql).kind, StatementKind::other);
+  EXPECT_EQ(classify("table t", Dialect::postgres).verb, "SELECT");
+  EXPECT_EQ(classify("end", Dialect::postgres).verb, "COMMIT");
 }
 
 TEST(Classify, EveryKnownTsqlInputGetsTheDecisionItHad) {

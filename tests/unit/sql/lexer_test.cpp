@@ -19,6 +19,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "sql/lexer.hpp"
 
 namespace wirepool::sql {
@@ -219,6 +221,21 @@ TEST(LeadingWords, UpperCasedCommentsSkippedStopsAtNonWord) {
   EXPECT_EQ(leading_words("# c\nstart transaction", Dialect::mysql, 4),
             (W{"START", "TRANSACTION"}));
   EXPECT_EQ(leading_words("BEGIN 'x'", Dialect::ansi, 4), (W{"BEGIN"}));
+}
+
+TEST(LeadingWords, ViewsAsWrittenUpToTheSpan) {
+  std::array<std::string_view, 3> w;
+  EXPECT_EQ(
+      leading_words("  -- c\n begin /* x */ Transaction isolation level", Dialect::postgres, w),
+      3u);
+  EXPECT_EQ(w[0], "begin");
+  EXPECT_EQ(w[1], "Transaction");
+  EXPECT_EQ(w[2], "isolation");
+  EXPECT_EQ(leading_words("SELECT (1)", Dialect::ansi, w), 1u);
+  EXPECT_EQ(leading_words("\"Quoted\" x", Dialect::ansi, w), 0u);
+  EXPECT_EQ(leading_words("a b", Dialect::ansi, std::span<std::string_view>()), 0u);
+  EXPECT_TRUE(iequals_upper("sElEcT", "SELECT"));
+  EXPECT_FALSE(iequals_upper("SELECTS", "SELECT"));
 }
 
 struct MarkerCase {
