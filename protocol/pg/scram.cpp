@@ -76,8 +76,10 @@ bool random_bytes(std::span<uint8_t> out) {
   return true;
 }
 
-/// HMAC-SHA-256 by its definition (RFC 2104) over the fetched digest.
-Key hmac(std::span<const uint8_t> key, std::string_view data) {
+}  // namespace
+
+/// By its definition (RFC 2104) over the fetched digest.
+std::array<uint8_t, 32> hmac_sha256(std::span<const uint8_t> key, std::string_view data) {
   Key out{};
   const EVP_MD* md = fetched_sha256();
   EVP_MD_CTX* ctx = digest_context();
@@ -113,6 +115,8 @@ Key hmac(std::span<const uint8_t> key, std::string_view data) {
   OPENSSL_cleanse(pad.data(), pad.size());
   return out;
 }
+
+namespace {
 
 Key sha256(std::span<const uint8_t> data) {
   Key out{};
@@ -285,8 +289,8 @@ Verifier make_verifier(std::string_view password, std::string_view salt, int ite
   Verifier v;
   v.iterations = iterations;
   v.salt = std::string(salt);
-  v.stored_key = sha256(hmac(salted, "Client Key"));
-  v.server_key = hmac(salted, "Server Key");
+  v.stored_key = sha256(hmac_sha256(salted, "Client Key"));
+  v.server_key = hmac_sha256(salted, "Server Key");
   OPENSSL_cleanse(salted.data(), salted.size());
   OPENSSL_cleanse(prepared.data(), prepared.size());
   return v;
@@ -306,10 +310,10 @@ Verifier fake_verifier(std::string_view user, std::span<const uint8_t> secret) {
   const std::string name(user);
   Verifier v;
   v.iterations = kDefaultIterations;
-  const Key salt = hmac(secret, "salt:" + name);
+  const Key salt = hmac_sha256(secret, "salt:" + name);
   v.salt.assign(reinterpret_cast<const char*>(salt.data()), kSaltBytes);
-  v.stored_key = hmac(secret, "stored-key:" + name);
-  v.server_key = hmac(secret, "server-key:" + name);
+  v.stored_key = hmac_sha256(secret, "stored-key:" + name);
+  v.server_key = hmac_sha256(secret, "server-key:" + name);
   return v;
 }
 
@@ -471,7 +475,7 @@ ServerExchange::Answer ServerExchange::client_final(std::string_view message) {
   auth_message.append(client_first_bare_).append(",").append(server_first_).append(",");
   auth_message.append(without_proof);
 
-  const Key client_signature = hmac(verifier_.stored_key, auth_message);
+  const Key client_signature = hmac_sha256(verifier_.stored_key, auth_message);
   Key client_key{};
   for (size_t i = 0; i < client_key.size(); ++i) {
     client_key[i] = static_cast<uint8_t>((*proof)[i]) ^ client_signature[i];
@@ -480,7 +484,7 @@ ServerExchange::Answer ServerExchange::client_final(std::string_view message) {
   if (CRYPTO_memcmp(computed.data(), verifier_.stored_key.data(), computed.size()) != 0) {
     return failure("SCRAM proof does not match: wrong password");
   }
-  const Key server_signature = hmac(verifier_.server_key, auth_message);
+  const Key server_signature = hmac_sha256(verifier_.server_key, auth_message);
   return {Outcome::success, "v=" + base64_encode(server_signature)};
 }
 
