@@ -30,8 +30,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
-from harness import PGBENCH, Wirepool  # noqa: E402
-from pgbench_poolers import FIXTURE, run_pgbench, start_peers  # noqa: E402
+from harness import PGBENCH  # noqa: E402
+from pgbench_poolers import FIXTURE, bench_wirepool, run_pgbench, start_peers  # noqa: E402
 
 VARIANTS = {  # name: (auth, per-transaction log, a direct run first)
     "harness": ("scram", True, False),
@@ -44,16 +44,8 @@ VARIANTS = {  # name: (auth, per-transaction log, a direct run first)
 
 def start_wirepool(pg, pool, threads):
     """wirepool with `bench` on PostgreSQL (SCRAM: wirepool has no trust login)."""
-    user = "- { name: bench, password: bench }"
-    w = Wirepool(databases=f"""
-      - name: bench
-        driver: postgresql
-        connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
-        password_env: WIREPOOL_BENCH_PG_PASSWORD
-        pool: {{ mode: transaction, max: {pool} }}
-    """, users=user, server=f"log: {{ level: warn }}\nthreads: {threads}\nmax_clients: 100000\n",
-                 name="crosscheck-wirepool")
-    return w.start()
+    return bench_wirepool(pg, pool, "crosscheck-wirepool", threads=threads,
+                          max_clients=100000).start()
 
 
 def measure(pg, targets, variants, rounds, seconds, clients=32, log=print):
@@ -125,7 +117,6 @@ def main():
         subprocess.run([PGBENCH, "-i", "-q", "-s", str(a.scale), "-h", pg["host"], "-p",
                         str(pg["port"]), "-U", pg["user"], pg["database"]], check=True,
                        env=dict(os.environ, PGPASSWORD=pg["password"]), capture_output=True)
-        os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
         targets = {}
         for auth in auths:
             for name, peer in start_peers(pg, a.pool, auth, log).items():

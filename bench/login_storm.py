@@ -35,8 +35,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
-from harness import Wirepool, raw_login  # noqa: E402
-from pgbench_poolers import FIXTURE, cpu_seconds, percentile, start_peers  # noqa: E402
+from harness import raw_login  # noqa: E402
+from pgbench_poolers import (FIXTURE, bench_wirepool, cpu_seconds, percentile,  # noqa: E402
+                             start_peers)
 
 
 def one_query(sock):
@@ -116,16 +117,8 @@ def run_one(name, binary, pg, args):
         peer = peers[name]
         port, pid, stop = peer.port, peer.pid, peer.stop
     else:
-        wp = Wirepool(databases=f"""
-          - name: bench
-            driver: postgresql
-            connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
-            password_env: WIREPOOL_BENCH_PG_PASSWORD
-            pool: {{ mode: transaction, max: {args.pool} }}
-        """, users="- { name: bench, password: bench }",
-                      server="log: { level: warn }\nmax_clients: 100000" +
-                      (f"\nthreads: {args.threads}" if args.threads is not None else ""),
-                      name="storm", binary=binary)
+        wp = bench_wirepool(pg, args.pool, "storm", threads=args.threads, max_clients=100000,
+                            binary=binary)
         wp.start(timeout=120)  # long enough for valgrind (a callgrind profile)
         port, pid, stop = wp.port, wp.proc.pid, wp.cleanup
     try:
@@ -188,7 +181,6 @@ def main():
     try:
         with open(os.path.join(pgdir, "info.json")) as f:
             pg = json.load(f)
-        os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
         for i in range(args.rounds):
             run = {}
             turn = i % len(targets)

@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,6 +61,31 @@ def wait_port(port, timeout=15):
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"nothing listens on {port}")
+
+
+def bench_wirepool(pg, pool, name, threads=None, max_clients=None, binary=None,
+                   more_databases=""):
+    """wirepool as the bench scripts run it, not yet started: database `bench`
+    on PostgreSQL `pg` (pgserver.py's info.json) in transaction mode, pool max
+    `pool`; user bench/bench; warn-level log. `threads` and `max_clients` set
+    server.threads and server.max_clients when given; `more_databases` is YAML
+    for more `databases:` entries; `binary` another build."""
+    os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
+    server = "log: { level: warn }"
+    if max_clients is not None:
+        server += f"\nmax_clients: {max_clients}"
+    if threads is not None:
+        server += f"\nthreads: {threads}"
+    bench = textwrap.dedent(f"""
+      - name: bench
+        driver: postgresql
+        connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
+        password_env: WIREPOOL_BENCH_PG_PASSWORD
+        pool: {{ mode: transaction, max: {pool} }}
+    """)
+    databases = bench.strip("\n") + "\n" + textwrap.dedent(more_databases).strip("\n")
+    return Wirepool(databases=databases, users="- { name: bench, password: bench }",
+                    server=server, name=name, binary=binary)
 
 
 ANCHORS = os.environ.get("WIREPOOL_ANCHORS",
@@ -345,18 +371,9 @@ def main():
     subprocess.run([PGBENCH, "-i", "-q", "-s", str(args.scale), "-h", pg["host"], "-p",
                     str(pg["port"]), "-U", pg["user"], pg["database"]], check=True,
                    env=direct_env, capture_output=True)
-    os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
     def start_wirepool(binary=None, threads=thread_counts[0]):
-        w = Wirepool(databases=f"""
-          - name: bench
-            driver: postgresql
-            connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
-            password_env: WIREPOOL_BENCH_PG_PASSWORD
-            pool: {{ mode: transaction, max: {args.pool} }}
-        """, users="- { name: bench, password: bench }",
-                     server=f"log: {{ level: warn }}\nthreads: {threads}",
-                     name="bench-wirepool", binary=binary)
-        return w.start()
+        return bench_wirepool(pg, args.pool, "bench-wirepool", threads=threads,
+                              binary=binary).start()
 
     wp = start_wirepool()
     more = {f"wirepool-t{t}": start_wirepool(threads=t) for t in thread_counts[1:]}

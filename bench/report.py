@@ -35,6 +35,17 @@ def newest_result():
     return max(full or files)[2]
 
 
+def newest_of(kind, doc_dir):
+    """The newest bench/results/KIND-*.json (the names sort by date) as (its
+    document, its file name, its path from doc_dir), or None when there is none."""
+    files = sorted(glob.glob(os.path.join(HERE, "results", f"{kind}-*.json")))
+    if not files:
+        return None
+    with open(files[-1]) as f:
+        doc = json.load(f)
+    return doc, os.path.basename(files[-1]), os.path.relpath(files[-1], doc_dir)
+
+
 def med(entry, key):
     v = (entry or {}).get(key) or {}
     return v.get("median")
@@ -158,16 +169,14 @@ def crosscheck_section(c):
 def storm_section(doc_dir):
     """The login storm rows, from the newest bench/results/login_storm-*.json
     (bench/login_storm.py runs gathered by hand: not part of `make bench`)."""
-    files = sorted(glob.glob(os.path.join(HERE, "results", "login_storm-*.json")))
-    if not files:
+    newest = newest_of("login_storm", doc_dir)
+    if not newest:
         return []
-    with open(files[-1]) as f:
-        doc = json.load(f)
-    rel = os.path.relpath(files[-1], doc_dir)
+    doc, file_name, rel = newest
     baseline = doc.get("baseline", "the build before the login waiting room")
     md = ["## Login storm: SCRAM clients connecting at once, one query each", "",
           f"`bench/login_storm.py` on commit `{doc['commit']}`, {doc['date']} "
-          f"([`{os.path.basename(files[-1])}`]({rel})), {doc['note']} Medians of "
+          f"([`{file_name}`]({rel})), {doc['note']} Medians of "
           f"{doc['rounds']} runs (min–max); *baseline* is {baseline}. Logins per second: "
           "clients logged in / from the first connect to the last login. CPU µs per login "
           "from /proc/PID/stat (10 ms ticks: ±20 µs at 500 logins); *client*: the bench "
@@ -206,19 +215,17 @@ def storm_section(doc_dir):
 def threads_section(doc_dir):
     """`server.threads` side by side, from the newest bench/results/threads-*.json
     (bench/pgbench_poolers.py --wirepool-threads 1,2,0, run by hand)."""
-    files = sorted(glob.glob(os.path.join(HERE, "results", "threads-*.json")))
-    if not files:
+    newest = newest_of("threads", doc_dir)
+    if not newest:
         return []
-    with open(files[-1]) as f:
-        doc = json.load(f)
-    rel = os.path.relpath(files[-1], doc_dir)
+    doc, file_name, rel = newest
     r = doc["result"]
     names = [f"wirepool-t{t}" for t in str(r["wirepool_threads"]).split(",")]
     label = {n: ("default (`threads: 0`)" if n.endswith("-t0") else f"`threads: {n[10:]}`")
              for n in names}
     md = ["## Event loops: `server.threads` at 32 clients", "",
           f"`bench/pgbench_poolers.py --wirepool-threads {r['wirepool_threads']}` on commit "
-          f"`{doc['commit']}`, {doc['date']} ([`{os.path.basename(files[-1])}`]({rel})), "
+          f"`{doc['commit']}`, {doc['date']} ([`{file_name}`]({rel})), "
           f"{doc['note']} {r['rounds']} alternating rounds of {r['seconds']} s, "
           f"{r['clients']} clients, pool {r['pool']}; TPS medians (min–max), p99 and wirepool's "
           "CPU µs per transaction medians.", "",
@@ -247,15 +254,13 @@ def rewrite_section(doc_dir):
     bench/results/rewrite_cost-*.json: callgrind counts by
     bench/relay_instructions.py and timed bench/pgbench_sqlite.py rounds,
     gathered by hand (not part of `make bench`)."""
-    files = sorted(glob.glob(os.path.join(HERE, "results", "rewrite_cost-*.json")))
-    if not files:
+    newest = newest_of("rewrite_cost", doc_dir)
+    if not newest:
         return []
-    with open(files[-1]) as f:
-        doc = json.load(f)
-    rel = os.path.relpath(files[-1], doc_dir)
+    doc, file_name, rel = newest
     names = doc["binaries"]
     md = ["## The rewrite layer on the plain path (SQLite)", "",
-          f"On commit `{doc['commit']}`, {doc['date']} ([`{os.path.basename(files[-1])}`]({rel})). "
+          f"On commit `{doc['commit']}`, {doc['date']} ([`{file_name}`]({rel})). "
           f"{doc['note']}", "",
           f"| script, mode | {names['e6']} | {names['base']} | {names['new']} | "
           "rewrite layer before | rewrite layer after |", "|---|---|---|---|---|---|"]

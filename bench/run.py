@@ -48,10 +48,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
-from harness import PGBENCH, PSQL, Wirepool, raw_login  # noqa: E402
+from harness import PGBENCH, PSQL, raw_login  # noqa: E402
 import crosscheck  # noqa: E402
-from pgbench_poolers import (FIXTURE, SYSTEM_PGBOUNCER, cpu_seconds, peer_binaries,  # noqa: E402
-                             run_pgbench, start_peers, version)
+from pgbench_poolers import (FIXTURE, SYSTEM_PGBOUNCER, bench_wirepool, cpu_seconds,  # noqa: E402
+                             peer_binaries, run_pgbench, start_peers, version)
 
 MODES = ("simple", "extended", "prepared")
 PK_SELECT = "\\set aid random(1, 100000)\nSELECT abalance FROM accounts WHERE aid = :aid;\n"
@@ -98,7 +98,6 @@ class Bench:
         subprocess.run([PGBENCH, "-i", "-q", "-s", str(args.scale), "-h", self.pg["host"], "-p",
                         str(self.pg["port"]), "-U", self.pg["user"], self.pg["database"]],
                        check=True, env=env, capture_output=True)
-        os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = self.pg["password"]
         self.wp = self.new_wirepool("bench-wirepool")
         # SCRAM for every pooler: wirepool has no trust login, and the same
         # login work for all (bench/crosscheck.py measured what it costs).
@@ -106,23 +105,14 @@ class Bench:
 
     def new_wirepool(self, name):
         """A started wirepool: `bench` on the PostgreSQL server, `app` on SQLite."""
-        pg, args = self.pg, self.args
-        wp = Wirepool(databases=f"""
-          - name: bench
-            driver: postgresql
-            connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
-            password_env: WIREPOOL_BENCH_PG_PASSWORD
-            pool: {{ mode: transaction, max: {args.pool} }}
+        wp = bench_wirepool(self.pg, self.args.pool, name, threads=self.args.wirepool_threads,
+                            max_clients=100000, more_databases="""
           - name: app
             driver: sqlite
             connection: bench.db
-            options: {{ busy_timeout: 10s }}
-            pool: {{ mode: transaction, max: 4 }}
-        """, users="- { name: bench, password: bench }",
-                      server="log: { level: warn }\nmax_clients: 100000\n" +
-                             (f"threads: {args.wirepool_threads}\n"
-                              if args.wirepool_threads is not None else ""),
-                      name=name)
+            options: { busy_timeout: 10s }
+            pool: { mode: transaction, max: 4 }
+        """)
         wp.start()
         return wp
 

@@ -35,7 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
-from harness import PGBENCH, Wirepool, raw_login  # noqa: E402
+from harness import PGBENCH, raw_login  # noqa: E402
+from pgbench_poolers import bench_wirepool  # noqa: E402
 
 FIXTURE = os.path.join(HERE, "..", "tests", "fixtures", "pgserver.py")
 QUERY = b"SELECT 1"
@@ -178,18 +179,10 @@ def main():
     subprocess.run([PGBENCH, "-i", "-q", "-s", "1", "-h", pg["host"], "-p", str(pg["port"]),
                     "-U", pg["user"], pg["database"]], check=True, env=pg_env,
                    capture_output=True)
-    os.environ["WIREPOOL_SOAK_PG_PASSWORD"] = pg["password"]
     if args.malloc_arena_max:
         os.environ["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
-    wp = Wirepool(databases=f"""
-      - name: bench
-        driver: postgresql
-        connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
-        password_env: WIREPOOL_SOAK_PG_PASSWORD
-        pool: {{ mode: transaction, max: {args.pool} }}
-    """, users="- { name: bench, password: bench }",
-                  server=f"log: {{ level: warn }}\nthreads: {args.threads}\nmax_clients: 10000",
-                  name="soak-wirepool", binary=args.binary)
+    wp = bench_wirepool(pg, args.pool, "soak-wirepool", threads=args.threads, max_clients=10000,
+                        binary=args.binary)
     wp.start()
     pgbench = None
     started = time.monotonic()

@@ -39,6 +39,10 @@ Verifier fake_verifier(std::string_view user, std::span<const uint8_t> secret);
 /// True if `password` matches (used by protocols that carry the password itself, TDS).
 bool verify_password(const Verifier& v, std::string_view password);
 
+/// HMAC-SHA-256 (RFC 2104; RFC 4231's vectors) of `data` under `key`, any key
+/// length: SCRAM's keys and signatures, and fake_verifier's derivations.
+std::array<uint8_t, 32> hmac_sha256(std::span<const uint8_t> key, std::string_view data);
+
 std::string base64_encode(std::span<const uint8_t> data);
 std::string base64_encode(std::string_view data);
 std::optional<std::string> base64_decode(std::string_view text);

@@ -2,6 +2,8 @@
 //
 // Cases:
 // - base64 against RFC 4648 vectors, strict decoding (padding, alphabet);
+// - hmac_sha256 against RFC 4231's seven HMAC-SHA-256 cases (keys shorter
+//   than, and longer than, SHA-256's 64-byte block; case 5 truncated);
 // - the RFC 7677 exchange (user "user", password "pencil"): server-first and
 //   server-final byte for byte;
 // - a wrong proof, a tampered c=, a wrong nonce, a proof of the wrong size, a
@@ -110,6 +112,68 @@ TEST(Base64, DecodingIsStrict) {
        {"Zg=", "Z===", "Zm9v!", "Zg==Zg==", "=Zg=", "Zm 9v", "Zg=a", "====", "Zh==", "Zm9="}) {
     EXPECT_EQ(base64_decode(bad), std::nullopt) << bad;
   }
+}
+
+// ---------------------------------------------------------------------------
+// HMAC-SHA-256, RFC 4231 section 4
+
+std::string hex(std::span<const uint8_t> b) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t c : b) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+std::span<const uint8_t> as_bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+TEST(HmacSha256, Rfc4231Vectors) {
+  std::string key4;
+  for (char c = 1; c <= 25; ++c)
+    key4.push_back(c);
+  const std::string big_key(131, '\xaa');
+  const struct {
+    std::string key, data, mac;
+  } cases[] = {
+      {std::string(20, '\x0b'), "Hi There",
+       "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
+      {"Jefe", "what do ya want for nothing?",
+       "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
+      {std::string(20, '\xaa'), std::string(50, '\xdd'),
+       "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"},
+      {key4, std::string(50, '\xcd'),
+       "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"},
+      {std::string(20, '\x0c'), "Test With Truncation", "a3b6167473100ee06e0c796c2955552b"},
+      {big_key, "Test Using Larger Than Block-Size Key - Hash Key First",
+       "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+      {big_key,
+       "This is a test using a larger than block-size key and a larger than block-size data. "
+       "The key needs to be hashed before being used by the HMAC algorithm.",
+       "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"},
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const auto mac = hmac_sha256(as_bytes(cases[i].key), cases[i].data);
+    // Case 5 publishes only the first 128 bits.
+    EXPECT_EQ(hex(mac).substr(0, cases[i].mac.size()), cases[i].mac) << "RFC 4231 case " << i + 1;
+  }
+}
+
+TEST(HmacSha256, RepeatedCallsWithOtherKeysDoNotCarryState) {
+  const std::string a(32, 'a'), b(100, 'b');
+  const auto first = hmac_sha256(as_bytes(a), "message");
+  EXPECT_NE(hmac_sha256(as_bytes(b), "message"), first);
+  EXPECT_EQ(hmac_sha256(as_bytes(a), "message"), first);
+  EXPECT_EQ(hex(hmac_sha256(as_bytes(a), "message")), hex(hmac(a, "message")));
+}
+
+TEST(HmacSha256, EmptyKeyIsAKeyOfItsOwn) {
+  EXPECT_EQ(hex(hmac_sha256({}, "")),
+            "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+  EXPECT_EQ(hex(hmac_sha256({}, "message")), hex(hmac("", "message")));
 }
 
 // ---------------------------------------------------------------------------
