@@ -212,10 +212,8 @@ bool PgRelay::read_only_ahead() {
     text = it->second->sql;
   }
   // The extended protocol's block executes the one statement once before its
-  // Sync (a Parse only first). `whole`: all of it is in in_; otherwise what is
-  // there so far (the rest, read later, goes the ordinary way, where each
-  // Execute counts as a statement: a second one ends transaction_movable).
-  auto executes_once = [&buf, &length_at](bool whole) {
+  // Sync, all of it in in_ (a Parse or a Bind first).
+  auto executes_once = [&buf, &length_at] {
     int executes = 0;
     for (size_t at = 0; at + 5 <= buf.size();) {
       const size_t n = length_at(at);
@@ -228,7 +226,7 @@ bool PgRelay::read_only_ahead() {
       }
       at += 1 + n;
     }
-    return !whole;
+    return false;
   };
   const bool bq = s.settings().backslash_quotes();
   // The lexer only for a text that may begin a transaction (a comment may come first).
@@ -238,10 +236,9 @@ bool PgRelay::read_only_ahead() {
   const char first = b < text.size() ? static_cast<char>(std::toupper(text[b])) : '\0';
   const bool opener = first == 'B' || first == 'S' || first == '/' || first == '-';
   bool ro = s.routes_transactions() && opener && begins_read_only(text, bq);
-  // A plain BEGIN alone (a Query, or a block that runs only it): a SET
-  // TRANSACTION READ ONLY right after it may move it.
-  if (!ro && opener && s.routes_transactions() && begins_movable(text, bq) &&
-      (buf[0] == 'Q' || executes_once(false))) {
+  // A plain BEGIN alone as a Query: a SET TRANSACTION READ ONLY right after it
+  // may move it (not one by the extended protocol: docs/high-availability.md).
+  if (!ro && opener && buf[0] == 'Q' && s.routes_transactions() && begins_movable(text, bq)) {
     s.note_movable_begin(text);
   }
   bool statement = false;
@@ -250,7 +247,7 @@ bool PgRelay::read_only_ahead() {
     // read_only.route_statements. A Query runs as one autocommit batch; an
     // extended-query block only when it is complete in in_ and executes that
     // one reading statement once before its Sync (a retry repeats only it).
-    statement = buf[0] == 'Q' || executes_once(true);
+    statement = buf[0] == 'Q' || executes_once();
     ro = statement;
     if (statement) c_.route_mark_ = c_.out_sent_ + c_.out_.size();
   }
