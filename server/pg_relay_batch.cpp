@@ -196,9 +196,10 @@ bool PgRelay::read_only_ahead() {
   s.note_movable_begin({});
   if (s.default_serializable()) return false;  // a hot standby refuses the level
   if (s.routes_transactions() && s.default_read_only()) return true;
-  // The first message decides: a Query or a Parse that opens a read-only transaction.
+  // The first message decides: a Query, or a Parse or a Bind of a statement,
+  // that opens a read-only transaction.
   const auto buf = c_.in_.view();
-  if (buf.size() < 5 || (buf[0] != 'Q' && buf[0] != 'P')) return false;
+  if (buf.size() < 5 || (buf[0] != 'Q' && buf[0] != 'P' && buf[0] != 'B')) return false;
   c_.route_mark_.reset();
   auto length_at = [&buf](size_t at) {
     return size_t{buf[at + 1]} << 24 | size_t{buf[at + 2]} << 16 | size_t{buf[at + 3]} << 8 |
@@ -211,10 +212,35 @@ bool PgRelay::read_only_ahead() {
   relay::ParseMsg parse;
   if (buf[0] == 'Q') {
     text = body.substr(0, body.find('\0'));
-  } else {
+  } else if (buf[0] == 'P') {
     if (!relay::parse_parse(body, parse)) return false;
     text = parse.sql;
+  } else {
+    // A statement prepared before (a client that names its statements binds
+    // them without a Parse from their second use on): the session's text.
+    relay::BindMsg bind;
+    if (!relay::parse_bind(body, bind) || !c_.ext_) return false;
+    auto it = c_.ext_->statements.find(std::string(bind.statement));
+    if (it == c_.ext_->statements.end()) return false;
+    text = it->second->sql;
   }
+  // The extended protocol's block executes the one statement once before its
+  // Sync, all of it in in_ (a Parse or a Bind first).
+  auto executes_once = [&buf, &length_at] {
+    int executes = 0;
+    for (size_t at = 0; at + 5 <= buf.size();) {
+      const size_t n = length_at(at);
+      if (n < 4 || buf.size() - at - 1 < n) break;
+      const uint8_t type = buf[at];
+      if (type == 'S') return executes == 1;
+      if ((type == 'P' && at != 0) || type == 'Q' || type == 'H' || type == 'd' ||
+          (type == 'E' && ++executes > 1)) {
+        return false;
+      }
+      at += 1 + n;
+    }
+    return false;
+  };
   const bool bq = s.settings().backslash_quotes();
   // The lexer only for a text that may begin a transaction (a comment may come first).
   size_t b = 0;
@@ -223,33 +249,18 @@ bool PgRelay::read_only_ahead() {
   const char first = b < text.size() ? static_cast<char>(std::toupper(text[b])) : '\0';
   const bool opener = first == 'B' || first == 'S' || first == '/' || first == '-';
   bool ro = s.routes_transactions() && opener && begins_read_only(text, bq);
-  // A plain BEGIN alone: a SET TRANSACTION READ ONLY right after it may move it.
+  // A plain BEGIN alone as a Query: a SET TRANSACTION READ ONLY right after it
+  // may move it (not one by the extended protocol: docs/high-availability.md).
   if (!ro && opener && buf[0] == 'Q' && s.routes_transactions() && begins_movable(text, bq)) {
     s.note_movable_begin(text);
   }
   bool statement = false;
-  if (!ro && s.routes_statements() && !s.default_read_only() && reads_only(text, bq)) {
+  if (!ro && buf[0] != 'B' && s.routes_statements() && !s.default_read_only() &&
+      reads_only(text, bq)) {
     // read_only.route_statements. A Query runs as one autocommit batch; an
     // extended-query block only when it is complete in in_ and executes that
     // one reading statement once before its Sync (a retry repeats only it).
-    statement = buf[0] == 'Q';
-    if (!statement) {
-      int executes = 0;
-      for (size_t at = 0; at + 5 <= buf.size();) {
-        const size_t n = length_at(at);
-        if (n < 4 || buf.size() - at - 1 < n) break;
-        const uint8_t type = buf[at];
-        if (type == 'S') {
-          statement = executes == 1;
-          break;
-        }
-        if ((type == 'P' && at != 0) || type == 'Q' || type == 'H' || type == 'd' ||
-            (type == 'E' && ++executes > 1)) {
-          break;
-        }
-        at += 1 + n;
-      }
-    }
+    statement = buf[0] == 'Q' || executes_once();
     ro = statement;
     if (statement) c_.route_mark_ = c_.out_sent_ + c_.out_.size();
   }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <utility>
 
 namespace wirepool::server {
 
@@ -109,7 +110,46 @@ asio::awaitable<std::optional<db::Error>> Session::move_to_reads() {
   if (reads_->paused()) co_return std::nullopt;
   // The standby's backend first: when none is granted nothing has changed.
   const auto started = std::chrono::steady_clock::now();
-  auto got = co_await reads_->acquire();
+  auto executor = co_await asio::this_coro::executor;
+  struct Wait {
+    explicit Wait(const asio::any_io_executor& ex) : wake(ex) {}
+    std::optional<std::variant<Backend*, AcquireError>> got;
+    asio::steady_timer wake;
+  };
+  auto wait = std::make_shared<Wait>(executor);
+  const pool::WaiterId waiter =
+      reads_->acquire_async(executor, [wait](std::variant<Backend*, AcquireError> got) {
+        wait->got = std::move(got);
+        wait->wake.cancel();
+      });
+  // As ensure_backend's wait under PAUSE, a cancel (the client's, the
+  // statement's timeout, the drain's) ends it; polled, off the hot path.
+  boost::system::error_code ec;
+  while (!wait->got && cancel_reason_ == CancelReason::none) {
+    wait->wake.expires_after(std::chrono::milliseconds(50));
+    co_await wait->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (!wait->got) {
+    // Cancelled while it waited, as PostgreSQL cancels a statement waiting
+    // for a lock: the transaction stays on the primary and fails there, by
+    // the server's own cancel (57014, then 25P02 until the client's ROLLBACK).
+    if (!reads_->cancel_acquire(waiter)) {
+      while (!wait->got) {  // granted or refused meanwhile: the answer is posted
+        wait->wake.expires_after(std::chrono::milliseconds(50));
+        co_await wait->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      if (auto* b = std::get_if<Backend*>(&*wait->got)) reads_->release(*b, true);
+    }
+    // No second cancel from run() meanwhile: the reason is kept aside.
+    const CancelReason why = std::exchange(cancel_reason_, CancelReason::none);
+    auto st = co_await execute_text("SELECT pg_cancel_backend(pg_backend_pid())");
+    cancel_reason_ = why;
+    if (st.ok()) co_return std::nullopt;  // not cancelled: a cancel that came too late
+    db::Error e = st.take_error();
+    explain_cancel(e);
+    co_return e;
+  }
+  auto got = std::move(*wait->got);
   if (auto* e = std::get_if<AcquireError>(&got)) {
     spdlog::debug("session {}: SET TRANSACTION READ ONLY stays on the primary: {}", id_,
                   e->message);
@@ -725,6 +765,12 @@ asio::awaitable<db::Status> Session::sync_settings() {
 
 void Session::note_set(std::vector<std::string> names) {
   for (auto& n : names) {
+    // PostgreSQL sets these anew at each transaction's start: they end with
+    // it, and a standby refuses transaction_read_only = off.
+    if (n == "transaction_read_only" || n == "transaction_isolation" ||
+        n == "transaction_deferrable") {
+      continue;
+    }
     auto& noted = work().noted;
     if (std::find(noted.begin(), noted.end(), n) == noted.end()) noted.push_back(std::move(n));
   }

@@ -99,7 +99,10 @@ class Session : public db::EventSink {
   /// primary's empty transaction is rolled back and its backend given back,
   /// then the client's BEGIN runs on the new backend. When `reads` grants none
   /// (no standby within the lag bound, fallback refuse) the transaction stays
-  /// where it is. An error only when no backend holds the transaction anymore.
+  /// where it is. A cancel (the client's, statement_timeout) ends the wait for
+  /// `reads`: the transaction stays on the primary, failed there by the
+  /// server's own cancel, whose 57014 is returned. An error: the client's
+  /// statement is answered with it and not sent.
   boost::asio::awaitable<std::optional<db::Error>> move_to_reads();
 
   /// Acquires a backend if the session holds none. On failure, an error for the
@@ -158,6 +161,7 @@ class Session : public db::EventSink {
   boost::asio::awaitable<db::Status> sync_settings();
   /// PostgreSQL backends: the client ran SET or RESET for `names`; read what the
   /// backend now holds once its transaction is over (a rolled-back SET is undone).
+  /// The transaction's own settings (transaction_read_only, ...) are not kept.
   void note_set(std::vector<std::string> names);
   /// Settings were noted and not yet read back.
   bool settings_noted() const { return work_ && !work_->noted.empty(); }

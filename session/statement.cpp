@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "sql/lexer.hpp"
 #include "sql/pg_tokens.hpp"
@@ -81,25 +83,71 @@ struct TxModes {
   bool serializable = false;  ///< a standby refuses it (hot standby)
 };
 
-/// The modes a transaction statement names. The tokens skip comments, so a
-/// comment cannot route a transaction.
-TxModes tx_modes(std::string_view stmt) {
+/// `w` is the keyword `kw` (upper case) in any case.
+bool same_word(std::string_view w, std::string_view kw) {
+  return w.size() == kw.size() && std::equal(w.begin(), w.end(), kw.begin(), [](char x, char y) {
+           return std::toupper(static_cast<unsigned char>(x)) == y;
+         });
+}
+
+/// The modes a transaction statement names, from its tokens. The tokens skip
+/// comments, so a comment cannot route a transaction.
+TxModes tx_modes(std::string_view stmt, const std::vector<sql::PgToken>& toks) {
   TxModes m;
   bool after_read = false;
-  for (const auto& t : sql::pg_client_tokens(stmt, sql::Dialect::postgres)) {
+  for (const auto& t : toks) {
     const std::string_view w = stmt.substr(t.begin, t.end - t.begin);
-    auto is = [&w](std::string_view kw) {
-      return w.size() == kw.size() &&
-             std::equal(w.begin(), w.end(), kw.begin(), [](char x, char y) {
-               return std::toupper(static_cast<unsigned char>(x)) == y;
-             });
-    };
     const bool word = t.kind == sql::PgToken::Kind::word;
-    if (word && after_read && is("ONLY")) m.read_only = true;
-    if (word && is("SERIALIZABLE")) m.serializable = true;
-    after_read = word && is("READ");
+    if (word && after_read && same_word(w, "ONLY")) m.read_only = true;
+    if (word && same_word(w, "SERIALIZABLE")) m.serializable = true;
+    after_read = word && same_word(w, "READ");
   }
   return m;
+}
+
+TxModes tx_modes(std::string_view stmt) {
+  return tx_modes(stmt, sql::pg_client_tokens(stmt, sql::Dialect::postgres));
+}
+
+/// A value PostgreSQL's parse_bool reads as true: on, 1, or a prefix of true
+/// or yes, in any case (a word, a number or a string literal's value).
+bool true_value(std::string_view v) {
+  auto prefix_of = [&v](std::string_view full) {
+    return !v.empty() && v.size() <= full.size() && same_word(v, full.substr(0, v.size()));
+  };
+  return v == "1" || same_word(v, "ON") || prefix_of("TRUE") || prefix_of("YES");
+}
+
+/// The forms of transaction_read_only = on that the token walk reads exactly:
+///   SET [LOCAL | SESSION] transaction_read_only { = | TO } <true>
+///   SELECT set_config('transaction_read_only', '<true>', { true | false })
+/// Anything else (DEFAULT, an expression, a quoted name) is not one.
+bool sets_read_only_variable(std::string_view stmt, const std::vector<sql::PgToken>& toks) {
+  using K = sql::PgToken::Kind;
+  size_t n = toks.size();
+  while (n > 0 && toks[n - 1].kind == K::semicolon)
+    --n;
+  auto text = [&](size_t i) { return stmt.substr(toks[i].begin, toks[i].end - toks[i].begin); };
+  auto word = [&](size_t i, std::string_view kw) {
+    return i < n && toks[i].kind == K::word && same_word(text(i), kw);
+  };
+  auto value = [&](size_t i) -> std::string {
+    if (toks[i].kind == K::string) return sql::pg_string_value(text(i));
+    if (toks[i].kind == K::word || toks[i].kind == K::number) return std::string(text(i));
+    return {};
+  };
+  if (word(0, "SET")) {
+    const size_t name = word(1, "LOCAL") || word(1, "SESSION") ? 2 : 1;
+    return n == name + 3 && word(name, "TRANSACTION_READ_ONLY") &&
+           ((toks[name + 1].kind == K::other && text(name + 1) == "=") || word(name + 1, "TO")) &&
+           toks[name + 2].kind != K::other && true_value(value(name + 2));
+  }
+  return n == 9 && word(0, "SELECT") && word(1, "SET_CONFIG") && toks[2].kind == K::lparen &&
+         toks[3].kind == K::string &&
+         same_word(sql::pg_string_value(text(3)), "TRANSACTION_READ_ONLY") &&
+         toks[4].kind == K::comma && toks[5].kind == K::string && true_value(value(5)) &&
+         toks[6].kind == K::comma && (word(7, "TRUE") || word(7, "FALSE")) &&
+         toks[8].kind == K::rparen;
 }
 
 }  // namespace
@@ -115,8 +163,9 @@ bool begins_read_only(std::string_view text, bool backslash_quotes) {
 }
 
 bool sets_transaction_read_only(std::string_view stmt) {
-  if (tx_opener(stmt) != TxOpener::set_transaction) return false;
-  const TxModes m = tx_modes(stmt);
+  const auto toks = sql::pg_client_tokens(stmt, sql::Dialect::postgres);
+  if (tx_opener(stmt) != TxOpener::set_transaction) return sets_read_only_variable(stmt, toks);
+  const TxModes m = tx_modes(stmt, toks);
   return m.read_only && !m.serializable;
 }
 

@@ -45,7 +45,10 @@ Classified classify(std::string_view stmt, sql::Dialect dialect, bool backend_ke
 bool begins_read_only(std::string_view text, bool backslash_quotes = false);
 
 /// `stmt` is SET [LOCAL | SESSION] TRANSACTION with READ ONLY among its
-/// modes, and not SERIALIZABLE (a standby refuses that level).
+/// modes, and not SERIALIZABLE (a standby refuses that level); or one of the
+/// forms of transaction_read_only = on that say the same exactly: `SET [LOCAL
+/// | SESSION] transaction_read_only {= | TO} on` (or true, yes, 1, quoted or
+/// not), `SELECT set_config('transaction_read_only', 'on', true | false)`.
 bool sets_transaction_read_only(std::string_view stmt);
 
 /// `text` is one BEGIN / START TRANSACTION alone, neither READ ONLY nor

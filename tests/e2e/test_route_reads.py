@@ -38,11 +38,31 @@ RouteTest:
      primary's own 25006 and message, then ROLLBACK, and writes go on;
   i. with the option off (`plain`) `BEGIN; SET TRANSACTION READ ONLY` stays
      on the primary.
+  k. a CancelRequest while the move waits for a standby backend (app_ro's
+     two held by other clients' transactions) ends the wait at once: the SET
+     gets PostgreSQL's 57014 and message (compared with a cancelled statement
+     on the primary directly), the transaction is the primary's, aborted:
+     25P02 and its message until ROLLBACK; with a backend free the move works;
+  l. `SET [LOCAL | SESSION] transaction_read_only = on / TO true / = 1 /
+     = 'on'` and `SELECT set_config('transaction_read_only', 'on', true)`
+     after a plain BEGIN move the transaction like SET TRANSACTION READ ONLY
+     (the client's tag, status 'T', no wirepool backend in a transaction on
+     the primary; the next transaction read-write on the primary); in one
+     Query with BEGIN; `= off`, a quoted name, set_config among other
+     expressions stay on the primary; an INSERT after it fails with the
+     primary's own 25006;
+  m. node-postgres: a named `BEGIN READ ONLY` is routed on its second use
+     too (Bind first, no Parse); a named `BEGIN` then `SET TRANSACTION READ
+     ONLY` stays on the primary (a limit);
+  n. `SET transaction_read_only = on` late in a primary's transaction is not
+     followed as a session setting: the next `BEGIN READ ONLY` runs on the
+     standby without error.
 RouteFallbackTest (its own primary and standby): the standby killed, `BEGIN`
 then `SET TRANSACTION READ ONLY` stays on the primary (app_ro refuses: no
 standby qualifies), read-only there, with no error, ten times in a row.
 On a binary without the option the configuration is refused (a, b, c, d fail);
-on one without the move (before issue 31's SET TRANSACTION item) g and h fail.
+on one without the move (before issue 31's SET TRANSACTION item) g and h fail;
+on 56bc736 (before issue 42's three items) k, l, m and n fail.
 """
 
 import json
@@ -51,6 +71,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import psycopg2
@@ -378,6 +399,157 @@ class RouteTest(PrimaryStandbyCase):
             cur.execute("SELECT pg_is_in_recovery()")
             self.assertFalse(cur.fetchone()[0], how)
             c.close()
+
+
+    def test_k_a_cancel_ends_the_wait_for_a_standby_backend(self):
+        # PostgreSQL's own answers: a cancelled statement of an open transaction,
+        # then a statement of the aborted transaction.
+        d = self.direct("primary")
+        dc = d.cursor()
+        dc.execute("BEGIN")
+        threading.Timer(0.5, d.cancel).start()
+        with self.assertRaises(psycopg2.Error) as direct_cancel:
+            dc.execute("SELECT pg_sleep(10)")
+        with self.assertRaises(psycopg2.Error) as direct_aborted:
+            dc.execute("SELECT 1")
+        d.close()
+        # app_ro's pool (max 2) held by two transactions: the move waits for
+        # a standby backend, up to acquire_timeout (10 s).
+        holders = [self.connect("app_ro") for _ in range(2)]
+        for h in holders:
+            h.cursor().execute("BEGIN; SELECT 1")
+        c = self.connect()
+        cur = c.cursor()
+        try:
+            cur.execute("BEGIN")
+            cancel = threading.Timer(1.0, c.cancel)
+            cancel.start()
+            started = time.monotonic()
+            with self.assertRaises(psycopg2.Error) as cm:
+                cur.execute("SET TRANSACTION READ ONLY")
+            took = time.monotonic() - started
+            cancel.join()
+            self.assertEqual((cm.exception.pgcode, cm.exception.pgerror),
+                             ("57014", direct_cancel.exception.pgerror))
+            self.assertLess(took, 3.0, "the cancel ended the wait")
+            # The transaction is the primary's, aborted as PostgreSQL aborts it.
+            self.assertEqual(c.get_transaction_status(),
+                             psycopg2.extensions.TRANSACTION_STATUS_INERROR)
+            with self.assertRaises(psycopg2.Error) as aborted:
+                cur.execute("SELECT pg_is_in_recovery()")
+            self.assertEqual((aborted.exception.pgcode, aborted.exception.pgerror),
+                             ("25P02", direct_aborted.exception.pgerror))
+            cur.execute("ROLLBACK")
+            self.assertEqual(c.get_transaction_status(),
+                             psycopg2.extensions.TRANSACTION_STATUS_IDLE)
+            cur.execute("SELECT pg_is_in_recovery()")
+            self.assertFalse(cur.fetchone()[0])
+        finally:
+            for h in holders:
+                h.close()
+        # With a standby backend free the move works again.
+        cur.execute("BEGIN")
+        cur.execute("SET TRANSACTION READ ONLY")
+        cur.execute("SELECT pg_is_in_recovery()")
+        self.assertTrue(cur.fetchone()[0])
+        cur.execute("COMMIT")
+        c.close()
+
+    def test_l_transaction_read_only_on_moves_the_transaction(self):
+        c = self.connect()
+        cur = c.cursor()
+        got, want = [], []
+        for set_ro, tag in (("SET transaction_read_only = on", "SET"),
+                            ("SET LOCAL transaction_read_only TO on", "SET"),
+                            ("set transaction_read_only to true", "SET"),
+                            ("SET SESSION transaction_read_only = 1", "SET"),
+                            ("SET transaction_read_only = 'on'", "SET"),
+                            ("SELECT set_config('transaction_read_only', 'on', true)",
+                             "SELECT 1")):
+            cur.execute("BEGIN")
+            cur.execute(set_ro)
+            status = (cur.statusmessage, c.get_transaction_status())
+            cur.execute("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
+            got.append((set_ro, status, cur.fetchone(), self.in_transactions_on_primary()))
+            want.append((set_ro, (tag, psycopg2.extensions.TRANSACTION_STATUS_INTRANS),
+                         (True, "on"), 0))
+            cur.execute("COMMIT")
+            # The next transaction is the primary's, read-write.
+            cur.execute("BEGIN")
+            cur.execute("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
+            got.append((set_ro, "next", cur.fetchone()))
+            want.append((set_ro, "next", (False, "off")))
+            cur.execute("COMMIT")
+        cur.execute("BEGIN; SET transaction_read_only = on; SELECT pg_is_in_recovery()")
+        got.append(("one Query", cur.fetchone()[0]))
+        want.append(("one Query", True))
+        cur.execute("COMMIT")
+        # Forms not read exactly, or not READ ONLY, stay on the primary.
+        for set_ro, ro in (("SET transaction_read_only = off", "off"),
+                           ('SET "transaction_read_only" = on', "on"),
+                           ("SELECT set_config('transaction_read_only', 'on', true), 1", "on")):
+            cur.execute("BEGIN")
+            cur.execute(set_ro)
+            cur.execute("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
+            got.append((set_ro, cur.fetchone()))
+            want.append((set_ro, (False, ro)))
+            cur.execute("COMMIT")
+        self.assertEqual(got, want)
+        c.close()
+        c = self.write_refused_as_on_the_primary(["BEGIN", "SET transaction_read_only = on"], 8)
+        c.close()
+
+    def test_m_node_postgres_named_begin_read_only_bound_again_is_routed(self):
+        script = """
+          const { Client } = require('pg');
+          (async () => {
+            const c = new Client({ connectionString: process.argv[1] });
+            await c.connect();
+            const rec = async () => (await c.query(
+              { name: 'rec', text: 'SELECT pg_is_in_recovery() AS r, $1::int AS n', values: [1] }
+            )).rows[0].r;
+            const out = [];
+            // Named: Parse/Bind/Describe/Execute/Sync first, then Bind onwards.
+            // Not moved (a limit, docs/high-availability.md): the primary's.
+            for (let i = 0; i < 2; i++) {
+              await c.query({ name: 'b', text: 'BEGIN' });
+              await c.query('SET TRANSACTION READ ONLY');
+              out.push(await rec());
+              await c.query('COMMIT');
+              out.push(await rec());
+            }
+            for (let i = 0; i < 2; i++) {
+              await c.query({ name: 'ro', text: 'BEGIN READ ONLY' });
+              out.push(await rec());
+              await c.query('COMMIT');
+            }
+            await c.end();
+            console.log(JSON.stringify(out));
+          })().catch(e => { console.error(e); process.exit(1); });
+        """
+        r = subprocess.run(["node", "-e", script, self.wp.dsn()], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, NODE_PATH=NODE_PATH))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), [False, False, False, False, True, True])
+
+    def test_n_transaction_settings_end_with_their_transaction(self):
+        # transaction_read_only lasts for its transaction, as SET TRANSACTION
+        # does. Followed as a session setting it was read back after COMMIT
+        # ('off' on the primary) and SET on the next backend: a standby
+        # refuses that ("cannot set transaction read-write mode during
+        # recovery"), so the client's next read-only transaction failed.
+        c = self.connect()
+        cur = c.cursor()
+        cur.execute("BEGIN")
+        cur.execute("SELECT 1")
+        cur.execute("SET transaction_read_only = on")  # too late to move: the primary
+        cur.execute("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
+        self.assertEqual(cur.fetchone(), (False, "on"))
+        cur.execute("COMMIT")
+        for _ in range(3):  # whichever standby backend comes
+            self.assertTrue(self.on_standby(cur, "BEGIN READ ONLY"))
+            self.assertFalse(self.on_standby(cur, "BEGIN"))
+        c.close()
 
 
 class RouteFallbackTest(PrimaryStandbyCase):

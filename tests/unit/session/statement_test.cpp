@@ -12,7 +12,10 @@
 // ONLY; not READ WRITE, a plain BEGIN, SET TRANSACTION READ ONLY alone, a
 // later statement's READ ONLY, or SERIALIZABLE (a standby refuses it).
 // sets_transaction_read_only / begins_movable: the SET TRANSACTION that moves
-// a transaction opened by a plain BEGIN to a standby, and that BEGIN.
+// a transaction opened by a plain BEGIN to a standby, and that BEGIN;
+// transaction_read_only = on in the forms read exactly (SET [LOCAL | SESSION]
+// with = or TO and the values parse_bool reads as true, quoted or not;
+// set_config with literal arguments), and the doubtful ones that are not.
 // reads_only: SELECT/VALUES/TABLE/WITH queries, several of them, comments and
 // literals naming writes; not DML, a data-modifying CTE, FOR UPDATE/SHARE,
 // SELECT INTO, nextval/setval/advisory locks/set_config/pg_notify, transaction
@@ -173,6 +176,47 @@ TEST(Statement, SetTransactionReadOnlyMovesOnlyAPlainBegin) {
   EXPECT_FALSE(begins_movable("BEGIN; SELECT 1"));
   EXPECT_FALSE(begins_movable("SELECT 1"));
   EXPECT_FALSE(begins_movable(""));
+}
+
+TEST(Statement, TransactionReadOnlyOnIsSetTransactionReadOnly) {
+  for (const char* stmt : {
+           "SET transaction_read_only = on",
+           "SET LOCAL transaction_read_only TO on",
+           "set session transaction_read_only to TRUE",
+           "SET transaction_read_only = 1",
+           "SET transaction_read_only = 'on'",
+           "SET transaction_read_only = E'yes';",
+           "SET transaction_read_only = $$t$$",
+           "SET transaction_read_only = y",
+           "SET /* c */ transaction_read_only -- c\n = on",
+           "SELECT set_config('transaction_read_only', 'on', true)",
+           "select SET_CONFIG('Transaction_Read_Only','true',false);",
+       }) {
+    EXPECT_TRUE(sets_transaction_read_only(stmt)) << stmt;
+  }
+  for (const char* stmt : {
+           "SET transaction_read_only = off",
+           "SET transaction_read_only = DEFAULT",
+           "SET transaction_read_only = o",  // ambiguous: PostgreSQL refuses it
+           "SET transaction_read_only = 'on '",
+           "SET transaction_read_only = 10",
+           "SET transaction_read_only = -1",
+           "SET transaction_read_only",
+           "SET transaction_read_only = on, off",
+           "SET \"transaction_read_only\" = on",  // a quoted name: not read here
+           "SET transaction_read_write = on",
+           "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+           "RESET transaction_read_only",
+           "SELECT set_config('transaction_read_only', 'off', true)",
+           "SELECT set_config('transaction_read_only', 'on', true), 1",
+           "SELECT set_config('transaction_read_only', $1, true)",
+           "SELECT set_config('transaction_isolation', 'on', true)",
+           "SELECT 'SET transaction_read_only = on'",
+       }) {
+    EXPECT_FALSE(sets_transaction_read_only(stmt)) << stmt;
+  }
+  // BEGIN then the setting in one Query: routed at BEGIN, as SET TRANSACTION is.
+  EXPECT_TRUE(begins_read_only("BEGIN; SET transaction_read_only = on; SELECT 1"));
 }
 
 TEST(Statement, ReadsOnly) {
