@@ -85,6 +85,19 @@ def tps_cell(e):
     return fmt(med(e, "tps")) + spread(e, "tps")
 
 
+def best_peer(m, peers):
+    """The fastest peer of one mode's summary, (name, median TPS), or (None,
+    None). A peer that failed in half its rounds or more does not count (as
+    PgBouncer 1.18 under -M prepared, which it does not support in
+    transaction mode: a lucky round is not its speed)."""
+    def counts(e):
+        ran = (e.get("tps") or {}).get("n", 0)
+        return ran and (e.get("failed_runs") or 0) < ran
+    best = max(((m[p]["tps"]["median"], p) for p in peers if counts(m.get(p, {}))),
+               default=(None, None))
+    return best[1], best[0]
+
+
 def pooler_table(w):
     """Per mode: TPS of every target, wirepool over the best peer, p99 and CPU."""
     s = w["summary"]
@@ -98,8 +111,12 @@ def pooler_table(w):
     for mode in MODES:
         m = s[mode]
         cells = [tps_cell(m.get(t, {})) for t in targets]
-        best = m.get("best_peer") or ("pgbouncer" if "wirepool/pgbouncer" in m else None)
-        r = m.get("wirepool/best_peer", m.get("wirepool/pgbouncer"))
+        if "peers" in s:
+            best, tps = best_peer(m, s["peers"])
+            r = (med(m.get("wirepool"), "tps") / tps) if best and med(m.get("wirepool"), "tps") else None
+        else:  # older results: PgBouncer 1.18 alone
+            best = "pgbouncer" if "wirepool/pgbouncer" in m else None
+            r = m.get("wirepool/pgbouncer")
         ratio_cell = f"{fmt(r, 3)} ({LABELS.get(best, best)})" if best and r else "—"
         p99 = " / ".join(fmt(med(m.get(t), "p99_ms"), 2) for t in targets)
         cpu = " / ".join(fmt(med(m.get(t), "cpu_us_per_tx"), 1) for t in poolers)

@@ -50,6 +50,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from harness import PGBENCH, PSQL, raw_login  # noqa: E402
 import crosscheck  # noqa: E402
+from report import best_peer  # noqa: E402
 from pgbench_poolers import (FIXTURE, SYSTEM_PGBOUNCER, bench_wirepool, cpu_seconds,  # noqa: E402
                              peer_binaries, run_pgbench, start_peers, version)
 
@@ -192,11 +193,10 @@ def pooler_rounds(bench, clients, seconds, rounds):
             o = (m[other].get("tps") or {}).get("median")
             m[f"wirepool/{other}"] = ratio(w, o)
         # The best peer in this mode (each in its own mode: -M prepared held
-        # against the peers' -M prepared); a peer that failed does not count.
-        best = max(((m[p]["tps"]["median"], p) for p in peers if m[p].get("tps")),
-                   default=(None, None))
-        m["best_peer"] = best[1]
-        m["wirepool/best_peer"] = ratio(w, best[0])
+        # against the peers' -M prepared); report.best_peer says which count.
+        best, tps = best_peer(m, peers)
+        m["best_peer"] = best
+        m["wirepool/best_peer"] = ratio(w, tps)
     return {"clients": clients, "seconds": seconds, "rounds": rounds, "summary": summary,
             "samples": samples}
 
