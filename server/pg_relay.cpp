@@ -407,7 +407,7 @@ awaitable<void> PgRelay::flush() {
   RelayPath& path = RelayPath::of(c_.loop_);
   const auto patience = path.pipeline().limits().head_patience;
   bool stalled = false;  // a round of patience passed with the answer not all taken
-  auto progress = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point progress;  // set when a patience starts
   for (;;) {
     const pool::HeadFlush how =
         b ? path.head_flush(*b, c_.session_->pool(), R.reading_ahead, c_.out_.size())
@@ -429,6 +429,7 @@ awaitable<void> PgRelay::flush() {
     }
     if (how == pool::HeadFlush::with_patience && stalled) break;  // its patience is spent
     const size_t before = c_.out_.size();
+    if (!stalled) progress = std::chrono::steady_clock::now();
     const PgClient::Flushed f = co_await c_.flush_for(patience);
     if (f == PgClient::Flushed::all) co_return;
     if (f == PgClient::Flushed::gone) {

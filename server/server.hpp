@@ -103,9 +103,9 @@ struct Loop {
 };
 
 /// BackendKeyData keys -> the client they cancel: an open-addressed table
-/// (linear probing) of 16 B entries, where a hash node and a bucket per key
-/// took 56 B of an idle client's ~830 (bench/results/idle_memory.md). Not
-/// pool::IdMap: its 64-bit key and used flag would make 32 B slots here.
+/// (linear probing) of 16 B entries, a third of a hash node and bucket per
+/// idle client (bench/results/idle_memory.md). Not pool::IdMap: its 64-bit
+/// key and used flag would double the slot.
 class CancelRegistry {
  public:
   CancelRegistry();

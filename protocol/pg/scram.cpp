@@ -59,8 +59,8 @@ EVP_MD_CTX* digest_context() {
 }
 
 /// One HMAC-SHA-256 context per thread, its digest set once; each use sets
-/// only the key. Null when the provider offers no HMAC or SHA-256. (~2k
-/// instructions a call over a hand-written RFC 2104 HMAC: docs/performance-notes.md.)
+/// only the key. Null when the provider offers no HMAC or SHA-256. (Its cost
+/// against a hand-written HMAC: docs/performance-notes.md.)
 EVP_MAC_CTX* hmac_context() {
   struct Free {
     void operator()(EVP_MAC_CTX* c) const { EVP_MAC_CTX_free(c); }

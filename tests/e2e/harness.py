@@ -427,6 +427,30 @@ def tedious_query(port, cafile, user, password, database, sql, backend):
     return kind, json.loads(rest)
 
 
+NODE_PG_SCRIPT = """
+  const { Client } = require('pg');
+  (async () => {
+    const c = new Client({ connectionString: process.argv[1] });
+    await c.connect();
+    const out = [];
+    %s
+    await c.end();
+    console.log(JSON.stringify(out));
+  })().catch(e => { console.error(e); process.exit(1); });
+"""
+
+
+def node_pg(dsn, body, timeout=60):
+    """Runs `body` (JavaScript with `c`, a connected node-postgres Client, and
+    `out`, an array it fills) against `dsn`; returns `out`, or raises
+    AssertionError with node's stderr."""
+    r = subprocess.run(["node", "-e", NODE_PG_SCRIPT % body, dsn], capture_output=True,
+                       text=True, timeout=timeout, env=dict(os.environ, NODE_PATH=NODE_PATH))
+    if r.returncode != 0:
+        raise AssertionError(f"node-postgres script failed: {r.stderr[-2000:]}")
+    return json.loads(r.stdout)
+
+
 def psql(dsn, *args, input=None, check=True, timeout=60, env=None, aligned=False):
     """psql -X -At (without -At when `aligned`) with ON_ERROR_STOP; returns the
     CompletedProcess."""

@@ -26,16 +26,13 @@ StatementRouteTest:
 On a binary without the option the configuration is refused (a to e fail).
 """
 
-import json
-import os
-import subprocess
 import time
 import unittest
 
 import psycopg
 import psycopg2
 
-from harness import NODE_PATH
+from harness import node_pg
 from test_route_reads import PrimaryStandbyCase
 
 SETUP = """
@@ -145,12 +142,7 @@ class StatementRouteTest(PrimaryStandbyCase):
         self.assertEqual(self.written(210), (3, 0))
 
     def test_e_node_postgres_extended_protocol(self):
-        script = """
-          const { Client } = require('pg');
-          (async () => {
-            const c = new Client({ connectionString: process.argv[1] });
-            await c.connect();
-            const out = [];
+        out = node_pg(self.wp.dsn(), """
             for (let i = 0; i < 3; i++) {
               out.push((await c.query('SELECT pg_is_in_recovery() AS r, $1::int AS n', [i]))
                 .rows[0].r);
@@ -164,14 +156,7 @@ class StatementRouteTest(PrimaryStandbyCase):
               .rows[0].r);
             out.push((await c.query('SELECT pg_is_in_recovery() AS r, $1::int AS n', [9]))
               .rows[0].r);
-            await c.end();
-            console.log(JSON.stringify(out));
-          })().catch(e => { console.error(e); process.exit(1); });
-        """
-        r = subprocess.run(["node", "-e", script, self.wp.dsn()], capture_output=True, text=True,
-                           timeout=60, env=dict(os.environ, NODE_PATH=NODE_PATH))
-        self.assertEqual(r.returncode, 0, r.stderr)
-        out = json.loads(r.stdout)
+        """)
         self.assertEqual(len(out), 9)
         self.assertEqual(out[3:8], [False] * 5, "f's answers come from the primary")
         self.assertEqual(self.written(200), (3, 0))
