@@ -46,10 +46,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def cpu_seconds(pid):
+def cpu_split(pid):
+    """CPU seconds of a process so far: (user, kernel)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_seconds(pid):
+    return sum(cpu_split(pid))
 
 
 def wait_port(port, timeout=15):
@@ -402,6 +408,10 @@ def main():
         pids["baseline"] = base.proc.pid
     if args.only:
         keep = set(args.only.split(","))
+        unknown = keep - set(targets)
+        if unknown:
+            ap.error(f"--only: no target {', '.join(sorted(unknown))} in this run "
+                     f"(targets: {', '.join(targets)})")
         targets = {k: v for k, v in targets.items() if k in keep}
     samples = []
     try:

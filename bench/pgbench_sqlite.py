@@ -20,6 +20,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 from harness import PGBENCH, Wirepool, psql  # noqa: E402
+from pgbench_poolers import cpu_seconds  # noqa: E402
 
 SELECT_ONLY = "\\set aid random(1, 100000)\nSELECT abalance FROM accounts WHERE aid = :aid;\n"
 READ_WRITE = """\\set aid random(1, 100000)
@@ -30,12 +31,6 @@ SELECT abalance FROM accounts WHERE aid = :aid;
 INSERT INTO history (aid, delta) VALUES (:aid, :delta);
 END;
 """
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():

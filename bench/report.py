@@ -98,15 +98,25 @@ def best_peer(m, peers):
     return best[1], best[0]
 
 
+def cpu_cell(entry):
+    """CPU µs per transaction, the kernel's part in brackets where measured."""
+    total = fmt(med(entry, "cpu_us_per_tx"), 1)
+    kernel = med(entry, "cpu_kernel_us_per_tx")
+    return f"{total} ({fmt(kernel, 1)})" if kernel is not None else total
+
+
 def pooler_table(w):
     """Per mode: TPS of every target, wirepool over the best peer, p99 and CPU."""
     s = w["summary"]
     targets = targets_of(w)
     poolers = targets[1:]
     names = [LABELS.get(t, t) for t in targets]
+    split = any(med(s[mode].get(t), "cpu_kernel_us_per_tx") is not None
+                for mode in MODES for t in poolers)
     lines = ["| mode | " + " | ".join(f"{n} TPS" for n in names) +
              " | wirepool / best peer | p99 ms (" + " / ".join(names) + ") | "
-             "CPU µs per transaction (" + " / ".join(LABELS.get(t, t) for t in poolers) + ") |",
+             "CPU µs per transaction" + (", in brackets of it in the kernel" if split else "") +
+             " (" + " / ".join(LABELS.get(t, t) for t in poolers) + ") |",
              "|---" * (len(targets) + 4) + "|"]
     for mode in MODES:
         m = s[mode]
@@ -119,7 +129,7 @@ def pooler_table(w):
             r = m.get("wirepool/pgbouncer")
         ratio_cell = f"{fmt(r, 3)} ({LABELS.get(best, best)})" if best and r else "—"
         p99 = " / ".join(fmt(med(m.get(t), "p99_ms"), 2) for t in targets)
-        cpu = " / ".join(fmt(med(m.get(t), "cpu_us_per_tx"), 1) for t in poolers)
+        cpu = " / ".join(cpu_cell(m.get(t)) for t in poolers)
         lines.append(f"| {mode} | {' | '.join(cells)} | {ratio_cell} | {p99} | {cpu} |")
     return "\n".join(lines)
 

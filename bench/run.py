@@ -51,7 +51,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from harness import PGBENCH, PSQL, raw_login  # noqa: E402
 import crosscheck  # noqa: E402
 from report import best_peer  # noqa: E402
-from pgbench_poolers import (FIXTURE, SYSTEM_PGBOUNCER, bench_wirepool, cpu_seconds,  # noqa: E402
+from pgbench_poolers import (FIXTURE, SYSTEM_PGBOUNCER, bench_wirepool, cpu_split,  # noqa: E402
                              peer_binaries, run_pgbench, start_peers, version)
 
 MODES = ("simple", "extended", "prepared")
@@ -159,13 +159,16 @@ def pooler_rounds(bench, clients, seconds, rounds):
             k = rnd % len(names)
             for name in names[k:] + names[:k]:
                 pid, run = targets[name]
-                cpu0 = cpu_seconds(pid) if pid else None
+                cpu0 = cpu_split(pid) if pid else None
                 s = run(mode)
                 s.update(round=rnd, mode=mode, target=name)
                 if cpu0 is not None:
-                    s["cpu_s"] = round(cpu_seconds(pid) - cpu0, 2)
+                    user, kernel = (b - a for a, b in zip(cpu0, cpu_split(pid)))
+                    s["cpu_s"] = round(user + kernel, 2)
+                    s["cpu_kernel_s"] = round(kernel, 2)
                     if s["tps"]:
                         s["cpu_us_per_tx"] = round(s["cpu_s"] * 1e6 / (s["tps"] * seconds), 1)
+                        s["cpu_kernel_us_per_tx"] = round(kernel * 1e6 / (s["tps"] * seconds), 1)
                 samples.append(s)
                 log(f"{clients} clients {mode} {name}: "
                     f"{'failed' if s['failed'] else round(s['tps'])} tps")
@@ -185,6 +188,8 @@ def pooler_rounds(bench, clients, seconds, rounds):
                 if cpu:
                     entry["cpu_s"] = cpu
                     entry["cpu_us_per_tx"] = summarize([s.get("cpu_us_per_tx") for s in ok])
+                    entry["cpu_kernel_us_per_tx"] = summarize(
+                        [s.get("cpu_kernel_us_per_tx") for s in ok])
             else:
                 entry["error"] = xs[0]["error"] if xs else ""
             m[name] = entry

@@ -22,6 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 from harness import NODE_PATH, Wirepool  # noqa: E402
+from pgbench_poolers import cpu_seconds  # noqa: E402
 
 NODE22 = os.path.join(NODE_PATH, ".bin", "node")
 TDS_JS = os.path.join(HERE, "..", "tests", "e2e", "node", "tds.js")
@@ -30,13 +31,6 @@ TDS_JS = os.path.join(HERE, "..", "tests", "e2e", "node", "tds.js")
 def node(args, **kw):
     return subprocess.run([NODE22] + args, capture_output=True, text=True,
                           env=dict(os.environ, NODE_PATH=NODE_PATH), **kw)
-
-
-def cpu_seconds(pid):
-    """User + system CPU time of a process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():
