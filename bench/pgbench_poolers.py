@@ -367,6 +367,14 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated targets (default: all)")
     args = ap.parse_args()
     thread_counts = [int(t) for t in args.wirepool_threads.split(",")]
+    # Checked before any server starts: a name that is not a target ran nothing.
+    names = ["direct", "pgbouncer"]
+    names += [f"wirepool-t{t}" for t in thread_counts] if len(thread_counts) > 1 else ["wirepool"]
+    names += ["baseline"] if args.baseline else []
+    only = set(args.only.split(",")) if args.only else set()
+    if only - set(names):
+        ap.error(f"--only: no target {', '.join(sorted(only - set(names)))} in this run "
+                 f"(targets: {', '.join(names)})")
 
     pgdir = tempfile.mkdtemp(prefix="bench-pg-")
     subprocess.run(["/usr/bin/python3", FIXTURE, "start", pgdir], check=True,
@@ -407,12 +415,7 @@ def main():
                                                        args.seconds, args.clients, "bench")
         pids["baseline"] = base.proc.pid
     if args.only:
-        keep = set(args.only.split(","))
-        unknown = keep - set(targets)
-        if unknown:
-            ap.error(f"--only: no target {', '.join(sorted(unknown))} in this run "
-                     f"(targets: {', '.join(targets)})")
-        targets = {k: v for k, v in targets.items() if k in keep}
+        targets = {k: v for k, v in targets.items() if k in only}
     samples = []
     try:
         # Warm-up, not counted: caches, pools and prepared statements filled.
