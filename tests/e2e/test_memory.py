@@ -21,9 +21,9 @@ import unittest
 from harness import WirepoolTestCase, admin_rows, raw_login, sanitized
 
 CLIENTS = 2000
-# Bytes of RSS per idle logged-in client, with a margin for a loaded machine:
-# 856-858 B in this test with the flat cancel table, 852-854 B on 56bc736
-# (e0442f2, before parking: 1,174 B).
+# Bytes of RSS per idle logged-in client, with a margin for a loaded machine
+# over what this test measures (docs/performance-notes.md, "Bytes per idle
+# client"); the code before parking idle clients fails it.
 BYTES_PER_IDLE_CLIENT = 950
 
 
