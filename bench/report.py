@@ -201,10 +201,12 @@ def storm_section(doc_dir):
         return []
     doc, file_name, rel = newest
     baseline = doc.get("baseline", "the build before the login waiting room")
+    has_baseline = any("baseline" in r for load in doc["loads"] for r in load["runs"])
     md = ["## Login storm: SCRAM clients connecting at once, one query each", "",
           f"`bench/login_storm.py` on commit `{doc['commit']}`, {doc['date']} "
           f"([`{file_name}`]({rel})), {doc['note']} Medians of "
-          f"{doc['rounds']} runs (min–max); *baseline* is {baseline}. Logins per second: "
+          f"{doc['rounds']} runs (min–max)" +
+          (f"; *baseline* is {baseline}" if has_baseline else "") + ". Logins per second: "
           "clients logged in / from the first connect to the last login. CPU µs per login "
           "from /proc/PID/stat (10 ms ticks: ±20 µs at 500 logins); *client*: the bench "
           "process, whose SCRAM (PBKDF2, 4,096 iterations) is most of a login's work; *listen "
