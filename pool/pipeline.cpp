@@ -89,13 +89,24 @@ void Pipeline::join_order(PoolKey pool, const PoolView& view, TimePoint now,
   }
 }
 
-void Pipeline::pull_order(TrainId t, const PoolView& view, TimePoint now,
+void Pipeline::pull_order(TrainId t, const PoolView& view, TimePoint now, size_t skip,
                           std::vector<BatchId>& out) const {
   out.clear();
   const Train* tr = trains_.find(t);
-  if (!tr || waiters_.empty() || now < view.paused_until) return;
-  for (const auto& w : waiters_)
-    if (w.pool == tr->pool) out.push_back(w.batch);
+  if (!tr || waiters_.empty() || now < view.paused_until || !room(*tr, view, std::nullopt)) return;
+  // A queue of hundreds is not copied for the few places a train has.
+  const size_t taken = tr->batches + tr->followers.size() + 1;
+  const size_t places = std::min(limits_.max_followers - tr->followers.size(),
+                                 static_cast<size_t>(batch_limit(view)) - taken);
+  for (const auto& w : waiters_) {
+    if (w.pool != tr->pool) continue;
+    if (skip > 0) {
+      --skip;
+      continue;
+    }
+    out.push_back(w.batch);
+    if (out.size() == places) return;
+  }
 }
 
 void Pipeline::handle_joined(TrainId t, BatchId b, uint64_t shape, bool sent_all) {

@@ -138,8 +138,11 @@ class Pipeline {
   void join_order(PoolKey pool, const PoolView& view, TimePoint now,
                   std::vector<TrainId>& out) const;
   /// Waiters of `t`'s pool in arrival order, for a train that just opened or
-  /// has room again; empty while paused. Take them while has_room(t, view).
-  void pull_order(TrainId t, const PoolView& view, TimePoint now, std::vector<BatchId>& out) const;
+  /// has room again: past the first `skip` of them (those the caller left in
+  /// the queue), at most as many as the train has room for; empty while paused.
+  /// Take them while has_room(t, view), then ask again past those left.
+  void pull_order(TrainId t, const PoolView& view, TimePoint now, size_t skip,
+                  std::vector<BatchId>& out) const;
   /// `t` is open and below its follower and batch caps (no time check: the
   /// train's batch has just begun).
   bool has_room(TrainId t, const PoolView& view) const;

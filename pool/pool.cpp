@@ -248,8 +248,14 @@ void Pool::handle_acquire(WaiterId waiter, TimePoint now, bool pipelined) {
     reject(waiter, RejectReason::shutdown);
     return;
   }
-  if (waiters_.empty()) last_progress_ = now;  // patience counts from the queue's start
-  waiters_.push_back(Waiter{waiter, now + config_.acquire_timeout, now, pipelined});
+  const TimePoint deadline = now + config_.acquire_timeout;
+  if (waiters_.empty()) {
+    last_progress_ = now;  // patience counts from the queue's start
+    deadlines_in_order_ = true;
+  } else if (deadline < waiters_.back().deadline) {
+    deadlines_in_order_ = false;  // a shorter acquire_timeout since reconfigure()
+  }
+  waiters_.push_back(Waiter{waiter, deadline, now, pipelined});
   if (pipelined) {
     ++pipelined_waiting_;
   } else {
@@ -454,8 +460,14 @@ std::optional<Action> Pool::poll_action() {
 
 std::optional<TimePoint> Pool::next_deadline() const {
   std::optional<TimePoint> best;
-  for (const Waiter& w : waiters_)
-    keep_earliest(best, w.deadline);
+  // Called at every event: the queue's front is its earliest deadline unless
+  // a reconfigure shortened acquire_timeout while it was queued.
+  if (deadlines_in_order_ && !waiters_.empty()) {
+    best = waiters_.front().deadline;
+  } else {
+    for (const Waiter& w : waiters_)
+      keep_earliest(best, w.deadline);
+  }
   if (retry_armed_) keep_earliest(best, retry_at_);  // the back-off ends: open for min or waiters
   // Pipelined waiters held back by pipeline_max: when patience runs out.
   // (Not while a connection is on its way, nor during a back-off: dispatch

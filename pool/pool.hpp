@@ -248,9 +248,10 @@ class Pool {
   std::deque<Action> actions_;
   ConnId next_conn_ = 1;
   bool shutting_down_ = false;
-  size_t pipelined_waiting_ = 0;  // of waiters_
-  TimePoint last_progress_{};     // a waiter granted or cancelled, or the queue began
-  TimePoint last_unpipelined_{};  // a waiter that is not pipelined came
+  size_t pipelined_waiting_ = 0;    // of waiters_
+  bool deadlines_in_order_ = true;  // waiters_' deadlines rise front to back (one acquire_timeout)
+  TimePoint last_progress_{};       // a waiter granted or cancelled, or the queue began
+  TimePoint last_unpipelined_{};    // a waiter that is not pipelined came
   bool unpipelined_seen_ = false;
   bool failing_ = false;      // the last open failed and none succeeded since
   Duration backoff_{};        // the current wait (while failing_)

@@ -204,7 +204,7 @@ bool PgRelay::replay() {
         if (m.kind != 'S') continue;
         name = m.name;
       }
-      if (auto it = c_.ext().statements.find(std::string(name)); it != c_.ext().statements.end()) {
+      if (auto it = c_.ext().statements.find(name); it != c_.ext().statements.end()) {
         drop(it->second->key);
       }
     }

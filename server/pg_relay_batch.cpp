@@ -94,7 +94,7 @@ PgRelay::Check PgRelay::check() {
     for (auto n : named)
       if (n == name) return true;
     if (!c_.ext_) return false;
-    auto it = c_.ext_->statements.find(std::string(name));
+    auto it = c_.ext_->statements.find(name);
     if (it == c_.ext_->statements.end()) return false;
     PgClient::Prepared& p = *it->second;
     if (p.relay_ok < 0 || p.relay_plain < 0) {
@@ -127,7 +127,7 @@ PgRelay::Check PgRelay::check() {
           // An existing name is an error the ordinary path reports (42P05).
           for (auto n : named)
             if (n == R.parse.name) return Check::no;
-          if (c_.ext_ && c_.ext_->statements.count(std::string(R.parse.name))) return Check::no;
+          if (c_.ext_ && c_.ext_->statements.count(R.parse.name)) return Check::no;
           named.push_back(R.parse.name);
         }
         break;
@@ -220,7 +220,7 @@ bool PgRelay::read_only_ahead() {
     // them without a Parse from their second use on): the session's text.
     relay::BindMsg bind;
     if (!relay::parse_bind(body, bind) || !c_.ext_) return false;
-    auto it = c_.ext_->statements.find(std::string(bind.statement));
+    auto it = c_.ext_->statements.find(bind.statement);
     if (it == c_.ext_->statements.end()) return false;
     text = it->second->sql;
   }
@@ -298,7 +298,7 @@ bool PgRelay::known_on(Backend& b) {
     }
     if (std::find(parsed.begin(), parsed.end(), name) != parsed.end()) continue;
     if (!c_.ext_) return false;
-    auto it = c_.ext_->statements.find(std::string(name));
+    auto it = c_.ext_->statements.find(name);
     if (it == c_.ext_->statements.end() || !b.statements.relay_find(it->second->key)) return false;
   }
   return true;
@@ -349,7 +349,7 @@ void PgRelay::build(Backend& b, std::span<const uint8_t> buf, int swallowed,
     return name;
   };
   auto client_statement = [&](std::string_view name) -> PgClient::Prepared& {
-    return *c_.ext().statements.find(std::string(name))->second;
+    return *c_.ext().statements.find(name)->second;
   };
   // A statement the client sees the shape of from now on.
   auto shown = [&](PgClient::Prepared& p, std::string_view name) {

@@ -148,33 +148,38 @@ void RelayPath::joined(PgClient& c, Backend& b, bool sent_all) {
 void RelayPath::pull(PgClient& head, Backend& b) {
   if (!pipeline_.has_waiters()) return;  // the usual case: no view, no clock read
   DatabasePool& pool = head.session_->pool();
-  pipeline_.pull_order(b.lease, view(pool), now(), batches_scratch_);
-  for (pool::BatchId w : batches_scratch_) {
-    // Each one taken may leave the pool's queue empty, and the train's limit higher.
-    if (b.cancelling || b.relay_resending || !pipeline_.has_room(b.lease, view(pool))) break;
-    const std::weak_ptr<PgClient>* waiter = waiters_.find(w);
-    std::shared_ptr<PgClient> c = waiter ? waiter->lock() : nullptr;
-    if (!c) {
+  const pool::TimePoint at = now();
+  size_t left = 0;  // waiters that cannot go behind this batch: they keep their place
+  for (;;) {
+    pipeline_.pull_order(b.lease, view(pool), at, left, batches_scratch_);
+    if (batches_scratch_.empty()) return;
+    for (pool::BatchId w : batches_scratch_) {
+      // Each one taken may leave the pool's queue empty, and the train's limit higher.
+      if (b.cancelling || b.relay_resending || !pipeline_.has_room(b.lease, view(pool))) return;
+      const std::weak_ptr<PgClient>* waiter = waiters_.find(w);
+      std::shared_ptr<PgClient> c = waiter ? waiter->lock() : nullptr;
+      if (!c) {
+        pipeline_.handle_wait_end(w);
+        waiters_.erase(w);
+        continue;
+      }
+      if (!c->relay_.has_state() || !c->relay_.state().plain || !c->session_->settings_match(b) ||
+          !c->relay_.known_on(b)) {
+        ++left;
+        continue;
+      }
       pipeline_.handle_wait_end(w);
       waiters_.erase(w);
-      continue;
-    }
-    // One that cannot go behind this batch keeps its place in the pool's queue.
-    if (!c->relay_.has_state() || !c->relay_.state().plain || !c->session_->settings_match(b) ||
-        !c->relay_.known_on(b)) {
-      continue;
-    }
-    pipeline_.handle_wait_end(w);
-    waiters_.erase(w);
-    if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
-    if (!c->relay_.send_behind(b, true)) {               // its statements were just checked
-      // Not relayable after all (the backend's socket): back to the pool's queue.
-      const bool pipelined = c->relay_.train_wait_begin();
-      c->session_->wait_backend(
-          c->loop_.io.get_executor(),
-          [c](std::variant<Backend*, AcquireError> got) { c->on_granted(std::move(got)); },
-          pipelined);
-      return;
+      if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
+      if (!c->relay_.send_behind(b, true)) {               // its statements were just checked
+        // Not relayable after all (the backend's socket): back to the pool's queue.
+        const bool pipelined = c->relay_.train_wait_begin();
+        c->session_->wait_backend(
+            c->loop_.io.get_executor(),
+            [c](std::variant<Backend*, AcquireError> got) { c->on_granted(std::move(got)); },
+            pipelined);
+        return;
+      }
     }
   }
 }

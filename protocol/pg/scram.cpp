@@ -42,8 +42,8 @@ constexpr size_t kSaltBytes = 16;
 constexpr std::string_view kCbName = "tls-server-end-point";
 
 /// SHA-256 and HMAC fetched once: OpenSSL 3 looks an algorithm named by
-/// EVP_sha256() or HMAC() up in its provider tables on every use (a third of a
-/// login's instructions).
+/// EVP_sha256() or HMAC() up in its provider tables on every use
+/// (docs/performance-notes.md has what that costs).
 const EVP_MD* fetched_sha256() {
   static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   return md;

@@ -66,7 +66,7 @@ PgClient::BatchGroups PgClient::collect_batch(const Prepared& st, const std::str
       if (b->statement != statement) {
         // Another name for the same text and types (pgbench -M prepared
         // prepares each line of a pipeline under its own name).
-        auto it = ext().statements.find(std::string(b->statement));
+        auto it = ext().statements.find(b->statement);
         if (it == ext().statements.end() || it->second->key != st.key || !it->second->described) {
           return Group::other;
         }

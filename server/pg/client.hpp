@@ -6,9 +6,11 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -268,8 +270,17 @@ class PgClient final : public ClientConnection, public std::enable_shared_from_t
   /// Extended-protocol state, allocated on first use and dropped when empty
   /// while idle (most idle clients have none).
   struct Extended {
-    std::unordered_map<std::string, std::shared_ptr<Prepared>> statements;
-    std::unordered_map<std::string, std::unique_ptr<Portal>> portals;
+    /// Looked up by the names messages carry (string views), without a copy.
+    struct NameHash {
+      using is_transparent = void;
+      size_t operator()(std::string_view s) const noexcept {
+        return std::hash<std::string_view>{}(s);
+      }
+    };
+    template <class T>
+    using ByName = std::unordered_map<std::string, T, NameHash, std::equal_to<>>;
+    ByName<std::shared_ptr<Prepared>> statements;
+    ByName<std::unique_ptr<Portal>> portals;
   };
   Extended& ext();
   /// The message after the one being handled is Sync (already received).

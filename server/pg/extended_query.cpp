@@ -201,7 +201,7 @@ awaitable<void> PgClient::on_bind(const pg::Bind& m) {
     send_error(state, msg);
     skip_until_sync_ = true;
   };
-  auto it = ext().statements.find(std::string(m.statement));
+  auto it = ext().statements.find(m.statement);
   if (it == ext().statements.end()) {
     fail("26000", "prepared statement \"" + std::string(m.statement) + "\" does not exist");
     co_return;
@@ -315,7 +315,7 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
   std::shared_ptr<Prepared> p;
   std::span<const int16_t> formats;
   if (m.kind == 'S') {
-    auto it = ext().statements.find(std::string(m.name));
+    auto it = ext().statements.find(m.name);
     if (it == ext().statements.end()) {
       send_error("26000", "prepared statement \"" + std::string(m.name) + "\" does not exist");
       skip_until_sync_ = true;
@@ -337,7 +337,7 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
     }
     enc.parameter_description(oids);
   } else {
-    auto it = ext().portals.find(std::string(m.name));
+    auto it = ext().portals.find(m.name);
     if (it == ext().portals.end() && session_->pool().pg_native() && session_->backend()) {
       // Not bound through wirepool: a portal the client opened with SQL
       // (DECLARE … CURSOR) lives on its backend, which describes it.
@@ -380,7 +380,7 @@ awaitable<void> PgClient::on_describe(const pg::Describe& m) {
 
 awaitable<void> PgClient::on_execute(const pg::Execute& m) {
   if (skip_until_sync_) co_return;
-  auto it = ext().portals.find(std::string(m.portal));
+  auto it = ext().portals.find(m.portal);
   if (it == ext().portals.end()) {
     send_error("34000", "portal \"" + std::string(m.portal) + "\" does not exist");
     skip_until_sync_ = true;

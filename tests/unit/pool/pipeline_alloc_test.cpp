@@ -64,7 +64,7 @@ TEST(PipelineAllocations, ALeaseAllocatesNothingInTheSteadyState) {
   // train, and the session gives the connection back.
   auto lease = [&](TrainId t, BatchId follower) {
     ASSERT_TRUE(p.handle_turn_began(t, kPool, 1, false, now));
-    p.pull_order(t, view, now, batches);
+    p.pull_order(t, view, now, 0, batches);
     p.join_order(kPool, view, now, trains);
     ASSERT_EQ(trains.size(), 1u);
     ASSERT_EQ(trains[0], t);

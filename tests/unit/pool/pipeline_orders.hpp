@@ -16,11 +16,11 @@ inline std::vector<TrainId> join_list(const Pipeline& p, PoolKey pool, const Poo
   return out;
 }
 
-/// Pipeline::pull_order's answer for train `t`.
+/// Pipeline::pull_order's answer for train `t`, past the first `skip` waiters.
 inline std::vector<BatchId> pull_list(const Pipeline& p, TrainId t, const PoolView& v,
-                                      TimePoint now) {
+                                      TimePoint now, size_t skip = 0) {
   std::vector<BatchId> out{99};
-  p.pull_order(t, v, now, out);
+  p.pull_order(t, v, now, skip, out);
   return out;
 }
 

@@ -8,7 +8,8 @@
 //    the grant (below busy_train_batches when joined while clients waited);
 //  - join_order lists only open trains of the pool within join_within, fewest
 //    followers first, and nothing while pipelining is off or paused or a waiter
-//    of the pool queues; pull_order lists that pool's waiters in arrival order;
+//    of the pool queues; pull_order lists that pool's waiters in arrival order,
+//    past those the driver left, as many as the train has places for;
 //  - a batch is in at most one place (a train or the waiters' queue); the lease
 //    goes to the oldest follower; every joined batch leaves its train exactly
 //    once (handed the lease or failed), and after the final releases none is left;
@@ -106,20 +107,36 @@ struct Sim {
 
   void pull(TrainId t) {
     const PoolKey pool = trains.at(t).pool;
-    auto order = pull_list(p, t, views[pool], now);
-    std::vector<BatchId> expect;
-    if (now >= views[pool].paused_until)
-      for (const auto& w : waiters)
-        if (w.second == pool) expect.push_back(w.first);
-    ASSERT_EQ(order, expect) << "pull_order is not the pool's waiters in arrival order";
-    for (BatchId b : order) {
-      if (!p.has_room(t, views[pool])) break;
-      if (chance(20)) continue;  // settings differ, statements unknown on the backend
-      p.handle_wait_end(b);
-      waiters.erase(std::find(waiters.begin(), waiters.end(), std::make_pair(b, pool)));
-      join(t, b);
-      ++pulls;
-      if (testing::Test::HasFatalFailure()) return;
+    // As the relay pulls: a chunk at a time, past the waiters it left in the queue.
+    size_t left = 0;
+    for (;;) {
+      auto order = pull_list(p, t, views[pool], now, left);
+      std::vector<BatchId> expect;
+      if (now >= views[pool].paused_until)
+        for (const auto& w : waiters)
+          if (w.second == pool) expect.push_back(w.first);
+      if (expect.size() > left)
+        expect.erase(expect.begin(), expect.begin() + static_cast<std::ptrdiff_t>(left));
+      else
+        expect.clear();
+      if (!p.has_room(t, views[pool])) expect.clear();
+      ASSERT_LE(order.size(), p.limits().max_followers - trains.at(t).followers.size());
+      ASSERT_EQ(order.empty(), expect.empty()) << "pull_order names nobody while a waiter could go";
+      expect.resize(std::min(expect.size(), order.size()));
+      ASSERT_EQ(order, expect) << "pull_order is not the pool's waiters in arrival order";
+      if (order.empty()) return;
+      for (BatchId b : order) {
+        if (!p.has_room(t, views[pool])) return;
+        if (chance(20)) {  // settings differ, statements unknown on the backend
+          ++left;
+          continue;
+        }
+        p.handle_wait_end(b);
+        waiters.erase(std::find(waiters.begin(), waiters.end(), std::make_pair(b, pool)));
+        join(t, b);
+        ++pulls;
+        if (testing::Test::HasFatalFailure()) return;
+      }
     }
   }
 

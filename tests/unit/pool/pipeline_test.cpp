@@ -7,7 +7,8 @@
 //    pool queues, past join_within, at max_followers, or at the batch limit
 //    (busy_train_batches while clients wait in the pool's queue);
 //  - a join whose send blocked closes the train;
-//  - pull_order: waiters of the train's pool in arrival order, none while paused;
+//  - pull_order: waiters of the train's pool in arrival order, past those the
+//    caller left, no more than the train has places for, none while paused;
 //  - handle_turn_end: a clean end hands the lease to the first follower and
 //    counts a batch (running + followers stay below max_train_batches per
 //    grant); an unclean one fails every follower once; an unanswered
@@ -108,6 +109,30 @@ TEST(Pipeline, WaitersOfThePoolGoBeforeNewcomers) {
   p.handle_wait_end(52);
   EXPECT_FALSE(p.waiting(50));
   EXPECT_EQ(join_list(p, kPool, PoolView{}, at(0s)), (std::vector<TrainId>{1}));
+}
+
+TEST(Pipeline, PullOrderNamesNoMoreThanTheTrainHasPlacesFor) {
+  PipelineLimits l;
+  Pipeline p(l);
+  PoolView v;
+  ASSERT_TRUE(p.handle_turn_began(1, kPool, 1, false, at(0s)));
+  for (BatchId b = 50; b < 60; ++b)
+    p.handle_wait_begin(b, b % 2 == 0 ? kPool : kOther);
+  ASSERT_EQ(l.max_followers, 3u);
+  EXPECT_EQ(pull_list(p, 1, v, at(0s)), (std::vector<BatchId>{50, 52, 54}));
+  // The caller left the first two in the queue: the next places go past them.
+  EXPECT_EQ(pull_list(p, 1, v, at(0s), 2), (std::vector<BatchId>{54, 56, 58}));
+  EXPECT_TRUE(pull_list(p, 1, v, at(0s), 5).empty());
+  p.handle_joined(1, 100, 1, true);
+  EXPECT_EQ(pull_list(p, 1, v, at(0s)), (std::vector<BatchId>{50, 52}));
+  // Clients wait in the pool's queue: busy_train_batches counts the running batch.
+  PoolView busy;
+  busy.clients_waiting = true;
+  EXPECT_EQ(pull_list(p, 1, busy, at(0s)), (std::vector<BatchId>{50, 52}));
+  p.handle_joined(1, 101, 1, true);
+  EXPECT_EQ(pull_list(p, 1, busy, at(0s)), (std::vector<BatchId>{50}));
+  p.handle_joined(1, 102, 1, true);
+  EXPECT_TRUE(pull_list(p, 1, v, at(0s)).empty());
 }
 
 TEST(Pipeline, FollowerCapAndBatchLimits) {
