@@ -18,6 +18,7 @@
 #include "pool/pipeline.hpp"
 #include "protocol/pg/relay.hpp"
 #include "server/client_connection.hpp"
+#include "server/pg_relay_detail.hpp"
 #include "server/relay_train.hpp"
 #include "server/server.hpp"
 
@@ -80,6 +81,9 @@ class PgRelay {
   bool known_on(Backend& b);
   /// start(&b), sent, and the client in `b`'s train (false: nothing sent).
   bool send_behind(Backend& b, bool known = false);
+  /// The batch was started for `b` (start) and sent with others in one write
+  /// (`sent_all`: all of it): the client goes in `b`'s train.
+  void sent_behind(Backend& b, bool sent_all);
   /// The client waits in the pool's queue with a checked batch: listed for
   /// the trains (RelayPath::pull) until granted (train_wait_end). True when a
   /// train may take it (the pool's `pipelined` waiter).
@@ -241,9 +245,16 @@ class RelayPath final : public TrainOwner {
   pool::IdMap<Backend*> backends_;
   std::vector<std::unique_ptr<PgRelay::State>> states_;
   uint64_t next_batch_ = 0;
+  /// Sends the batches of `taking_` (started for `b`) in one write, in order,
+  /// and puts their clients in `b`'s train.
+  void send_taken(Backend& b);
+
   /// join's and pull's lists, kept for their capacity (neither runs inside the other).
   std::vector<pool::TrainId> trains_scratch_;
   std::vector<pool::BatchId> batches_scratch_;
+  std::vector<std::shared_ptr<PgClient>> taking_;  ///< pull's started batches, sent together
+  std::vector<relay_detail::Outgoing> outgoing_;
+  std::vector<iovec> iov_;
 };
 
 // Inline: read several times per relayed batch.

@@ -46,11 +46,14 @@ bool PgRelay::send_behind(Backend& b, bool known) {
   // Sent now, behind what is already on the way; a send that would block
   // leaves the rest for this client's turn, and nobody may follow it.
   // (A broken connection is found by the batch ahead.)
-  const bool sent_all = send_rest(R.fd, R.to_server, R.sent) == 1;
-  R.opened = false;
+  sent_behind(b, send_rest(R.fd, R.to_server, R.sent) == 1);
+  return true;
+}
+
+void PgRelay::sent_behind(Backend& b, bool sent_all) {
+  state_->opened = false;
   RelayPath::of(c_.loop_).joined(c_, b, sent_all);
   c_.session_->pool().metrics().pipelined.fetch_add(1, std::memory_order_relaxed);
-  return true;
 }
 bool PgRelay::join() {
   if (!state_->plain) return false;
@@ -151,11 +154,13 @@ void RelayPath::pull(PgClient& head, Backend& b) {
   const pool::TimePoint at = now();
   size_t left = 0;  // waiters that cannot go behind this batch: they keep their place
   for (;;) {
+    // The places named are taken together and sent in one write: PostgreSQL
+    // then reads them with one wake-up. (A taken one may leave the pool's
+    // queue empty, and the train's limit higher, never lower.)
     pipeline_.pull_order(b.lease, view(pool), at, left, batches_scratch_);
     if (batches_scratch_.empty()) return;
     for (pool::BatchId w : batches_scratch_) {
-      // Each one taken may leave the pool's queue empty, and the train's limit higher.
-      if (b.cancelling || b.relay_resending || !pipeline_.has_room(b.lease, view(pool))) return;
+      if (b.cancelling || b.relay_resending) break;
       const std::weak_ptr<PgClient>* waiter = waiters_.find(w);
       std::shared_ptr<PgClient> c = waiter ? waiter->lock() : nullptr;
       if (!c) {
@@ -171,7 +176,8 @@ void RelayPath::pull(PgClient& head, Backend& b) {
       pipeline_.handle_wait_end(w);
       waiters_.erase(w);
       if (!c->session_->leave_wait_for_train()) continue;  // granted meanwhile, or cancelled
-      if (!c->relay_.send_behind(b, true)) {               // its statements were just checked
+      if (!c->relay_.start(&b, true)) {                    // its statements were just checked
+        send_taken(b);
         // Not relayable after all (the backend's socket): back to the pool's queue.
         const bool pipelined = c->relay_.train_wait_begin();
         c->session_->wait_backend(
@@ -180,8 +186,29 @@ void RelayPath::pull(PgClient& head, Backend& b) {
             pipelined);
         return;
       }
+      taking_.push_back(std::move(c));
     }
+    send_taken(b);
+    if (b.cancelling || b.relay_resending || !pipeline_.has_room(b.lease, view(pool))) return;
   }
+}
+
+void RelayPath::send_taken(Backend& b) {
+  if (taking_.empty()) return;
+  outgoing_.clear();
+  for (const auto& c : taking_) {
+    PgRelay::State& R = c->relay_.state();
+    outgoing_.push_back({&R.to_server, &R.sent});
+  }
+  // What a full socket leaves is sent in each batch's own turn, so nobody may
+  // follow the first one not sent whole. (A broken connection is found by the
+  // batch ahead.)
+  relay_detail::send_rest_all(taking_.front()->relay_.state().fd, outgoing_, iov_);
+  for (auto& c : taking_) {
+    const PgRelay::State& R = c->relay_.state();
+    c->relay_.sent_behind(b, R.sent == R.to_server.size());
+  }
+  taking_.clear();
 }
 
 void RelayPath::wait_begin(PgClient& c) {

@@ -480,6 +480,48 @@ class TrainOrderTest(OneLoopCase):
                 s.close()
 
 
+    def test_batches_a_train_takes_together_get_their_own_answers(self):
+        # A train takes the queued batches it has places for (three here, of
+        # 8 KB each) and sends them in one write; the client queued after them
+        # waits for the next train. Each client gets its own answer. (The full
+        # socket's case, a batch sent in part: tests/unit/server/relay_detail_test.cpp.)
+        clients = [self.raw_to("pipe") for _ in range(6)]
+        big = 8_000
+        try:
+            (hs, hr), (ss, sr) = clients[0], clients[1]
+            before = self.counter("wirepool_pipelined_batches_total", "pipe")
+            hs.sendall(query("SELECT pg_sleep(0.8), 0"))
+            time.sleep(0.1)
+            ss.sendall(query("SELECT pg_sleep(0.5), 1"))
+            self.wait_waiting("pipe", 1)
+            for k, (s, _) in enumerate(clients[2:5], 2):
+                s.sendall(query(f"SELECT {k}, length('{chr(ord('a') + k) * big}')"))
+                self.wait_waiting("pipe", k)
+            clients[5][0].sendall(query("SELECT 5"))
+            self.wait_waiting("pipe", 5)
+            for k, (_, rd) in enumerate(clients):
+                msgs, _ = rd.until_ready()
+                self.assertEqual([t for t, _ in msgs if t == "E"], [], (k, msgs))
+                rows = [b for t, b in msgs if t == "D"]
+                self.assertEqual(len(rows), 1, (k, msgs))
+                columns = struct.unpack("!h", rows[0][:2])[0]
+                values, at = [], 2
+                for _ in range(columns):
+                    n = struct.unpack("!i", rows[0][at:at + 4])[0]
+                    values.append(rows[0][at + 4:at + 4 + n])
+                    at += 4 + n
+                if k in (2, 3, 4):
+                    self.assertEqual(values, [str(k).encode(), str(big).encode()])
+                elif k == 5:
+                    self.assertEqual(values, [b"5"])
+                else:
+                    self.assertEqual(values[1], str(k).encode())
+            self.assertGreaterEqual(
+                self.counter("wirepool_pipelined_batches_total", "pipe") - before, 3)
+        finally:
+            for s, _ in clients:
+                s.close()
+
     def test_a_cancel_while_waiting_for_a_backend_cancels_the_statement(self):
         # #28: B's statement waits in the pool's queue (X holds the only
         # backend in a transaction); B cancels. PostgreSQL would cancel B's
