@@ -53,7 +53,8 @@ import psycopg2.errors
 from harness import WirepoolTestCase, psql, raw_login
 # The PostgreSQL fixture's info and database entries, as the PostgreSQL suite reads them.
 from test_postgresql import database_entry, pg_info
-from wire import Reader, SYNC, bind, close_statement, describe, execute, parse, query, sqlstate
+from wire import (Reader, SYNC, bind, close_statement, describe, execute, parse, query, sqlstate,
+                  summary)
 
 
 class RawClients:
@@ -479,16 +480,16 @@ class TrainOrderTest(OneLoopCase):
             for s, _ in clients:
                 s.close()
 
-
     def test_batches_a_train_takes_together_get_their_own_answers(self):
-        # A train takes the queued batches it has places for (three here, of
-        # 8 KB each) and sends them in one write; the client queued after them
-        # waits for the next train. Each client gets its own answer. (The full
-        # socket's case, a batch sent in part: tests/unit/server/relay_detail_test.cpp.)
+        # When the backend goes to the next client, the train takes the three
+        # queued 8 KB batches it has places for at once (the relay sends them
+        # in one write: not visible from here, the unit test of send_rest_all
+        # holds that and the full socket's case); the client queued after them
+        # gets a later turn. Each client gets exactly its own answer.
         clients = [self.raw_to("pipe") for _ in range(6)]
         big = 8_000
         try:
-            (hs, hr), (ss, sr) = clients[0], clients[1]
+            (hs, _), (ss, _) = clients[0], clients[1]
             before = self.counter("wirepool_pipelined_batches_total", "pipe")
             hs.sendall(query("SELECT pg_sleep(0.8), 0"))
             time.sleep(0.1)
@@ -499,23 +500,12 @@ class TrainOrderTest(OneLoopCase):
                 self.wait_waiting("pipe", k)
             clients[5][0].sendall(query("SELECT 5"))
             self.wait_waiting("pipe", 5)
+            # pg_sleep's void comes back as an empty text.
+            rows = [("", "0"), ("", "1")] + [(str(k), str(big)) for k in (2, 3, 4)] + [("5",)]
             for k, (_, rd) in enumerate(clients):
                 msgs, _ = rd.until_ready()
-                self.assertEqual([t for t, _ in msgs if t == "E"], [], (k, msgs))
-                rows = [b for t, b in msgs if t == "D"]
-                self.assertEqual(len(rows), 1, (k, msgs))
-                columns = struct.unpack("!h", rows[0][:2])[0]
-                values, at = [], 2
-                for _ in range(columns):
-                    n = struct.unpack("!i", rows[0][at:at + 4])[0]
-                    values.append(rows[0][at + 4:at + 4 + n])
-                    at += 4 + n
-                if k in (2, 3, 4):
-                    self.assertEqual(values, [str(k).encode(), str(big).encode()])
-                elif k == 5:
-                    self.assertEqual(values, [b"5"])
-                else:
-                    self.assertEqual(values[1], str(k).encode())
+                got = [m for m in summary(msgs) if m[0] in ("D", "E")]
+                self.assertEqual(got, [("D", rows[k])], k)
             self.assertGreaterEqual(
                 self.counter("wirepool_pipelined_batches_total", "pipe") - before, 3)
         finally:
