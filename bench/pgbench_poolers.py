@@ -10,10 +10,14 @@ median and the spread, and the ratios wirepool/PgBouncer and wirepool/direct.
 
 With `--baseline BIN` a second wirepool built from another commit runs as one
 more target in the same rounds, and the summary adds wirepool/baseline: how a
-change is held to "the relay's cost unchanged".
+change is held to "the relay's cost unchanged". `--pipeline-max 0,8,off` runs
+one wirepool per value of `pool.pipeline_max` (0: the default; off: `pipeline:
+false`), and `--peers` adds PgBouncer 1.25 and Odyssey from ../shared/anchors
+(each in its best mode, as `make bench` runs them).
 
 Usage: bench/pgbench_poolers.py [--seconds 20] [--rounds 3] [--clients 32] [--pool 10]
                                 [--baseline PATH] [--only wirepool,baseline]
+                                [--wirepool-threads 1,2,0 | --pipeline-max 0,8,off] [--peers]
 Run with /usr/bin/python3; needs postgresql-15 and pgbouncer. A measurement,
 not a test: the machine is shared and noisy, so only ratios within one run
 mean anything.
@@ -70,24 +74,27 @@ def wait_port(port, timeout=15):
 
 
 def bench_wirepool(pg, pool, name, threads=None, max_clients=None, binary=None,
-                   more_databases=""):
+                   more_databases="", pipeline_max=None):
     """wirepool as the bench scripts run it, not yet started: database `bench`
     on PostgreSQL `pg` (pgserver.py's info.json) in transaction mode, pool max
     `pool`; user bench/bench; warn-level log. `threads` and `max_clients` set
     server.threads and server.max_clients when given; `more_databases` is YAML
-    for more `databases:` entries; `binary` another build."""
+    for more `databases:` entries; `binary` another build; `pipeline_max`
+    sets pool.pipeline_max ("off": pool.pipeline false)."""
     os.environ["WIREPOOL_BENCH_PG_PASSWORD"] = pg["password"]
     server = "log: { level: warn }"
     if max_clients is not None:
         server += f"\nmax_clients: {max_clients}"
     if threads is not None:
         server += f"\nthreads: {threads}"
+    pipeline = ("" if pipeline_max is None else ", pipeline: false" if pipeline_max == "off"
+                else f", pipeline_max: {int(pipeline_max)}")
     bench = textwrap.dedent(f"""
       - name: bench
         driver: postgresql
         connection: "host={pg['host']} port={pg['port']} user={pg['user']} dbname={pg['database']}"
         password_env: WIREPOOL_BENCH_PG_PASSWORD
-        pool: {{ mode: transaction, max: {pool} }}
+        pool: {{ mode: transaction, max: {pool}{pipeline} }}
     """)
     databases = bench.strip("\n") + "\n" + textwrap.dedent(more_databases).strip("\n")
     return Wirepool(databases=databases, users="- { name: bench, password: bench }",
@@ -363,13 +370,27 @@ def main():
     # A comma-separated list ("1,2,0") runs one wirepool per value, as targets
     # "wirepool-t1", "wirepool-t2", ... (0: the default, one loop per two cores).
     ap.add_argument("--wirepool-threads", default="1")
+    # One wirepool per value of pool.pipeline_max, as targets "wirepool-pm0"
+    # (the default), "wirepool-pm8", "wirepool-pmoff" (pipelining off).
+    ap.add_argument("--pipeline-max", default="")
+    ap.add_argument("--peers", action="store_true",
+                    help="PgBouncer 1.25 and Odyssey from ../shared/anchors too")
     ap.add_argument("--baseline", help="another wirepool binary, run as target 'baseline'")
     ap.add_argument("--only", default="", help="comma-separated targets (default: all)")
     args = ap.parse_args()
     thread_counts = [int(t) for t in args.wirepool_threads.split(",")]
+    pipeline_maxes = [v for v in args.pipeline_max.split(",") if v]
+    if len(thread_counts) > 1 and pipeline_maxes:
+        ap.error("--wirepool-threads with several values and --pipeline-max: one or the other")
+    if any(v != "off" and not v.isdigit() for v in pipeline_maxes):
+        ap.error("--pipeline-max: integers >= 0 or off")
     # Checked before any server starts: a name that is not a target ran nothing.
-    names = ["direct", "pgbouncer"]
-    names += [f"wirepool-t{t}" for t in thread_counts] if len(thread_counts) > 1 else ["wirepool"]
+    names = ["direct", "pgbouncer"] + (["pgbouncer-1.25", "odyssey"] if args.peers else [])
+    if pipeline_maxes:
+        names += [f"wirepool-pm{v}" for v in pipeline_maxes]
+    else:
+        names += ([f"wirepool-t{t}" for t in thread_counts] if len(thread_counts) > 1
+                  else ["wirepool"])
     names += ["baseline"] if args.baseline else []
     only = set(args.only.split(",")) if args.only else set()
     if only - set(names):
@@ -385,12 +406,19 @@ def main():
     subprocess.run([PGBENCH, "-i", "-q", "-s", str(args.scale), "-h", pg["host"], "-p",
                     str(pg["port"]), "-U", pg["user"], pg["database"]], check=True,
                    env=direct_env, capture_output=True)
-    def start_wirepool(binary=None, threads=thread_counts[0]):
+    def start_wirepool(binary=None, threads=thread_counts[0], pipeline_max=None):
         return bench_wirepool(pg, args.pool, "bench-wirepool", threads=threads,
-                              binary=binary).start()
+                              binary=binary, pipeline_max=pipeline_max).start()
 
-    wp = start_wirepool()
-    more = {f"wirepool-t{t}": start_wirepool(threads=t) for t in thread_counts[1:]}
+    if pipeline_maxes:
+        wp = start_wirepool(pipeline_max=pipeline_maxes[0] if pipeline_maxes[0] != "0" else None)
+        more = {f"wirepool-pm{v}": start_wirepool(pipeline_max=v if v != "0" else None)
+                for v in pipeline_maxes[1:]}
+        first = f"wirepool-pm{pipeline_maxes[0]}"
+    else:
+        wp = start_wirepool()
+        more = {f"wirepool-t{t}": start_wirepool(threads=t) for t in thread_counts[1:]}
+        first = f"wirepool-t{thread_counts[0]}"
     base = start_wirepool(args.baseline) if args.baseline else None
     # SCRAM for both poolers, as bench/run.py does: the same login work.
     bouncer = PgBouncer(pg, args.pool, auth="scram")
@@ -403,9 +431,16 @@ def main():
                                              args.clients, "bench"),
     }
     pids = {"pgbouncer": bouncer.pid, "wirepool": wp.proc.pid}
-    if more:
-        targets[f"wirepool-t{thread_counts[0]}"] = targets.pop("wirepool")
-        pids[f"wirepool-t{thread_counts[0]}"] = pids.pop("wirepool")
+    peers = {}
+    if args.peers:
+        peers = {k: v for k, v in start_peers(pg, args.pool, "scram").items() if k != "pgbouncer"}
+    for name, peer in peers.items():
+        targets[name] = (lambda p: lambda mode: run_pgbench(
+            p.port, "bench", p.database(mode), mode, args.seconds, args.clients, "bench"))(peer)
+        pids[name] = peer.pid
+    if more or pipeline_maxes:
+        targets[first] = targets.pop("wirepool")
+        pids[first] = pids.pop("wirepool")
     for name, w in more.items():
         targets[name] = (lambda port: lambda mode: run_pgbench(
             port, "bench", "bench", mode, args.seconds, args.clients, "bench"))(w.port)
@@ -437,6 +472,8 @@ def main():
                     print(json.dumps(s), file=sys.stderr)
     finally:
         bouncer.stop()
+        for peer in peers.values():
+            peer.stop()
         wp.cleanup()
         for w in more.values():
             w.cleanup()
@@ -456,7 +493,9 @@ def main():
                 entry.update(tps_median=statistics.median(tps), tps_min=min(tps),
                              tps_max=max(tps),
                              p50_ms_median=statistics.median(s["p50_ms"] for s in ok),
-                             p99_ms_median=statistics.median(s["p99_ms"] for s in ok))
+                             p99_ms_median=statistics.median(s["p99_ms"] for s in ok),
+                             p99_ms_min=min(s["p99_ms"] for s in ok),
+                             p99_ms_max=max(s["p99_ms"] for s in ok))
                 cpus = [s["cpu_s"] for s in ok if "cpu_s" in s]
                 if cpus:
                     entry["cpu_s_median"] = statistics.median(cpus)
@@ -464,14 +503,16 @@ def main():
                 entry["error"] = xs[0]["error"] if xs else ""
             summary.setdefault(mode, {})[name] = entry
         m = summary[mode]
-        w = m.get("wirepool", {}).get("tps_median")
-        for other in ("pgbouncer", "direct", "baseline"):
-            if other not in m:
-                continue
-            o = m[other].get("tps_median")
-            m[f"wirepool/{other}"] = round(w / o, 3) if w and o else None
+        for mine in [n for n in targets if n.startswith("wirepool")]:
+            w = m[mine].get("tps_median")
+            for other in ("pgbouncer", "pgbouncer-1.25", "odyssey", "direct", "baseline"):
+                if other not in m:
+                    continue
+                o = m[other].get("tps_median")
+                m[f"{mine}/{other}"] = round(w / o, 3) if w and o else None
     result = {"seconds": args.seconds, "rounds": args.rounds, "clients": args.clients,
               "pool": args.pool, "scale": args.scale, "wirepool_threads": args.wirepool_threads,
+              "pipeline_max": args.pipeline_max, "peers": sorted(peers),
               "summary": summary, "samples": samples}
     print(json.dumps(result, indent=1))
 

@@ -241,6 +241,31 @@ def storm_section(doc_dir):
     return md + [""]
 
 
+def variants_table(r, names, label):
+    """Rows of a side-by-side run of bench/pgbench_poolers.py (its result `r`):
+    per mode, each target's TPS median (min–max), p99 median and CPU µs per
+    transaction median, for `names` headed by `label`."""
+    md = ["| mode | " + " | ".join(f"{label[n]} TPS" for n in names) + " | p99 ms (" +
+          " / ".join(label[n] for n in names) + ") | CPU µs per transaction (" +
+          " / ".join(label[n] for n in names) + ") |",
+          "|---|" + "---|" * (len(names) + 2)]
+    for mode in ("simple", "extended", "prepared"):
+        cells, p99, cpu = [], [], []
+        for n in names:
+            e = r["summary"][mode].get(n, {})
+            cells.append(f"{fmt(e.get('tps_median'))} ({fmt(e.get('tps_min'))}–"
+                         f"{fmt(e.get('tps_max'))})")
+            spread = (f" ({fmt(e['p99_ms_min'], 2)}–{fmt(e['p99_ms_max'], 2)})"
+                      if "p99_ms_min" in e else "")
+            p99.append(fmt(e.get("p99_ms_median"), 2) + spread)
+            xs = [x["cpu_s"] * 1e6 / (x["tps"] * r["seconds"]) for x in r["samples"]
+                  if x["mode"] == mode and x["target"] == n and not x["failed"] and x["tps"]
+                  and "cpu_s" in x]
+            cpu.append(fmt(sorted(xs)[len(xs) // 2], 1) if xs else "—")
+        md.append(f"| {mode} | {' | '.join(cells)} | {' / '.join(p99)} | {' / '.join(cpu)} |")
+    return md
+
+
 def threads_section(doc_dir):
     """`server.threads` side by side, from the newest bench/results/threads-*.json
     (bench/pgbench_poolers.py --wirepool-threads 1,2,0, run by hand)."""
@@ -257,25 +282,43 @@ def threads_section(doc_dir):
           f"`{doc['commit']}`, {doc['date']} ([`{file_name}`]({rel})), "
           f"{doc['note']} {r['rounds']} alternating rounds of {r['seconds']} s, "
           f"{r['clients']} clients, pool {r['pool']}; TPS medians (min–max), p99 and wirepool's "
-          "CPU µs per transaction medians.", "",
-          "| mode | " + " | ".join(f"{label[n]} TPS" for n in names) + " | p99 ms (" +
-          " / ".join(label[n] for n in names) + ") | CPU µs per transaction (" +
-          " / ".join(label[n] for n in names) + ") |",
-          "|---|" + "---|" * (len(names) + 2)]
-    for mode in ("simple", "extended", "prepared"):
-        cells, p99, cpu = [], [], []
-        for n in names:
-            e = r["summary"][mode].get(n, {})
-            cells.append(f"{fmt(e.get('tps_median'))} ({fmt(e.get('tps_min'))}–"
-                         f"{fmt(e.get('tps_max'))})")
-            p99.append(fmt(e.get("p99_ms_median"), 2))
-            xs = [x["cpu_s"] * 1e6 / (x["tps"] * r["seconds"]) for x in r["samples"]
-                  if x["mode"] == mode and x["target"] == n and not x["failed"] and x["tps"]]
-            cpu.append(fmt(sorted(xs)[len(xs) // 2], 1) if xs else "—")
-        md.append(f"| {mode} | {' | '.join(cells)} | {' / '.join(p99)} | {' / '.join(cpu)} |")
+          "CPU µs per transaction medians.", ""]
+    md += variants_table(r, names, label)
     md.append("")
     md += doc.get("findings", [])
     return md + [""]
+
+
+def pipeline_max_section(doc_dir):
+    """`pool.pipeline_max` side by side with the peers, from the newest
+    bench/results/pipeline_max-*.json: one or more runs (`results`) of
+    bench/pgbench_poolers.py --pipeline-max ... --peers, run by hand."""
+    newest = newest_of("pipeline_max", doc_dir)
+    if not newest:
+        return []
+    doc, file_name, rel = newest
+    label = {"direct": "direct", "pgbouncer": "PgB 1.18", "pgbouncer-1.25": "PgB 1.25",
+             "odyssey": "Odyssey"}
+    md = ["## Connections for trains: `pool.pipeline_max`", "",
+          f"On commit `{doc['commit']}`, {doc['date']} ([`{file_name}`]({rel})), {doc['note']} "
+          "TPS medians (min–max), p99 medians (min–max) and CPU µs per transaction medians "
+          "(direct: none).", ""]
+    for r in doc["results"]:
+        targets = list(r["summary"]["simple"])
+        names = [n for n in ("direct", "pgbouncer", "pgbouncer-1.25", "odyssey") if n in targets]
+        mine = [f"wirepool-pm{v}" for v in r["pipeline_max"].split(",")
+                if f"wirepool-pm{v}" in targets]
+        label.update({n: ("wirepool default" if n.endswith("-pm0") else
+                          "wirepool `pipeline: false`" if n.endswith("-pmoff") else
+                          f"wirepool `pipeline_max: {n[11:]}`") for n in mine})
+        md += [f"{r['clients']} clients: `bench/pgbench_poolers.py --pipeline-max "
+               f"{r['pipeline_max']} --peers`, {r['rounds']} alternating rounds of "
+               f"{r['seconds']} s, pool {r['pool']}.", ""]
+        md += variants_table(r, names + mine, label)
+        md.append("")
+    for finding in doc.get("findings", []):
+        md += [finding, ""]
+    return md
 
 
 def rewrite_section(doc_dir):
@@ -458,6 +501,7 @@ def main():
         md += crosscheck_section(w["crosscheck"])
     md += storm_section(os.path.dirname(os.path.abspath(a.out)))
     md += threads_section(os.path.dirname(os.path.abspath(a.out)))
+    md += pipeline_max_section(os.path.dirname(os.path.abspath(a.out)))
     md += rewrite_section(os.path.dirname(os.path.abspath(a.out)))
     md += memory_section()
     if failed:
