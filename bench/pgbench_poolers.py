@@ -432,8 +432,9 @@ def main():
     }
     pids = {"pgbouncer": bouncer.pid, "wirepool": wp.proc.pid}
     peers = {}
-    if args.peers:
-        peers = {k: v for k, v in start_peers(pg, args.pool, "scram").items() if k != "pgbouncer"}
+    if args.peers:  # PgBouncer 1.18 runs already, as "pgbouncer"
+        for name in ("pgbouncer-1.25", "odyssey"):
+            peers.update(start_peers(pg, args.pool, "scram", only=name))
     for name, peer in peers.items():
         targets[name] = (lambda p: lambda mode: run_pgbench(
             p.port, "bench", p.database(mode), mode, args.seconds, args.clients, "bench"))(peer)
