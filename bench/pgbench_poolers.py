@@ -371,7 +371,8 @@ def main():
     # "wirepool-t1", "wirepool-t2", ... (0: the default, one loop per two cores).
     ap.add_argument("--wirepool-threads", default="1")
     # One wirepool per value of pool.pipeline_max, as targets "wirepool-pm0"
-    # (the default), "wirepool-pm8", "wirepool-pmoff" (pipelining off).
+    # (0 is the default's own value), "wirepool-pm8", "wirepool-pmoff"
+    # (pipelining off).
     ap.add_argument("--pipeline-max", default="")
     ap.add_argument("--peers", action="store_true",
                     help="PgBouncer 1.25 and Odyssey from ../shared/anchors too")
@@ -411,9 +412,8 @@ def main():
                               binary=binary, pipeline_max=pipeline_max).start()
 
     if pipeline_maxes:
-        wp = start_wirepool(pipeline_max=pipeline_maxes[0] if pipeline_maxes[0] != "0" else None)
-        more = {f"wirepool-pm{v}": start_wirepool(pipeline_max=v if v != "0" else None)
-                for v in pipeline_maxes[1:]}
+        wp = start_wirepool(pipeline_max=pipeline_maxes[0])
+        more = {f"wirepool-pm{v}": start_wirepool(pipeline_max=v) for v in pipeline_maxes[1:]}
         first = f"wirepool-pm{pipeline_maxes[0]}"
     else:
         wp = start_wirepool()

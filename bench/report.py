@@ -193,6 +193,12 @@ def crosscheck_section(c):
     return md + [""]
 
 
+def findings(doc):
+    """A hand-run result's findings, a paragraph each (empty entries, which
+    older results use as separators, are skipped)."""
+    return [line for f in doc.get("findings", []) if f for line in (f, "")]
+
+
 def storm_section(doc_dir):
     """The login storm rows, from the newest bench/results/login_storm-*.json
     (bench/login_storm.py runs gathered by hand: not part of `make bench`)."""
@@ -237,8 +243,7 @@ def storm_section(doc_dir):
                       f"{stat(runs, 'cpu_us_per_login', 0)} / "
                       f"{stat(runs, 'client_cpu_us_per_login', 0)} | {drops} |")
     md.append("")
-    md += doc.get("findings", [])
-    return md + [""]
+    return md + findings(doc)
 
 
 def variants_table(r, names, label):
@@ -283,10 +288,8 @@ def threads_section(doc_dir):
           f"{doc['note']} {r['rounds']} alternating rounds of {r['seconds']} s, "
           f"{r['clients']} clients, pool {r['pool']}; TPS medians (min–max), p99 and wirepool's "
           "CPU µs per transaction medians.", ""]
-    md += variants_table(r, names, label)
-    md.append("")
-    md += doc.get("findings", [])
-    return md + [""]
+    md += variants_table(r, names, label) + [""]
+    return md + findings(doc)
 
 
 def pipeline_max_section(doc_dir):
@@ -314,11 +317,8 @@ def pipeline_max_section(doc_dir):
         md += [f"{r['clients']} clients: `bench/pgbench_poolers.py --pipeline-max "
                f"{r['pipeline_max']} --peers`, {r['rounds']} alternating rounds of "
                f"{r['seconds']} s, pool {r['pool']}.", ""]
-        md += variants_table(r, names + mine, label)
-        md.append("")
-    for finding in doc.get("findings", []):
-        md += [finding, ""]
-    return md
+        md += variants_table(r, names + mine, label) + [""]
+    return md + findings(doc)
 
 
 def rewrite_section(doc_dir):
